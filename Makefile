@@ -1,0 +1,34 @@
+# sluice: `make test` installs what the tests need and runs every test.
+
+GO ?= go
+
+.PHONY: test deps vet unit fuzz bench demo
+
+test: deps vet unit
+
+# Tests start real redis-server processes (standalone and cluster); install
+# Debian's redis-server (which brings redis-cli) when it is missing.
+deps:
+	@command -v redis-server >/dev/null && command -v redis-cli >/dev/null || { \
+		echo "installing redis-server"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	@# Debian starts a system redis on 6379; the tests never use it.
+	@command -v redis-server >/dev/null || { echo "redis-server still missing" >&2; exit 1; }
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l . ; echo "gofmt needed" >&2; exit 1; }
+
+# -race always; fuzz targets run their seed corpus as plain tests.
+unit:
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+# A longer fuzzing pass, not part of `make test`.
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzDecideInvariants -fuzztime=60s ./limiter/
+
+bench:
+	bash bench/run.sh
+
+demo:
+	$(GO) run ./cmd/sluice demo

@@ -1,0 +1,138 @@
+package httplimit
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+)
+
+// ruleHeader is what one matched rule contributes to the response headers.
+type ruleHeader struct {
+	name      string
+	limit     int64
+	window    time.Duration
+	remaining int64
+	reset     time.Duration
+}
+
+// setRateLimitHeaders writes RateLimit-Policy and RateLimit as structured
+// field lists with one item per rule (draft-ietf-httpapi-ratelimit-headers-10),
+// and X-RateLimit-* for the most restrictive rule when legacy is set.
+func setRateLimitHeaders(h http.Header, rules []ruleHeader, legacy bool) {
+	if len(rules) == 0 {
+		return
+	}
+	var pol, cur []byte
+	for i, r := range rules {
+		if i > 0 {
+			pol = append(pol, ", "...)
+			cur = append(cur, ", "...)
+		}
+		pol = appendItem(pol, r.name, 'q', r.limit, 'w', ceilSeconds(r.window))
+		cur = appendItem(cur, r.name, 'r', r.remaining, 't', ceilSeconds(r.reset))
+	}
+	h["Ratelimit-Policy"] = []string{string(pol)}
+	h["Ratelimit"] = []string{string(cur)}
+	if legacy {
+		tight := rules[0]
+		for _, r := range rules[1:] {
+			if r.remaining < tight.remaining {
+				tight = r
+			}
+		}
+		h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(tight.limit, 10)}
+		h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(tight.remaining, 10)}
+		h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilSeconds(tight.reset), 10)}
+	}
+}
+
+// appendItem appends `"name";k1=v1;k2=v2`. Rule names are validated to
+// letters, digits and -_. so they need no escaping inside the sf-string.
+func appendItem(b []byte, name string, k1 byte, v1 int64, k2 byte, v2 int64) []byte {
+	b = append(b, '"')
+	b = append(b, name...)
+	b = append(b, '"', ';', k1, '=')
+	b = strconv.AppendInt(b, v1, 10)
+	b = append(b, ';', k2, '=')
+	return strconv.AppendInt(b, v2, 10)
+}
+
+// ceilSeconds rounds d up to whole seconds.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// retryAfterSeconds is the Retry-After value for a wait of d: whole seconds,
+// rounded up, never 0, so that a caller who obeys it is never early.
+func retryAfterSeconds(d time.Duration) int64 { return max(ceilSeconds(d), 1) }
+
+// problem is an RFC 9457 problem detail.
+type problem struct {
+	Type             string   `json:"type,omitempty"`
+	Title            string   `json:"title"`
+	Status           int      `json:"status"`
+	Detail           string   `json:"detail,omitempty"`
+	ViolatedPolicies []string `json:"violated-policies,omitempty"`
+}
+
+// quotaExceeded is the IANA problem type for a rate limit (RFC 9457 registry).
+const quotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+
+// WriteProblem writes an application/problem+json answer with Cache-Control:
+// no-store. Headers already set on w (Retry-After, RateLimit) are kept.
+func WriteProblem(w http.ResponseWriter, status int, detail string) {
+	writeProblem(w, problem{Title: http.StatusText(status), Status: status, Detail: detail})
+}
+
+func writeProblem(w http.ResponseWriter, p problem) {
+	body, _ := json.Marshal(p) // a struct of strings and ints always marshals
+	h := w.Header()
+	h["Content-Type"] = []string{"application/problem+json"}
+	h["Cache-Control"] = []string{"no-store"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body) + 1)}
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// FormatPeriod writes a period the way people say it: 1m, 30s, 1h, 1d, 1500ms.
+func FormatPeriod(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}
+
+// limitedDetail is the problem detail of a 429, such as "partner-a exceeded
+// 100 requests per 1m (rule claims); retry in 23s".
+func limitedDetail(who string, rule string, l limiter.Limit, retry time.Duration) string {
+	var b strings.Builder
+	b.WriteString(who)
+	b.WriteString(" exceeded ")
+	b.WriteString(strconv.FormatInt(l.Rate(), 10))
+	b.WriteString(" requests per ")
+	b.WriteString(FormatPeriod(l.Period()))
+	b.WriteString(" (rule ")
+	b.WriteString(rule)
+	if retry == limiter.Never {
+		b.WriteString("); this request costs more than the limit allows at once and will never pass")
+		return b.String()
+	}
+	b.WriteString("); retry in ")
+	b.WriteString(strconv.FormatInt(retryAfterSeconds(retry), 10))
+	b.WriteString("s")
+	return b.String()
+}

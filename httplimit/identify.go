@@ -1,0 +1,95 @@
+package httplimit
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/sluice-rl/sluice/policy"
+)
+
+// maxHops bounds how many proxy hops are read from Forwarded or
+// X-Forwarded-For, so a forged header of thousands of entries costs nothing.
+const maxHops = 32
+
+// identify returns the caller of r, or nil if the policy rejects it (an
+// unknown or missing key with unknown: reject). A key is used only if it is
+// the single value of the key header.
+func identify(pol *policy.Compiled, r *http.Request) *policy.Caller {
+	if !pol.IdentifiesByKey() {
+		return pol.Unidentified()
+	}
+	if vals := r.Header.Values(pol.KeyHeader()); len(vals) == 1 {
+		if c, ok := pol.CallerByKey(vals[0]); ok {
+			return c
+		}
+	}
+	return pol.Anonymous()
+}
+
+// clientAddr returns the caller's IP address: the peer's, unless the peer is
+// a trusted proxy, in which case the right-most address of Forwarded (or, if
+// absent, X-Forwarded-For) that is not itself a trusted proxy. It returns the
+// zero Addr if the peer address cannot be read.
+func clientAddr(pol *policy.Compiled, r *http.Request) netip.Addr {
+	peer, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	addr := peer.Addr().Unmap()
+	if !pol.TrustedProxy(addr) {
+		return addr
+	}
+	hops := forwardedFor(r.Header)
+	for i := len(hops) - 1; i >= 0 && i >= len(hops)-maxHops; i-- {
+		hop, ok := parseHop(hops[i])
+		if !ok {
+			return addr // a hop we cannot read: count the proxy that sent it
+		}
+		addr = hop
+		if !pol.TrustedProxy(addr) {
+			return addr
+		}
+	}
+	return addr
+}
+
+// forwardedFor returns the for= values of the Forwarded header (RFC 7239),
+// or if there is none the entries of X-Forwarded-For, in order.
+func forwardedFor(h http.Header) []string {
+	var hops []string
+	for _, line := range h.Values("Forwarded") {
+		for elem := range strings.SplitSeq(line, ",") {
+			for pair := range strings.SplitSeq(elem, ";") {
+				k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+				if ok && strings.EqualFold(k, "for") {
+					hops = append(hops, v)
+				}
+			}
+		}
+	}
+	if len(hops) > 0 {
+		return hops
+	}
+	for _, line := range h.Values("X-Forwarded-For") {
+		for v := range strings.SplitSeq(line, ",") {
+			hops = append(hops, v)
+		}
+	}
+	return hops
+}
+
+// parseHop reads one forwarded address: 192.0.2.1, "[2001:db8::1]:4711",
+// 192.0.2.1:80. Obfuscated identifiers and "unknown" are not addresses.
+func parseHop(s string) (netip.Addr, bool) {
+	s = strings.Trim(strings.TrimSpace(s), `"`)
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap().WithZone(""), true
+}

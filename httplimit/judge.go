@@ -1,0 +1,160 @@
+package httplimit
+
+import (
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// Outcome is what one rule decided for one request.
+type Outcome uint8
+
+const (
+	// Allowed: within the limit.
+	Allowed Outcome = iota
+	// Limited: over the limit of an enforcing rule; the request is rejected.
+	Limited
+	// ShadowLimited: over the limit of a shadow rule; counted, not rejected.
+	ShadowLimited
+	// Exempt: the rule's allow list covers the caller; nothing counted.
+	Exempt
+	// Failed: the store could not decide.
+	Failed
+)
+
+var outcomeNames = [...]string{"allowed", "limited", "shadow_limited", "exempt", "store_error"}
+
+// String returns the metric label of o: allowed, limited, shadow_limited,
+// exempt or store_error.
+func (o Outcome) String() string { return outcomeNames[o] }
+
+// UnknownClient is Report.Client for a caller rejected for its key.
+const UnknownClient = "unknown"
+
+// Report is what happened to one request.
+type Report struct {
+	// Client is a label-safe name of the caller: its client id,
+	// "anonymous", "unknown" (rejected for its key) or "-" (the policy
+	// identifies nobody by key). Never the access key.
+	Client string
+	// Status is the status sluice answered with itself (401, 429, 503), or
+	// 0 if the request was passed on.
+	Status int
+	// RetryAfter is the Retry-After of a 429 or 503.
+	RetryAfter time.Duration
+	// Rules has one result per matching rule.
+	Rules []RuleResult
+	// Latency is the time spent deciding.
+	Latency time.Duration
+	// Err is the store's error, if it failed.
+	Err error
+}
+
+// RuleResult is one rule's decision.
+type RuleResult struct {
+	Rule     string
+	Outcome  Outcome
+	Decision limiter.Decision
+}
+
+func clientLabel(pol *policy.Compiled, c *policy.Caller) string {
+	switch {
+	case c.ID != "":
+		return c.ID
+	case c == pol.Anonymous():
+		return policy.AnonymousPlan
+	}
+	return "-"
+}
+
+// judge turns the store's decisions into the answer: headers on w, and a 429
+// or 503 written (false) or the request allowed to pass (true).
+func (l *Limiter) judge(w http.ResponseWriter, pol *policy.Compiled, caller *policy.Caller, addr netip.Addr,
+	s *scratch, results []store.Result, err error) bool {
+	rep := &s.report
+	if err == nil && len(results) != len(s.reqs) {
+		err = errShortBatch
+	}
+	if err != nil {
+		for _, i := range s.index {
+			rep.Rules = append(rep.Rules, RuleResult{Rule: pol.Rule(i).Name, Outcome: Failed})
+		}
+		return l.storeFailed(w, rep, err)
+	}
+	s.headers = s.headers[:0]
+	var violated []string
+	var worst time.Duration
+	worstRule := -1
+	for k, res := range results {
+		i := s.index[k]
+		rule := pol.Rule(i)
+		if res.Err != nil {
+			rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Outcome: Failed})
+			if !l.storeFailed(w, rep, res.Err) {
+				return false
+			}
+			continue
+		}
+		d := res.Decision
+		out := Allowed
+		if !d.Allowed {
+			out = Limited
+			if rule.Mode == policy.Shadow {
+				out = ShadowLimited
+			} else {
+				violated = append(violated, rule.Name)
+				if d.RetryAfter > worst || worstRule < 0 {
+					worst, worstRule = d.RetryAfter, k
+				}
+			}
+		}
+		rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Outcome: out, Decision: d})
+		if rule.Mode == policy.Enforce {
+			s.headers = append(s.headers, ruleHeader{name: rule.Name, limit: d.Limit, window: s.reqs[k].Limit.Period(),
+				remaining: d.Remaining, reset: d.Reset})
+		}
+	}
+	setRateLimitHeaders(w.Header(), s.headers, l.opts.LegacyHeaders)
+	if len(violated) == 0 {
+		return true
+	}
+	l.reject(w, rep, who(pol, caller, addr), pol.Rule(s.index[worstRule]).Name, s.reqs[worstRule].Limit, worst, violated)
+	return false
+}
+
+var errShortBatch = &shortBatchError{}
+
+type shortBatchError struct{}
+
+func (*shortBatchError) Error() string { return "httplimit: store returned too few results" }
+
+// reject writes the 429. Retry-After is the longest wait among the violated
+// rules, in whole seconds rounded up; a cost no limit can ever allow gets
+// no Retry-After, since waiting would not help.
+func (l *Limiter) reject(w http.ResponseWriter, rep *Report, who, rule string, lim limiter.Limit, retry time.Duration, violated []string) {
+	rep.Status, rep.RetryAfter = http.StatusTooManyRequests, retry
+	h := w.Header()
+	if retry != limiter.Never {
+		h["Retry-After"] = []string{itoa(retryAfterSeconds(retry))}
+	}
+	writeProblem(w, problem{Type: quotaExceeded, Title: "Too Many Requests", Status: http.StatusTooManyRequests,
+		Detail: limitedDetail(who, rule, lim, retry), ViolatedPolicies: violated})
+}
+
+// who names the caller in a problem detail: its client id, else its address.
+func who(pol *policy.Compiled, c *policy.Caller, addr netip.Addr) string {
+	if c.ID != "" {
+		return c.ID
+	}
+	if addr.IsValid() {
+		return pol.IPKey(addr)
+	}
+	return "caller"
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,104 @@
+package limiter
+
+// The three bucket algorithms admit the same traffic: a bucket of Burst
+// requests that refills (or drains) at Rate per Period. They differ in what
+// they remember. All count in units of 1/n microsecond, where one request is
+// p units and one microsecond is n units (see Limit), so refill is exact.
+
+// tokenBucket holds tokens that refill continuously up to the burst; a
+// request takes cost tokens. A new key starts full.
+func tokenBucket(l Limit, s State, t, cost int64) (Decision, State) {
+	capacity := l.burst * l.p
+	tokens, last := capacity, t
+	if s.B != 0 {
+		tokens, last = s.A, s.B
+	}
+	if t < last { // the clock went back: no refill
+		t = last
+	}
+	tokens = capacity - drain(capacity-tokens, t-last, l.n)
+	d := Decision{Limit: l.burst}
+	switch need := cost * l.p; {
+	case cost > l.burst:
+		d.RetryAfter = Never
+	case need <= tokens:
+		d.Allowed = true
+		tokens -= need
+	default:
+		d.RetryAfter = usec(ceilDiv(need-tokens, l.n))
+	}
+	d.Remaining = tokens / l.p
+	d.Reset = usec(ceilDiv(capacity-tokens, l.n))
+	return d, State{A: tokens, B: t}
+}
+
+// leakyBucket is the leaky bucket as a meter: every request pours cost into a
+// bucket that leaks at the rate; a request that would overflow it is
+// rejected (queueing the overflow instead is throttling's business).
+func leakyBucket(l Limit, s State, t, cost int64) (Decision, State) {
+	capacity := l.burst * l.p
+	level, last := s.A, s.B
+	if last == 0 {
+		level, last = 0, t
+	}
+	if t < last { // the clock went back: no leak
+		t = last
+	}
+	level = drain(level, t-last, l.n)
+	d := Decision{Limit: l.burst}
+	switch need := cost * l.p; {
+	case cost > l.burst:
+		d.RetryAfter = Never
+	case level+need <= capacity:
+		d.Allowed = true
+		level += need
+	default:
+		d.RetryAfter = usec(ceilDiv(level+need-capacity, l.n))
+	}
+	d.Remaining = (capacity - level) / l.p
+	d.Reset = usec(ceilDiv(level, l.n))
+	return d, State{A: level, B: t}
+}
+
+// gcra is the generic cell rate algorithm: it remembers only the theoretical
+// arrival time (TAT) of the next request, as whole microseconds plus a
+// fraction in units of 1/n. A request fits if the TAT, pushed on by its cost,
+// stays within burst intervals of now. Without a last-update time, a clock
+// that goes back makes the key look fuller, never emptier (at most full).
+func gcra(l Limit, s State, t, cost int64) (Decision, State) {
+	capacity := l.burst * l.p
+	level := int64(0) // (TAT - t) in units
+	if s.A >= t {
+		if ahead := s.A - t; ahead > capacity/l.n {
+			level = capacity
+		} else {
+			level = min(ahead*l.n+s.B, capacity)
+		}
+	}
+	d := Decision{Limit: l.burst}
+	next := s
+	switch need := cost * l.p; {
+	case cost > l.burst:
+		d.RetryAfter = Never
+	case level+need <= capacity:
+		d.Allowed = true
+		if need > 0 {
+			level += need
+			next = State{A: t + level/l.n, B: level % l.n}
+		}
+	default:
+		d.RetryAfter = usec(ceilDiv(level+need-capacity, l.n))
+	}
+	d.Remaining = (capacity - level) / l.p
+	d.Reset = usec(ceilDiv(level, l.n))
+	return d, next
+}
+
+// drain returns level less what elapsed microseconds take away at n units
+// each, never below 0, without overflowing on long idle gaps.
+func drain(level, elapsed, n int64) int64 {
+	if elapsed >= ceilDiv(level, n) {
+		return 0
+	}
+	return level - elapsed*n
+}

@@ -1,0 +1,93 @@
+package limiter
+
+import (
+	"math"
+	"time"
+)
+
+// Never is the RetryAfter of a request whose cost is more than the limit can
+// ever allow at once: waiting does not help.
+const Never time.Duration = math.MaxInt64
+
+// Decision is the answer for one request.
+type Decision struct {
+	// Allowed reports whether the request may pass. When it is false the
+	// state was not changed: a denied request consumes nothing.
+	Allowed bool
+	// Limit is the most the key may spend at once: the rate for the window
+	// algorithms, the burst for the bucket algorithms.
+	Limit int64
+	// Remaining is what the key may still spend now, 0 <= Remaining <= Limit.
+	Remaining int64
+	// RetryAfter is 0 when allowed. When denied it is the earliest moment,
+	// from now, at which the same request (same cost) would pass if nothing
+	// else happens; Never if its cost exceeds what the limit can ever allow.
+	RetryAfter time.Duration
+	// Reset is how long, from now, until the key is back at its full limit
+	// if nothing else happens (0 when it is already). A store may forget the
+	// key's state after Reset: the state can no longer change a decision.
+	Reset time.Duration
+}
+
+// State is what an algorithm remembers about one key between decisions: a
+// small value that a store persists. The zero State is a key never seen.
+// The meaning of A and B depends on the algorithm:
+//
+//	fixed_window    A = window start (µs since the epoch), B = count
+//	sliding_window  A = current window start (µs), B = previous<<32 | current count
+//	token_bucket    A = tokens (units of 1/n), B = last update (µs)
+//	gcra            A = theoretical arrival time (µs), B = its fraction (units of 1/n µs)
+//	leaky_bucket    A = level (units of 1/n), B = last update (µs)
+//
+// sliding_log keeps its entries in Log, oldest first; at most Rate of them.
+type State struct {
+	A, B int64
+	Log  []Entry
+}
+
+// Entry is one admitted request in a sliding_log: when, and how much it cost.
+type Entry struct {
+	At   int64 // microseconds since the Unix epoch
+	Cost int64
+}
+
+// Decide decides whether a request of the given cost may pass at now, for a
+// key whose state is s, and returns the decision and the key's new state.
+// It is a pure function: it does no I/O and reads no clock. A cost of 0
+// looks without consuming. A negative cost, or the zero Limit, is denied
+// with RetryAfter Never.
+//
+// Times are taken in whole microseconds and clamped to the years 1970 to
+// 2112. A clock that goes backwards never admits more than the limit: the
+// algorithms treat the lost time as not having passed.
+//
+// For sliding_log, Decide reuses the backing array of s.Log.
+func Decide(l Limit, s State, now time.Time, cost int64) (Decision, State) {
+	if l.IsZero() || cost < 0 {
+		return Decision{Limit: l.burst, RetryAfter: Never}, s
+	}
+	t := clampTime(now.UnixMicro())
+	switch l.alg {
+	case FixedWindow:
+		return fixedWindow(l, s, t, cost)
+	case SlidingWindow:
+		return slidingWindow(l, s, t, cost)
+	case SlidingLog:
+		return slidingLog(l, s, t, cost)
+	case TokenBucket:
+		return tokenBucket(l, s, t, cost)
+	case GCRA:
+		return gcra(l, s, t, cost)
+	default:
+		return leakyBucket(l, s, t, cost)
+	}
+}
+
+func clampTime(us int64) int64 {
+	return min(max(us, 1), maxTimeUsec)
+}
+
+func usec(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+// ceilDiv returns ceil(a/b) for a >= 0, b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

@@ -1,0 +1,46 @@
+// Package limiter holds sluice's six rate-limiting algorithms as pure
+// functions: Decide(limit, state, now, cost) returns a Decision and the key's
+// new State. It does no I/O, reads no clock and keeps no state of its own, so
+// that a store can persist the state anywhere (a sharded map, a Redis hash)
+// and supply the atomicity. It imports only the standard library.
+//
+// A Limit is N requests per period (1 ms to 366 days), with a burst for the
+// bucket algorithms. A request has a cost (units it consumes; 0 looks
+// without consuming). Time is counted in whole microseconds since the Unix
+// epoch, the resolution of Redis TIME, and windows are aligned on multiples
+// of the period since the epoch so that separate instances agree.
+//
+// # What each algorithm guarantees
+//
+// Let N be the rate, P the period and B the burst.
+//
+//   - fixed_window: at most N in each epoch-aligned window. Around a
+//     boundary up to 2N can pass within one period (N at the end of a window,
+//     N at the start of the next); in any interval of length L at most
+//     N*(ceil(L/P)+1).
+//   - sliding_window: at most N in each epoch-aligned window, and the
+//     estimate prev*(P-e)/P + curr never exceeds N, where e is the time into
+//     the current window. The estimate is exact when the previous window's
+//     requests were spread evenly; the worst case (all of them at its very
+//     end) lets up to 2N-1 pass within one sliding period, and over any
+//     interval of length L at most N*(ceil(L/P)+1) pass. Remaining is the
+//     estimate's floor; it costs two counters per key.
+//   - sliding_log: exact. In every interval of length P (a request at time
+//     a counts until a+P) at most N pass. It stores one entry per admitted
+//     request (at most N; N is limited to 10000).
+//   - token_bucket, gcra, leaky_bucket: exact, and the same traffic for all
+//     three. A bucket of B refilled (drained) continuously at N per P; in any
+//     interval of length L at most B + N*L/P pass. token_bucket stores tokens
+//     and a time, gcra one theoretical arrival time, leaky_bucket (as a
+//     meter: what would overflow is rejected, not queued) a level and a time.
+//
+// Refill is exact: bucket levels count in units of 1/n microsecond where
+// P/N = p/n reduced, so no fraction of a token is ever lost or invented.
+// Every value stays below 2^53, so the Redis Lua scripts (whose numbers are
+// doubles) compute exactly the same decisions; New rejects the rare limit
+// for which that would not hold.
+//
+// Over the limit is a decision, not an error. A denied request consumes
+// nothing; its Decision says when the same request would pass (RetryAfter),
+// or Never if its cost exceeds what the limit can ever allow at once.
+package limiter

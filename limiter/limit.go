@@ -1,0 +1,171 @@
+package limiter
+
+import (
+	"fmt"
+	"time"
+)
+
+// Algorithm names one of the six rate-limiting algorithms. The zero value is
+// not an algorithm; a Limit built from it denies everything.
+type Algorithm uint8
+
+// The algorithms. Their names in configuration are the String values.
+const (
+	FixedWindow   Algorithm = iota + 1 // "fixed_window"
+	SlidingWindow                      // "sliding_window"
+	SlidingLog                         // "sliding_log"
+	TokenBucket                        // "token_bucket"
+	GCRA                               // "gcra"
+	LeakyBucket                        // "leaky_bucket"
+)
+
+var algorithmNames = [...]string{
+	FixedWindow:   "fixed_window",
+	SlidingWindow: "sliding_window",
+	SlidingLog:    "sliding_log",
+	TokenBucket:   "token_bucket",
+	GCRA:          "gcra",
+	LeakyBucket:   "leaky_bucket",
+}
+
+// Algorithms lists every algorithm, in the order of the constants.
+var Algorithms = []Algorithm{FixedWindow, SlidingWindow, SlidingLog, TokenBucket, GCRA, LeakyBucket}
+
+// String returns the configuration name of a, such as "sliding_window".
+func (a Algorithm) String() string {
+	if a.valid() {
+		return algorithmNames[a]
+	}
+	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+}
+
+func (a Algorithm) valid() bool { return a >= FixedWindow && a <= LeakyBucket }
+
+// HasBurst reports whether the algorithm is a bucket with a size of its own
+// (token_bucket, gcra, leaky_bucket). For the window algorithms the burst is
+// the rate.
+func (a Algorithm) HasBurst() bool { return a == TokenBucket || a == GCRA || a == LeakyBucket }
+
+// ParseAlgorithm returns the algorithm with the configuration name s.
+func ParseAlgorithm(s string) (Algorithm, error) {
+	for _, a := range Algorithms {
+		if algorithmNames[a] == s {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("limiter: unknown algorithm %q (want fixed_window, sliding_window, sliding_log, token_bucket, gcra or leaky_bucket)", s)
+}
+
+// Bounds of a Limit. They keep every computation exact in int64 and in the
+// IEEE-754 doubles of Redis's Lua (integers up to 2^53), so that the memory
+// store and the Redis store decide alike.
+const (
+	MinPeriod   = time.Millisecond
+	MaxPeriod   = 366 * 24 * time.Hour
+	MaxRate     = 1_000_000_000 // requests per period
+	MaxBurst    = 1_000_000_000
+	MaxLogRate  = 10_000 // sliding_log stores one entry per admitted request
+	exactLimit  = 1 << 53
+	maxTimeUsec = 1 << 52 // about the year 2112; later times are clamped
+)
+
+// Limit is a validated rate limit: Rate requests per Period, with a Burst for
+// the bucket algorithms. Build one with New. Limit is a small value; the zero
+// Limit is valid to use and denies everything.
+type Limit struct {
+	alg    Algorithm
+	rate   int64
+	burst  int64 // capacity: rate for windows, burst for buckets
+	period int64 // microseconds
+	// The emission interval period/rate is p/n microseconds, p and n
+	// coprime. Bucket levels count in units of 1/n microsecond: one request
+	// is p units and every microsecond drains n units.
+	p, n int64
+}
+
+// New validates and builds a limit of rate requests per period. burst is the
+// bucket size of token_bucket, gcra and leaky_bucket (0 means rate); the
+// window algorithms take no burst and reject one that differs from rate.
+func New(alg Algorithm, rate int64, period time.Duration, burst int64) (Limit, error) {
+	if !alg.valid() {
+		return Limit{}, fmt.Errorf("limiter: unknown algorithm %d", alg)
+	}
+	if rate < 1 || rate > MaxRate {
+		return Limit{}, fmt.Errorf("limiter: rate %d out of range (1 to %d per period)", rate, MaxRate)
+	}
+	if period < MinPeriod || period > MaxPeriod {
+		return Limit{}, fmt.Errorf("limiter: period %v out of range (%v to %v)", period, MinPeriod, MaxPeriod)
+	}
+	if period%time.Microsecond != 0 {
+		return Limit{}, fmt.Errorf("limiter: period %v is not a whole number of microseconds", period)
+	}
+	if alg == SlidingLog && rate > MaxLogRate {
+		return Limit{}, fmt.Errorf("limiter: sliding_log rate %d too large (at most %d per period; it stores one entry per request: use sliding_window or gcra)", rate, MaxLogRate)
+	}
+	if burst == 0 {
+		burst = rate
+	}
+	if !alg.HasBurst() && burst != rate {
+		return Limit{}, fmt.Errorf("limiter: %v takes no burst (got %d; only token_bucket, gcra and leaky_bucket have one)", alg, burst)
+	}
+	if burst < 1 || burst > MaxBurst {
+		return Limit{}, fmt.Errorf("limiter: burst %d out of range (1 to %d)", burst, MaxBurst)
+	}
+	us := int64(period / time.Microsecond)
+	g := gcd(us, rate)
+	l := Limit{alg: alg, rate: rate, burst: burst, period: us, p: us / g, n: rate / g}
+	if alg.HasBurst() && l.burst*l.p+l.n > exactLimit {
+		return Limit{}, fmt.Errorf("limiter: %d/%v with burst %d cannot be computed exactly (burst x period/rate too fine; round the rate or period, or lower the burst)", rate, period, burst)
+	}
+	return l, nil
+}
+
+// MustNew is New for limits known to be valid; it panics otherwise. It is
+// meant for tests and examples.
+func MustNew(alg Algorithm, rate int64, period time.Duration, burst int64) Limit {
+	l, err := New(alg, rate, period, burst)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+// Algorithm returns the limit's algorithm.
+func (l Limit) Algorithm() Algorithm { return l.alg }
+
+// Rate returns the number of requests allowed per Period.
+func (l Limit) Rate() int64 { return l.rate }
+
+// Period returns the period the rate is counted over.
+func (l Limit) Period() time.Duration { return time.Duration(l.period) * time.Microsecond }
+
+// Burst returns the most that can pass at once: the bucket size for the
+// bucket algorithms, the rate for the window algorithms.
+func (l Limit) Burst() int64 { return l.burst }
+
+// Interval returns the emission interval p/n in microseconds as a reduced
+// fraction: one request's worth of refill takes p/n microseconds. Stores that
+// mirror the bucket algorithms use it.
+func (l Limit) Interval() (p, n int64) { return l.p, l.n }
+
+// IsZero reports whether l is the zero Limit.
+func (l Limit) IsZero() bool { return l.alg == 0 }
+
+// String describes l as in configuration, such as "gcra 100/1m0s burst 20".
+func (l Limit) String() string {
+	if l.IsZero() {
+		return "no limit"
+	}
+	s := fmt.Sprintf("%v %d/%v", l.alg, l.rate, l.Period())
+	if l.alg.HasBurst() && l.burst != l.rate {
+		s += fmt.Sprintf(" burst %d", l.burst)
+	}
+	return s
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

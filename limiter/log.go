@@ -1,0 +1,63 @@
+package limiter
+
+// slidingLog keeps one entry per admitted request and counts exactly those of
+// the last period: an entry made at time a counts while t < a + period.
+func slidingLog(l Limit, s State, t, cost int64) (Decision, State) {
+	log := s.Log
+	if n := len(log); n > 0 && t < log[n-1].At { // the clock went back
+		t = log[n-1].At
+	}
+	expired := 0
+	for expired < len(log) && log[expired].At+l.period <= t {
+		expired++
+	}
+	if expired > 0 {
+		log = log[:copy(log, log[expired:])]
+	}
+	used := int64(0)
+	for _, e := range log {
+		used += e.Cost
+	}
+	d := Decision{Limit: l.rate}
+	switch {
+	case used+cost <= l.rate:
+		d.Allowed = true
+		used += cost
+		log = appendEntry(log, t, cost)
+	case cost > l.rate:
+		d.RetryAfter = Never
+	default:
+		d.RetryAfter = usec(logRetry(log, used+cost-l.rate, l.period, t))
+	}
+	d.Remaining = l.rate - used
+	if n := len(log); n > 0 {
+		d.Reset = usec(log[n-1].At + l.period - t)
+	}
+	return d, State{Log: log}
+}
+
+// appendEntry records an admitted request, merging it with an entry of the
+// same microsecond so that the log never holds more entries than the rate.
+func appendEntry(log []Entry, t, cost int64) []Entry {
+	if cost == 0 {
+		return log
+	}
+	if n := len(log); n > 0 && log[n-1].At == t {
+		log[n-1].Cost += cost
+		return log
+	}
+	return append(log, Entry{At: t, Cost: cost})
+}
+
+// logRetry returns how long until enough of the oldest entries expire to
+// free excess units.
+func logRetry(log []Entry, excess, period, t int64) int64 {
+	freed := int64(0)
+	for _, e := range log {
+		freed += e.Cost
+		if freed >= excess {
+			return e.At + period - t
+		}
+	}
+	return period // unreachable while cost <= rate
+}

@@ -1,0 +1,120 @@
+package limiter
+
+import "math"
+
+// windowStart returns the start of the period-long window holding t. Windows
+// are multiples of the period since the Unix epoch, so that separate
+// instances agree on them.
+func windowStart(t, period int64) int64 { return t - t%period }
+
+// fixedWindow counts requests in epoch-aligned windows of one period.
+func fixedWindow(l Limit, s State, t, cost int64) (Decision, State) {
+	start := windowStart(t, l.period)
+	count := int64(0)
+	switch {
+	case start == s.A:
+		count = s.B
+	case start < s.A: // the clock went back: keep counting in the newer window
+		start, t, count = s.A, s.A, s.B
+	}
+	end := start + l.period
+	d := Decision{Limit: l.rate}
+	if count+cost <= l.rate {
+		count += cost
+		d.Allowed = true
+	} else if cost > l.rate {
+		d.RetryAfter = Never
+	} else {
+		d.RetryAfter = usec(end - t)
+	}
+	d.Remaining = l.rate - count
+	if count > 0 {
+		d.Reset = usec(end - t)
+	}
+	return d, State{A: start, B: count}
+}
+
+// slidingWindow estimates the count over the last period from two
+// epoch-aligned window counters: all of the current window's and the share
+// of the previous window's that the sliding period still covers, assuming
+// the previous window's requests were spread evenly.
+func slidingWindow(l Limit, s State, t, cost int64) (Decision, State) {
+	start := windowStart(t, l.period)
+	prev, curr := s.B>>32, s.B&0xffffffff
+	switch {
+	case start == s.A:
+	case start < s.A: // the clock went back: stay in the newer window
+		start, t = s.A, s.A
+	case start == s.A+l.period:
+		prev, curr = curr, 0
+	default:
+		prev, curr = 0, 0
+	}
+	e := t - start
+	used := weighted(prev, e, l.period) + curr
+	d := Decision{Limit: l.rate}
+	switch {
+	case used+cost <= l.rate:
+		d.Allowed = true
+		curr += cost
+		used += cost
+	case cost > l.rate:
+		d.RetryAfter = Never
+	default:
+		d.RetryAfter = usec(slidingRetry(l, prev, curr, e, cost))
+	}
+	d.Remaining = max(l.rate-used, 0)
+	switch {
+	case curr > 0:
+		d.Reset = usec(start + 2*l.period - t)
+	case prev > 0:
+		d.Reset = usec(start + l.period - t)
+	}
+	return d, State{A: start, B: prev<<32 | curr}
+}
+
+// weighted is the previous window's share of the sliding period at elapsed
+// time e into the current window: floor(prev * (period-e) / period). It is
+// computed in IEEE-754 doubles, operation for operation as the Redis Lua
+// script computes it, so that both stores round alike; it is exact while
+// prev*(period-e) < 2^53.
+func weighted(prev, e, period int64) int64 {
+	x := float64(prev) * float64(period-e)
+	return int64(math.Floor(x / float64(period)))
+}
+
+// slidingRetry returns how long after elapsed time e a request of cost
+// (cost <= rate) first fits: later in this window, in the next one (where
+// the current count becomes the previous one), or at the start of the one
+// after, when both counters are empty.
+func slidingRetry(l Limit, prev, curr, e, cost int64) int64 {
+	if room := l.rate - curr - cost; room >= 0 {
+		if at, ok := firstFit(prev, room, e+1, l.period); ok {
+			return at - e
+		}
+	}
+	next := l.period - e
+	if at, ok := firstFit(curr, l.rate-cost, 0, l.period); ok {
+		return next + at
+	}
+	return next + l.period
+}
+
+// firstFit returns the least elapsed time x in [lo, period) at which
+// weighted(prev, x, period) <= room, by binary search: weighted does not grow
+// with x.
+func firstFit(prev, room, lo, period int64) (int64, bool) {
+	hi := period - 1
+	if lo > hi || weighted(prev, hi, period) > room {
+		return 0, false
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if weighted(prev, mid, period) <= room {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, true
+}

@@ -1,0 +1,270 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/sluice-rl/sluice/limiter"
+)
+
+// FieldError is one thing wrong with a Policy. Path names the field the way
+// configuration spells it ("rules[2].rate", "clients.list[0].plan",
+// "plans.large.claims"), so that package config can point at its line.
+type FieldError struct {
+	Path string
+	Msg  string
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
+
+// Compiled is a validated policy, ready to answer per request. It is
+// immutable and safe for concurrent use.
+type Compiled struct {
+	src       Policy
+	rules     []compiledRule
+	byKey     map[string]*Caller
+	byID      map[string]*Caller
+	anonymous *Caller
+	global    *Caller
+	ipv6Bits  int
+}
+
+type compiledRule struct {
+	Rule
+	allowIDs map[string]bool
+}
+
+// Caller is a recognised client (or the anonymous caller), with the limit
+// each rule applies to it.
+type Caller struct {
+	// ID is the client id, "" for callers not recognised by key.
+	ID string
+	// Plan is the caller's plan name.
+	Plan   string
+	limits []limiter.Limit // by rule index
+	tags   []string        // by rule index: the limit, as part of state keys
+}
+
+// StateTag returns a short text naming the limit rule i applies to the
+// caller. Stores key state by it too, so that a changed limit starts from
+// a fresh state instead of misreading the old one, while unchanged rules
+// keep their counters across reloads.
+func (c *Caller) StateTag(i int) string { return c.tags[i] }
+
+// Limit returns the limit rule i applies to the caller.
+func (c *Caller) Limit(i int) limiter.Limit { return c.limits[i] }
+
+// Compile validates p and prepares it for lookups. It reports every problem
+// at once, as FieldErrors joined with errors.Join.
+func Compile(p Policy) (*Compiled, error) {
+	c := &Compiled{src: p, byKey: map[string]*Caller{}, byID: map[string]*Caller{}, ipv6Bits: p.IPv6Prefix}
+	if c.ipv6Bits == 0 {
+		c.ipv6Bits = 64
+	}
+	var errs []error
+	fail := func(path, format string, args ...any) {
+		errs = append(errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	if c.ipv6Bits < 1 || c.ipv6Bits > 128 {
+		fail("ipv6_prefix", "%d out of range (1 to 128)", p.IPv6Prefix)
+	}
+	if len(p.Rules) == 0 {
+		fail("rules", "no rules (at least one rule is required)")
+	}
+	names := map[string]int{}
+	for i, r := range p.Rules {
+		c.rules = append(c.rules, compileRule(i, r, names, fail))
+	}
+	c.checkOverrides(names, fail)
+	c.global = c.caller("", "", nil, fail, "")
+	if p.Clients.Unknown == UnknownAnonymous {
+		c.anonymous = c.caller("", AnonymousPlan, nil, fail, "clients.unknown")
+	}
+	c.compileClients(fail)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+func compileRule(i int, r Rule, names map[string]int, fail func(string, string, ...any)) compiledRule {
+	at := fmt.Sprintf("rules[%d]", i)
+	switch {
+	case r.Name == "":
+		fail(at+".name", "missing (every rule needs a name)")
+	case !validName(r.Name):
+		fail(at+".name", "%q is not a valid name (letters, digits, '_', '-', '.'; at most 64)", r.Name)
+	default:
+		if j, dup := names[r.Name]; dup {
+			fail(at+".name", "duplicate rule name %q (also rules[%d])", r.Name, j)
+		} else {
+			names[r.Name] = i
+		}
+	}
+	if r.Match.Path != "" && !strings.HasPrefix(r.Match.Path, "/") {
+		fail(at+".match.path", "%q must start with '/'", r.Match.Path)
+	}
+	for j, m := range r.Match.Methods {
+		if m == "" || strings.ToUpper(m) != m || strings.ContainsAny(m, " \t\r\n") {
+			fail(fmt.Sprintf("%s.match.methods[%d]", at, j), "%q is not an HTTP method in upper case (such as GET, POST)", m)
+		}
+	}
+	if r.Key.Kind == KeyHeader && !validHeaderName(r.Key.Header) {
+		fail(at+".key", "header name %q is not a valid HTTP header name", r.Key.Header)
+	}
+	if r.Cost < 0 {
+		fail(at+".cost", "%d is negative (a cost is 0 or more; default 1)", r.Cost)
+	}
+	if _, err := ruleLimit(r, r.Rate); err != nil {
+		path := at + ".rate"
+		if strings.Contains(err.Error(), "burst") {
+			path = at + ".burst"
+		}
+		fail(path, "%s", strings.TrimPrefix(err.Error(), "limiter: "))
+	}
+	cr := compiledRule{Rule: r, allowIDs: map[string]bool{}}
+	if cr.Algorithm == 0 {
+		cr.Algorithm = limiter.SlidingWindow
+	}
+	if cr.Cost == 0 {
+		cr.Cost = 1
+	}
+	for _, id := range r.Allow {
+		cr.allowIDs[id] = true
+	}
+	return cr
+}
+
+// ruleLimit builds the limit of rule r at rate: an override scales the
+// rule's burst in proportion, rounded up.
+func ruleLimit(r Rule, rate Rate) (limiter.Limit, error) {
+	alg := r.Algorithm
+	if alg == 0 {
+		alg = limiter.SlidingWindow
+	}
+	burst := int64(0)
+	if alg.HasBurst() && r.Burst > 0 {
+		burst = r.Burst
+		if rate.N != r.Rate.N && r.Rate.N > 0 {
+			burst = max(1, (r.Burst*rate.N+r.Rate.N-1)/r.Rate.N)
+		}
+	}
+	return limiter.New(alg, rate.N, rate.Period, burst)
+}
+
+func (c *Compiled) checkOverrides(names map[string]int, fail func(string, string, ...any)) {
+	for plan, pl := range c.src.Plans {
+		for rule, rate := range pl.Limits {
+			i, ok := names[rule]
+			if !ok {
+				fail("plans."+plan+"."+rule, "unknown rule %q (rules: %s)", rule, ruleNames(c.src.Rules))
+				continue
+			}
+			if _, err := ruleLimit(c.src.Rules[i], rate); err != nil {
+				fail("plans."+plan+"."+rule, "%s", strings.TrimPrefix(err.Error(), "limiter: "))
+			}
+		}
+	}
+}
+
+func (c *Compiled) compileClients(fail func(string, string, ...any)) {
+	for i, cl := range c.src.Clients.List {
+		at := fmt.Sprintf("clients.list[%d]", i)
+		if !validName(cl.ID) {
+			fail(at+".id", "%q is not a valid client id (letters, digits, '_', '-', '.'; 1 to 64)", cl.ID)
+		} else if _, dup := c.byID[cl.ID]; dup {
+			fail(at+".id", "duplicate client id %q", cl.ID)
+		}
+		if cl.Plan != "" {
+			if _, ok := c.src.Plans[cl.Plan]; !ok && cl.Plan != AnonymousPlan {
+				fail(at+".plan", "unknown plan %q (plans: %s)", cl.Plan, planNames(c.src.Plans))
+			}
+		}
+		caller := c.caller(cl.ID, cl.Plan, cl.Limits, fail, at)
+		c.byID[cl.ID] = caller
+		if len(cl.Keys) == 0 {
+			fail(at+".keys", "no keys (a client needs at least one access key)")
+		}
+		for j, k := range cl.Keys {
+			kp := fmt.Sprintf("%s.keys[%d]", at, j)
+			if !validKey(k) {
+				fail(kp, "not a valid access key (1 to 256 visible ASCII characters)")
+			} else if _, dup := c.byKey[k]; dup {
+				fail(kp, "key already belongs to another client")
+			}
+			c.byKey[k] = caller
+		}
+	}
+}
+
+// caller resolves every rule's limit for one caller: its own override, else
+// its plan's, else the rule's.
+func (c *Compiled) caller(id, plan string, own map[string]Rate, fail func(string, string, ...any), at string) *Caller {
+	cl := &Caller{ID: id, Plan: plan, limits: make([]limiter.Limit, len(c.rules)), tags: make([]string, len(c.rules))}
+	for rule := range own {
+		if !c.hasRule(rule) {
+			fail(at+".limits."+rule, "unknown rule %q (rules: %s)", rule, ruleNames(c.src.Rules))
+		}
+	}
+	for i, r := range c.rules {
+		rate, ownRate := r.Rate, false
+		if o, ok := c.src.Plans[plan].Limits[r.Name]; ok {
+			rate = o
+		}
+		if o, ok := own[r.Name]; ok {
+			rate, ownRate = o, true
+		}
+		l, err := ruleLimit(r.Rule, rate)
+		if err != nil && ownRate { // plans and rules are checked once, elsewhere
+			fail(at+".limits."+r.Name, "%s", strings.TrimPrefix(err.Error(), "limiter: "))
+		}
+		cl.limits[i], cl.tags[i] = l, l.String()
+	}
+	return cl
+}
+
+func (c *Compiled) hasRule(name string) bool {
+	for _, r := range c.rules {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func ruleNames(rules []Rule) string {
+	var s []string
+	for _, r := range rules {
+		s = append(s, r.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+func planNames(plans map[string]Plan) string {
+	var s []string
+	for name := range plans {
+		s = append(s, name)
+	}
+	if len(s) == 0 {
+		return "none defined"
+	}
+	sortStrings(s)
+	return strings.Join(s, ", ")
+}
+
+// TrustedProxy reports whether addr is in a trusted proxy network.
+func (c *Compiled) TrustedProxy(addr netip.Addr) bool {
+	return containsAddr(c.src.TrustedProxies, addr)
+}
+
+func containsAddr(nets []netip.Prefix, addr netip.Addr) bool {
+	addr = addr.Unmap()
+	for _, n := range nets {
+		if n.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,102 @@
+package policy
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/sluice-rl/sluice/limiter"
+)
+
+// Policy returns the policy c was compiled from.
+func (c *Compiled) Policy() Policy { return c.src }
+
+// KeyHeader returns the header carrying access keys (default X-API-Key).
+func (c *Compiled) KeyHeader() string {
+	if c.src.Clients.KeyHeader == "" {
+		return "X-API-Key"
+	}
+	return c.src.Clients.KeyHeader
+}
+
+// IdentifiesByKey reports whether callers are recognised by access key:
+// true when the policy lists clients.
+func (c *Compiled) IdentifiesByKey() bool { return len(c.src.Clients.List) > 0 }
+
+// CallerByKey returns the client an access key belongs to.
+func (c *Compiled) CallerByKey(key string) (*Caller, bool) {
+	cl, ok := c.byKey[key]
+	return cl, ok
+}
+
+// CallerByID returns the client with the given id.
+func (c *Compiled) CallerByID(id string) (*Caller, bool) {
+	cl, ok := c.byID[id]
+	return cl, ok
+}
+
+// Anonymous returns the caller unknown callers count as, or nil when they
+// are rejected.
+func (c *Compiled) Anonymous() *Caller { return c.anonymous }
+
+// Unidentified returns the caller used when the policy recognises nobody by
+// key (no clients listed): every rule at its own rate.
+func (c *Compiled) Unidentified() *Caller { return c.global }
+
+// Rules returns the number of rules.
+func (c *Compiled) Rules() int { return len(c.rules) }
+
+// Rule returns rule i with its defaults filled in.
+func (c *Compiled) Rule(i int) *Rule { return &c.rules[i].Rule }
+
+// RuleLimit returns rule i's own limit, before plans and overrides.
+func (c *Compiled) RuleLimit(i int) limiter.Limit { return c.global.limits[i] }
+
+// Match appends to dst the indexes of the rules that match a request and
+// returns it.
+func (c *Compiled) Match(method, path string, dst []int) []int {
+	for i := range c.rules {
+		m := &c.rules[i].Match
+		if pathMatches(m.Path, path) && (len(m.Methods) == 0 || slices.Contains(m.Methods, method)) {
+			dst = append(dst, i)
+		}
+	}
+	return dst
+}
+
+// pathMatches reports whether prefix matches path on segment boundaries:
+// "/claims" matches "/claims" and "/claims/7", not "/claimsx".
+func pathMatches(prefix, path string) bool {
+	prefix = strings.TrimSuffix(prefix, "/")
+	if prefix == "" {
+		return true
+	}
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	return len(path) == len(prefix) || path[len(prefix)] == '/'
+}
+
+// Exempt reports whether rule i's allow list exempts a caller with client
+// id (may be "") from address addr (may be invalid).
+func (c *Compiled) Exempt(i int, id string, addr netip.Addr) bool {
+	r := &c.rules[i]
+	if id != "" && r.allowIDs[id] {
+		return true
+	}
+	return addr.IsValid() && containsAddr(r.AllowNets, addr)
+}
+
+// IPKey returns the part of addr a rule counts by: the whole IPv4 address,
+// or the IPv6 address's leading IPv6Prefix bits (default /64), in text.
+func (c *Compiled) IPKey(addr netip.Addr) string {
+	addr = addr.Unmap()
+	if addr.Is4() || !addr.IsValid() {
+		return addr.String()
+	}
+	p, err := addr.WithZone("").Prefix(c.ipv6Bits)
+	if err != nil {
+		return addr.String()
+	}
+	return p.String()
+}

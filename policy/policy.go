@@ -1,0 +1,186 @@
+// Package policy holds sluice's rules as plain Go values: who the clients are
+// and how they are recognised, which plans they are on, which rules apply to
+// which requests and what each rule counts by. A Go program builds a Policy
+// in code (package config builds one from YAML) and compiles it once; the
+// compiled policy answers, per request, which rules match and which limit
+// each one applies to this caller. It knows no HTTP, no YAML and no store.
+package policy
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+)
+
+// Policy is the whole set of rules. Only Rules is required.
+type Policy struct {
+	// TrustedProxies are the networks whose Forwarded / X-Forwarded-For
+	// headers are believed when a rule counts by IP. Default: none, so the
+	// peer address is always the caller.
+	TrustedProxies []netip.Prefix
+	// IPv6Prefix groups IPv6 callers by this many leading bits when
+	// counting by IP (one household or host gets one /64). Default 64;
+	// 128 counts every address apart.
+	IPv6Prefix int
+	// Clients says how callers are recognised by access key.
+	Clients Clients
+	// Plans maps a plan name to its rate overrides.
+	Plans map[string]Plan
+	// Rules are applied in order; every matching rule decides and a request
+	// passes only if all of them allow it.
+	Rules []Rule
+}
+
+// Clients says how callers are recognised by access key.
+type Clients struct {
+	// KeyHeader is the request header carrying the access key. Default
+	// "X-API-Key".
+	KeyHeader string
+	// Unknown says what happens to a request without a known key.
+	Unknown Unknown
+	// List holds the known clients.
+	List []Client
+}
+
+// Unknown is the treatment of callers without a known access key.
+type Unknown uint8
+
+const (
+	// UnknownReject answers 401 and counts nothing (the default when there
+	// are clients).
+	UnknownReject Unknown = iota
+	// UnknownAnonymous counts unknown callers by IP under the plan
+	// "anonymous".
+	UnknownAnonymous
+)
+
+// AnonymousPlan is the plan unknown callers are on with UnknownAnonymous.
+const AnonymousPlan = "anonymous"
+
+// Client is one known caller.
+type Client struct {
+	// ID names the client in metrics, logs and X-Sluice-Client; never the key.
+	ID string
+	// Keys are the access keys that identify the client.
+	Keys []string
+	// Plan names the client's plan; empty means the rules' own rates.
+	Plan string
+	// Limits overrides rates for this client by rule name; it beats the plan.
+	Limits map[string]Rate
+}
+
+// Plan is a named set of rate overrides by rule name.
+type Plan struct {
+	Limits map[string]Rate
+}
+
+// Rate is N requests per Period.
+type Rate struct {
+	N      int64
+	Period time.Duration
+}
+
+// String formats r as configuration does: 100/m, 5/s, 100/30s.
+func (r Rate) String() string {
+	switch r.Period {
+	case time.Second:
+		return fmt.Sprintf("%d/s", r.N)
+	case time.Minute:
+		return fmt.Sprintf("%d/m", r.N)
+	case time.Hour:
+		return fmt.Sprintf("%d/h", r.N)
+	case 24 * time.Hour:
+		return fmt.Sprintf("%d/d", r.N)
+	}
+	return fmt.Sprintf("%d/%v", r.N, r.Period)
+}
+
+// Rule is one limit applied to the requests it matches.
+type Rule struct {
+	// Name identifies the rule in headers, metrics and overrides.
+	Name string
+	// Match selects the requests the rule applies to.
+	Match Match
+	// Key is what the rule counts by.
+	Key KeySpec
+	// Algorithm is the rate-limiting algorithm. Default sliding_window.
+	Algorithm limiter.Algorithm
+	// Rate is the rule's rate, unless the caller's plan or the caller
+	// overrides it.
+	Rate Rate
+	// Burst is the bucket size for token_bucket, gcra and leaky_bucket
+	// (0: the rate's N). An override of the rate scales it in proportion.
+	// The window algorithms ignore it.
+	Burst int64
+	// Cost is the units one request consumes. Default 1.
+	Cost int64
+	// Mode is enforce (the default) or shadow.
+	Mode Mode
+	// Allow lists client ids this rule never limits.
+	Allow []string
+	// AllowNets lists caller networks this rule never limits.
+	AllowNets []netip.Prefix
+}
+
+// Match selects requests by path prefix (on segment boundaries) and method.
+type Match struct {
+	// Path is a path prefix; "/claims" matches /claims and /claims/7 but not
+	// /claimsx. Empty or "/" matches every path.
+	Path string
+	// Methods, if any, restricts the rule to these methods (upper case).
+	Methods []string
+}
+
+// KeyKind is what a rule counts by.
+type KeyKind uint8
+
+const (
+	// KeyClient counts per client id (unknown callers, when admitted as
+	// anonymous, per IP).
+	KeyClient KeyKind = iota
+	// KeyIP counts per caller IP address (IPv6 grouped by IPv6Prefix).
+	KeyIP
+	// KeyHeader counts per value of a request header.
+	KeyHeader
+	// KeyGlobal counts every request together.
+	KeyGlobal
+)
+
+// KeySpec is what a rule counts by; Header names the header for KeyHeader.
+type KeySpec struct {
+	Kind   KeyKind
+	Header string
+}
+
+// String formats k as configuration does: client, ip, header:NAME, global.
+func (k KeySpec) String() string {
+	switch k.Kind {
+	case KeyIP:
+		return "ip"
+	case KeyHeader:
+		return "header:" + k.Header
+	case KeyGlobal:
+		return "global"
+	}
+	return "client"
+}
+
+// Mode says whether a rule rejects.
+type Mode uint8
+
+const (
+	// Enforce rejects requests over the limit.
+	Enforce Mode = iota
+	// Shadow counts and reports requests over the limit but lets them pass.
+	Shadow
+)
+
+// String returns "enforce" or "shadow".
+func (m Mode) String() string {
+	if m == Shadow {
+		return "shadow"
+	}
+	return "enforce"
+}
