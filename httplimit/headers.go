@@ -101,7 +101,8 @@ func writeProblem(w http.ResponseWriter, p problem) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// FormatPeriod writes a period the way people say it: 1m, 30s, 1h, 1d, 1500ms.
+// FormatPeriod writes a period the way people say it: 1m, 30s, 1h, 1d;
+// other periods as time.Duration does (1.5s, 100ms).
 func FormatPeriod(d time.Duration) string {
 	switch {
 	case d%(24*time.Hour) == 0:

@@ -8,9 +8,14 @@
 package httplimit
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/netip"
+	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,8 +41,8 @@ type Options struct {
 	// most restrictive rule. Default false.
 	LegacyHeaders bool
 	// FailClosed answers 503 when the store cannot decide. Default false:
-	// the request passes (fail open). A store may also return an error
-	// carrying a Retry-After (see Unavailable) to ask for a 503 itself.
+	// the request passes (fail open). A store may also return a
+	// *store.UnavailableError to ask for a 503 with its Retry-After.
 	FailClosed bool
 	// OnDecision, if set, is called once per request after the decision,
 	// before the handler runs (metrics, logs). The Report and its slices
@@ -90,6 +95,8 @@ type scratch struct {
 	reqs    []store.Request
 	index   []int // rule index of each request
 	headers []ruleHeader
+	again   []store.Request
+	denied  []int
 	report  Report
 }
 
@@ -97,7 +104,7 @@ type scratch struct {
 func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) bool {
 	pol := l.policy.Load()
 	now := l.opts.Clock.Now()
-	r.Header.Del(ClientHeader)
+	removeClientHeader(r.Header)
 	caller := identify(pol, r)
 	s := l.scratch.Get().(*scratch)
 	defer l.scratch.Put(s)
@@ -106,18 +113,19 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) bool {
 	if caller == nil {
 		rep.Client, rep.Status = UnknownClient, http.StatusUnauthorized
 		l.report(r, rep, now)
+		w.Header()["Www-Authenticate"] = []string{`ApiKey header="` + pol.KeyHeader() + `"`}
 		writeProblem(w, problem{Title: "Unauthorized", Status: http.StatusUnauthorized,
 			Detail: "missing or unknown access key in " + pol.KeyHeader()})
 		return false
 	}
 	rep.Client = clientLabel(pol, caller)
 	addr := clientAddr(pol, r)
-	s.match = pol.Match(r.Method, r.URL.Path, s.match[:0])
+	s.match = pol.Match(r.Method, cleanPath(r.URL.Path), s.match[:0])
 	l.requests(pol, caller, addr, r, s)
 	var results []store.Result
 	var err error
 	if len(s.reqs) > 0 {
-		results, err = l.opts.Store.DecideBatch(r.Context(), s.reqs, now)
+		results, err = l.decideAll(r.Context(), pol, s, now)
 	}
 	pass := l.judge(w, pol, caller, addr, s, results, err)
 	l.report(r, rep, now)
@@ -144,6 +152,55 @@ func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr net
 	}
 }
 
+// decideAll asks the store for every rule's decision. With one enforcing
+// rule that is one batch. With several, a request that one rule rejects
+// must spend nothing of the others, so the rules are first only looked at
+// (cost 0): if every one has room, a second batch spends; otherwise the
+// rules without room are asked with their cost (a denial spends nothing)
+// for their Retry-After. Two concurrent requests may both see room and one
+// then be rejected after spending some rules: the race is narrow, and it
+// errs on the side of the service.
+func (l *Limiter) decideAll(ctx context.Context, pol *policy.Compiled, s *scratch, now time.Time) ([]store.Result, error) {
+	if enforcing(pol, s.index) < 2 {
+		return l.opts.Store.DecideBatch(ctx, s.reqs, now)
+	}
+	s.again = append(s.again[:0], s.reqs...)
+	for k := range s.again {
+		s.again[k].Cost = 0
+	}
+	looks, err := l.opts.Store.DecideBatch(ctx, s.again, now)
+	if err != nil || len(looks) != len(s.reqs) {
+		return looks, err
+	}
+	s.again, s.denied = s.again[:0], s.denied[:0]
+	for k, res := range looks {
+		if res.Err == nil && pol.Rule(s.index[k]).Mode == policy.Enforce && res.Decision.Remaining < s.reqs[k].Cost {
+			s.again, s.denied = append(s.again, s.reqs[k]), append(s.denied, k)
+		}
+	}
+	if len(s.denied) == 0 {
+		return l.opts.Store.DecideBatch(ctx, s.reqs, now)
+	}
+	again, err := l.opts.Store.DecideBatch(ctx, s.again, now)
+	if err != nil || len(again) != len(s.again) {
+		return again, err
+	}
+	for j, k := range s.denied {
+		looks[k] = again[j]
+	}
+	return looks, nil
+}
+
+func enforcing(pol *policy.Compiled, rules []int) int {
+	n := 0
+	for _, i := range rules {
+		if pol.Rule(i).Mode == policy.Enforce {
+			n++
+		}
+	}
+	return n
+}
+
 // stateKey is the store key of rule i for this request: the rule, its limit,
 // and what the rule counts by.
 func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Addr, r *http.Request) string {
@@ -159,11 +216,23 @@ func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Add
 		return store.Key(rule.Name, tag, "ip", pol.IPKey(addr))
 	case policy.KeyHeader:
 		// Every request without the header shares one counter, so leaving
-		// it out is no way around the limit.
-		return store.Key(rule.Name, tag, "header", r.Header.Get(rule.Key.Header))
+		// it out is no way around the limit. Long values are hashed, so a
+		// caller cannot make a counter cost more than a short key.
+		return store.Key(rule.Name, tag, "header", boundedValue(r.Header.Get(rule.Key.Header)))
 	default:
 		return store.Key(rule.Name, tag, "global")
 	}
+}
+
+// maxKeyValue is the longest header value used in a state key as it is.
+const maxKeyValue = 128
+
+func boundedValue(v string) string {
+	if len(v) <= maxKeyValue {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 func (l *Limiter) report(r *http.Request, rep *Report, start time.Time) {
@@ -173,21 +242,11 @@ func (l *Limiter) report(r *http.Request, rep *Report, start time.Time) {
 	}
 }
 
-// Unavailable is the error a store returns to have the request answered
-// 503 with a Retry-After (failure policy "closed").
-type Unavailable struct {
-	RetryAfter time.Duration
-	Err        error
-}
-
-func (e *Unavailable) Error() string { return "store unavailable: " + e.Err.Error() }
-func (e *Unavailable) Unwrap() error { return e.Err }
-
 // storeFailed answers a request whose decision the store could not make,
 // or lets it pass (fail open).
 func (l *Limiter) storeFailed(w http.ResponseWriter, rep *Report, err error) bool {
 	rep.Err = err
-	var u *Unavailable
+	var u *store.UnavailableError
 	if !errors.As(err, &u) && !l.opts.FailClosed {
 		return true
 	}
@@ -195,9 +254,37 @@ func (l *Limiter) storeFailed(w http.ResponseWriter, rep *Report, err error) boo
 	if u != nil && u.RetryAfter > 0 {
 		retry = u.RetryAfter
 	}
-	rep.Status = http.StatusServiceUnavailable
+	rep.Status, rep.RetryAfter = http.StatusServiceUnavailable, retry
 	w.Header()["Retry-After"] = []string{itoa(retryAfterSeconds(retry))}
 	writeProblem(w, problem{Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
 		Detail: "the rate limiter cannot reach its shared counters; retry later"})
 	return false
+}
+
+// removeClientHeader removes every caller-sent copy of X-Sluice-Client,
+// including spellings with '_' that CGI-style upstreams read as the same.
+func removeClientHeader(h http.Header) {
+	delete(h, ClientHeader)
+	for k := range h {
+		if len(k) == len(ClientHeader) && strings.EqualFold(strings.ReplaceAll(k, "_", "-"), ClientHeader) {
+			delete(h, k)
+		}
+	}
+}
+
+// cleanPath is the path rules match against: "//claims/./7" and
+// "/x/../claims/7" are "/claims/7", as most upstreams will read them, so
+// that odd spellings are no way around a rule.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
+		return p
+	}
+	c := path.Clean("/" + p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
 }

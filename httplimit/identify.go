@@ -17,6 +17,9 @@ const maxHops = 32
 // the single value of the key header.
 func identify(pol *policy.Compiled, r *http.Request) *policy.Caller {
 	if !pol.IdentifiesByKey() {
+		if a := pol.Anonymous(); a != nil {
+			return a // unknown: anonymous and no clients: everyone is unknown
+		}
 		return pol.Unidentified()
 	}
 	if vals := r.Header.Values(pol.KeyHeader()); len(vals) == 1 {
@@ -36,13 +39,12 @@ func clientAddr(pol *policy.Compiled, r *http.Request) netip.Addr {
 	if err != nil {
 		return netip.Addr{}
 	}
-	addr := peer.Addr().Unmap()
+	addr := peer.Addr().Unmap().WithZone("")
 	if !pol.TrustedProxy(addr) {
 		return addr
 	}
-	hops := forwardedFor(r.Header)
-	for i := len(hops) - 1; i >= 0 && i >= len(hops)-maxHops; i-- {
-		hop, ok := parseHop(hops[i])
+	for _, h := range forwardedFor(r.Header) {
+		hop, ok := parseHop(h)
 		if !ok {
 			return addr // a hop we cannot read: count the proxy that sent it
 		}
@@ -54,29 +56,46 @@ func clientAddr(pol *policy.Compiled, r *http.Request) netip.Addr {
 	return addr
 }
 
-// forwardedFor returns the for= values of the Forwarded header (RFC 7239),
-// or if there is none the entries of X-Forwarded-For, in order.
+// forwardedFor returns at most maxHops for= values of the Forwarded header
+// (RFC 7239), or if there is none of X-Forwarded-For, the nearest hop
+// first. It reads from the right, so a forged header of thousands of
+// entries costs no more than maxHops.
 func forwardedFor(h http.Header) []string {
-	var hops []string
-	for _, line := range h.Values("Forwarded") {
-		for elem := range strings.SplitSeq(line, ",") {
-			for pair := range strings.SplitSeq(elem, ";") {
-				k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
-				if ok && strings.EqualFold(k, "for") {
-					hops = append(hops, v)
-				}
-			}
-		}
-	}
-	if len(hops) > 0 {
+	if hops := lastHops(h.Values("Forwarded"), forValue); len(hops) > 0 {
 		return hops
 	}
-	for _, line := range h.Values("X-Forwarded-For") {
-		for v := range strings.SplitSeq(line, ",") {
-			hops = append(hops, v)
+	return lastHops(h.Values("X-Forwarded-For"), strings.TrimSpace)
+}
+
+// lastHops walks the comma-separated elements of lines from the last one
+// backwards and keeps what pick finds in each (skipping ""), at most maxHops.
+func lastHops(lines []string, pick func(string) string) []string {
+	var hops []string
+	for i := len(lines) - 1; i >= 0 && len(hops) < maxHops; i-- {
+		rest := lines[i]
+		for len(hops) < maxHops {
+			j := strings.LastIndexByte(rest, ',')
+			if v := pick(rest[j+1:]); v != "" {
+				hops = append(hops, v)
+			}
+			if j < 0 {
+				break
+			}
+			rest = rest[:j]
 		}
 	}
 	return hops
+}
+
+// forValue returns the for= parameter of one Forwarded element, or "".
+func forValue(elem string) string {
+	for pair := range strings.SplitSeq(elem, ";") {
+		k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if ok && strings.EqualFold(k, "for") {
+			return v
+		}
+	}
+	return ""
 }
 
 // parseHop reads one forwarded address: 192.0.2.1, "[2001:db8::1]:4711",
@@ -84,7 +103,7 @@ func forwardedFor(h http.Header) []string {
 func parseHop(s string) (netip.Addr, bool) {
 	s = strings.Trim(strings.TrimSpace(s), `"`)
 	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().Unmap(), true
+		return ap.Addr().Unmap().WithZone(""), true
 	}
 	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
 	a, err := netip.ParseAddr(s)

@@ -66,7 +66,7 @@ func Decide(l Limit, s State, now time.Time, cost int64) (Decision, State) {
 	if l.IsZero() || cost < 0 {
 		return Decision{Limit: l.burst, RetryAfter: Never}, s
 	}
-	t := clampTime(now.UnixMicro())
+	t := UnixMicro(now)
 	switch l.alg {
 	case FixedWindow:
 		return fixedWindow(l, s, t, cost)
@@ -83,8 +83,18 @@ func Decide(l Limit, s State, now time.Time, cost int64) (Decision, State) {
 	}
 }
 
-func clampTime(us int64) int64 {
-	return min(max(us, 1), maxTimeUsec)
+// UnixMicro returns now in microseconds since the epoch, clamped to
+// [1, 2^52] without overflowing for any time.Time: the time every
+// algorithm works with. Stores that compute elsewhere (Redis) convert with it.
+func UnixMicro(now time.Time) int64 {
+	sec := now.Unix()
+	switch {
+	case sec < 0:
+		return 1
+	case sec > maxTimeUsec/1_000_000:
+		return maxTimeUsec
+	}
+	return min(max(sec*1e6+int64(now.Nanosecond()/1e3), 1), maxTimeUsec)
 }
 
 func usec(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

@@ -22,9 +22,11 @@
 //     estimate prev*(P-e)/P + curr never exceeds N, where e is the time into
 //     the current window. The estimate is exact when the previous window's
 //     requests were spread evenly; the worst case (all of them at its very
-//     end) lets up to 2N-1 pass within one sliding period, and over any
-//     interval of length L at most N*(ceil(L/P)+1) pass. Remaining is the
-//     estimate's floor; it costs two counters per key.
+//     end) lets up to 2N pass within one sliding period, and over any
+//     interval of length L at most N*(ceil(L/P)+1) pass. The estimate's
+//     fractional part is rounded down; Reset is an upper bound (the end of
+//     the window after which both counters are empty). It costs two
+//     counters per key.
 //   - sliding_log: exact. In every interval of length P (a request at time
 //     a counts until a+P) at most N pass. It stores one entry per admitted
 //     request (at most N; N is limited to 10000).

@@ -88,7 +88,7 @@ type Limit struct {
 // window algorithms take no burst and reject one that differs from rate.
 func New(alg Algorithm, rate int64, period time.Duration, burst int64) (Limit, error) {
 	if !alg.valid() {
-		return Limit{}, fmt.Errorf("limiter: unknown algorithm %d", alg)
+		return Limit{}, fmt.Errorf("limiter: unknown algorithm %d (want fixed_window, sliding_window, sliding_log, token_bucket, gcra or leaky_bucket)", alg)
 	}
 	if rate < 1 || rate > MaxRate {
 		return Limit{}, fmt.Errorf("limiter: rate %d out of range (1 to %d per period)", rate, MaxRate)

@@ -20,12 +20,12 @@ func slidingLog(l Limit, s State, t, cost int64) (Decision, State) {
 	}
 	d := Decision{Limit: l.rate}
 	switch {
+	case cost > l.rate: // checked first: used+cost must not overflow
+		d.RetryAfter = Never
 	case used+cost <= l.rate:
 		d.Allowed = true
 		used += cost
 		log = appendEntry(log, t, cost)
-	case cost > l.rate:
-		d.RetryAfter = Never
 	default:
 		d.RetryAfter = usec(logRetry(log, used+cost-l.rate, l.period, t))
 	}

@@ -19,12 +19,13 @@ func fixedWindow(l Limit, s State, t, cost int64) (Decision, State) {
 	}
 	end := start + l.period
 	d := Decision{Limit: l.rate}
-	if count+cost <= l.rate {
+	switch {
+	case cost > l.rate: // checked first: count+cost must not overflow
+		d.RetryAfter = Never
+	case count+cost <= l.rate:
 		count += cost
 		d.Allowed = true
-	} else if cost > l.rate {
-		d.RetryAfter = Never
-	} else {
+	default:
 		d.RetryAfter = usec(end - t)
 	}
 	d.Remaining = l.rate - count
@@ -51,15 +52,17 @@ func slidingWindow(l Limit, s State, t, cost int64) (Decision, State) {
 		prev, curr = 0, 0
 	}
 	e := t - start
-	used := weighted(prev, e, l.period) + curr
+	// A clock gone back within the window weighs the previous window more
+	// and can push the estimate past the rate: stay at the rate then.
+	used := min(weighted(prev, e, l.period)+curr, l.rate)
 	d := Decision{Limit: l.rate}
 	switch {
+	case cost > l.rate: // checked first: used+cost must not overflow
+		d.RetryAfter = Never
 	case used+cost <= l.rate:
 		d.Allowed = true
 		curr += cost
 		used += cost
-	case cost > l.rate:
-		d.RetryAfter = Never
 	default:
 		d.RetryAfter = usec(slidingRetry(l, prev, curr, e, cost))
 	}

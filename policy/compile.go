@@ -115,7 +115,7 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 		fail(at+".key", "header name %q is not a valid HTTP header name", r.Key.Header)
 	}
 	if r.Cost < 0 {
-		fail(at+".cost", "%d is negative (a cost is 0 or more; default 1)", r.Cost)
+		fail(at+".cost", "%d is negative (a cost is 1 or more; 0 or absent means the default, 1)", r.Cost)
 	}
 	if _, err := ruleLimit(r, r.Rate); err != nil {
 		path := at + ".rate"
@@ -259,8 +259,10 @@ func (c *Compiled) TrustedProxy(addr netip.Addr) bool {
 	return containsAddr(c.src.TrustedProxies, addr)
 }
 
+// containsAddr reports whether addr, without IPv4 mapping or zone (a
+// prefix never contains a zoned address), is in one of nets.
 func containsAddr(nets []netip.Prefix, addr netip.Addr) bool {
-	addr = addr.Unmap()
+	addr = addr.Unmap().WithZone("")
 	for _, n := range nets {
 		if n.Contains(addr) {
 			return true

@@ -57,11 +57,18 @@ func (c *Compiled) RuleLimit(i int) limiter.Limit { return c.global.limits[i] }
 func (c *Compiled) Match(method, path string, dst []int) []int {
 	for i := range c.rules {
 		m := &c.rules[i].Match
-		if pathMatches(m.Path, path) && (len(m.Methods) == 0 || slices.Contains(m.Methods, method)) {
+		if pathMatches(m.Path, path) && methodMatches(m.Methods, method) {
 			dst = append(dst, i)
 		}
 	}
 	return dst
+}
+
+// methodMatches reports whether method is listed; a rule for GET also
+// covers HEAD, which asks for the same resource.
+func methodMatches(methods []string, method string) bool {
+	return len(methods) == 0 || slices.Contains(methods, method) ||
+		method == "HEAD" && slices.Contains(methods, "GET")
 }
 
 // pathMatches reports whether prefix matches path on segment boundaries:

@@ -114,7 +114,7 @@ type Rule struct {
 	// (0: the rate's N). An override of the rate scales it in proportion.
 	// The window algorithms ignore it.
 	Burst int64
-	// Cost is the units one request consumes. Default 1.
+	// Cost is the units one request consumes; 0 means the default, 1.
 	Cost int64
 	// Mode is enforce (the default) or shadow.
 	Mode Mode
@@ -127,9 +127,11 @@ type Rule struct {
 // Match selects requests by path prefix (on segment boundaries) and method.
 type Match struct {
 	// Path is a path prefix; "/claims" matches /claims and /claims/7 but not
-	// /claimsx. Empty or "/" matches every path.
+	// /claimsx. Empty or "/" matches every path. Request paths are cleaned
+	// first ("//claims/./7" is "/claims/7").
 	Path string
-	// Methods, if any, restricts the rule to these methods (upper case).
+	// Methods, if any, restricts the rule to these methods (upper case);
+	// GET also covers HEAD.
 	Methods []string
 }
 

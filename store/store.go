@@ -53,6 +53,19 @@ var ErrClosed = errors.New("store: closed")
 // cannot make any without forgetting a key that is being limited.
 var ErrFull = errors.New("store: full: every key is being limited")
 
+// UnavailableError is returned by a store whose failure policy is to refuse
+// requests while its shared counters cannot be reached (on_failure: closed):
+// the caller should answer 503 with RetryAfter.
+type UnavailableError struct {
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *UnavailableError) Error() string { return "store: unavailable: " + e.Err.Error() }
+
+// Unwrap returns the failure behind e.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
 // Key encodes a rule name and the parts that identify a caller (a client id,
 // an IP prefix, a header value) as one store key. Each element is written
 // as its length, a colon and its bytes, so no two different inputs give the

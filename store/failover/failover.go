@@ -1,0 +1,242 @@
+// Package failover puts a shared store (Redis) behind the two things a
+// distributed limiter needs to stay calm: cheap rejections and a defined
+// behaviour when the shared store fails.
+//
+// Cheap rejections: once the shared store has said a key is denied a request
+// of cost c until T, the same key's requests of cost c or more are denied
+// locally until T without asking it again. This never admits more than the
+// shared store would: a denial changes no state, and anything else that
+// happens meanwhile (other instances admitting requests) can only push T
+// later. A client hammering a limited key with immediate retries never
+// reaches Redis.
+//
+// Failure: every shared decision has the shared store's own deadline. After
+// Threshold consecutive failures the circuit opens: the shared store is not
+// called, and requests are answered by the configured Mode (open: pass,
+// closed: 503, local: each instance enforces limit/Instances from a memory
+// store). Every ProbeInterval one request is let through as a probe; when it
+// succeeds, shared counting resumes.
+package failover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// Mode is what happens to requests while the shared store is unreachable.
+type Mode uint8
+
+const (
+	// Open lets requests pass (the error is returned; httplimit passes and
+	// counts it).
+	Open Mode = iota
+	// Closed refuses them with *store.UnavailableError (503 Retry-After).
+	Closed
+	// Local decides them from a local memory store at limit/Instances.
+	Local
+)
+
+// String returns open, closed or local.
+func (m Mode) String() string { return [...]string{"open", "closed", "local"}[m] }
+
+// Options configure a Store. Shared and, for Local, Fallback are required.
+type Options struct {
+	// Shared is the shared store (Redis).
+	Shared store.Store
+	// Fallback decides while Shared is down, with Mode Local.
+	Fallback store.Store
+	// Mode is the failure policy. Default Open.
+	Mode Mode
+	// Instances divides each limit in Local mode. Default 1.
+	Instances int
+	// Threshold is how many consecutive failures open the circuit. Default 3.
+	Threshold int
+	// ProbeInterval is how often a request probes an open circuit. Default 500ms.
+	ProbeInterval time.Duration
+	// RetryAfter is the Retry-After of Closed's 503. Default 1s.
+	RetryAfter time.Duration
+	// Clock is the local clock for cached rejections and probes. Default clock.Real{}.
+	Clock clock.Clock
+	// MaxCached bounds the cached rejections. Default 100000.
+	MaxCached int
+	// OnStateChange, if set, is called when the store turns degraded
+	// (true) or back to shared (false).
+	OnStateChange func(degraded bool)
+}
+
+// Store is a store.Store with cheap rejections and a failure policy.
+type Store struct {
+	opts      Options
+	denied    *denials
+	failures  atomic.Int32
+	degraded  atomic.Bool
+	nextProbe atomic.Int64 // unix nanos
+	scaled    sync.Map     // limiter.Limit -> limiter.Limit (limit / instances)
+	stats     Stats
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Stats counts what the store did; read with Snapshot.
+type Stats struct {
+	CachedRejections atomic.Int64 // answered locally from a cached denial
+	SharedErrors     atomic.Int64 // shared store calls that failed
+	Degraded         atomic.Int64 // decisions made by the failure policy
+}
+
+// New returns a Store for opts.
+func New(opts Options) (*Store, error) {
+	if opts.Shared == nil {
+		return nil, errors.New("failover: no shared store")
+	}
+	if opts.Mode == Local && opts.Fallback == nil {
+		return nil, errors.New("failover: mode local needs a fallback store")
+	}
+	opts = withDefaults(opts)
+	return &Store{opts: opts, denied: newDenials(opts.MaxCached)}, nil
+}
+
+func withDefaults(o Options) Options {
+	if o.Instances < 1 {
+		o.Instances = 1
+	}
+	if o.Threshold < 1 {
+		o.Threshold = 3
+	}
+	if o.ProbeInterval <= 0 {
+		o.ProbeInterval = 500 * time.Millisecond
+	}
+	if o.RetryAfter <= 0 {
+		o.RetryAfter = time.Second
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.MaxCached <= 0 {
+		o.MaxCached = 100_000
+	}
+	return o
+}
+
+// State returns "shared" while decisions come from the shared store, and
+// "degraded (open|closed|local)" while the failure policy decides.
+func (s *Store) State() string {
+	if s.degraded.Load() {
+		return "degraded (" + s.opts.Mode.String() + ")"
+	}
+	return "shared"
+}
+
+// Degraded reports whether the failure policy is deciding.
+func (s *Store) Degraded() bool { return s.degraded.Load() }
+
+// Stats returns the store's counters.
+func (s *Store) Stats() *Stats { return &s.stats }
+
+// Decide decides one request; see DecideBatch.
+func (s *Store) Decide(ctx context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	res, err := s.DecideBatch(ctx, []store.Request{{Key: key, Limit: l, Cost: cost}}, now)
+	if err != nil {
+		return limiter.Decision{}, err
+	}
+	return res[0].Decision, res[0].Err
+}
+
+// DecideBatch answers cached denials locally, sends the rest to the shared
+// store in one batch, and applies the failure policy if it fails.
+func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	local := s.opts.Clock.Now()
+	out := make([]store.Result, len(reqs))
+	pending := make([]int, 0, len(reqs))
+	for i, r := range reqs {
+		if d, ok := s.denied.lookup(r.Key, r.Cost, r.Limit, local); ok {
+			out[i].Decision = d
+			s.stats.CachedRejections.Add(1)
+			continue
+		}
+		pending = append(pending, i)
+	}
+	if len(pending) == 0 {
+		return out, nil
+	}
+	if !s.mayCallShared(local) {
+		return s.fail(ctx, reqs, pending, out, now, errCircuitOpen)
+	}
+	batch := make([]store.Request, len(pending))
+	for k, i := range pending {
+		batch[k] = reqs[i]
+	}
+	res, err := s.opts.Shared.DecideBatch(ctx, batch, now)
+	if err == nil && len(res) != len(batch) {
+		err = fmt.Errorf("failover: shared store returned %d results for %d requests", len(res), len(batch))
+	}
+	if err != nil {
+		s.failed()
+		return s.fail(ctx, reqs, pending, out, now, err)
+	}
+	s.succeeded()
+	for k, i := range pending {
+		out[i] = res[k]
+		if d := res[k].Decision; res[k].Err == nil && !d.Allowed && d.RetryAfter > 0 {
+			s.denied.remember(reqs[i].Key, reqs[i].Cost, reqs[i].Limit, d, local)
+		}
+	}
+	return out, nil
+}
+
+var errCircuitOpen = errors.New("failover: shared store unreachable (circuit open)")
+
+// fail answers the pending requests by the failure policy.
+func (s *Store) fail(ctx context.Context, reqs []store.Request, pending []int, out []store.Result, now time.Time, cause error) ([]store.Result, error) {
+	s.stats.Degraded.Add(int64(len(pending)))
+	switch s.opts.Mode {
+	case Closed:
+		return nil, &store.UnavailableError{RetryAfter: s.opts.RetryAfter, Err: cause}
+	case Local:
+		batch := make([]store.Request, len(pending))
+		for k, i := range pending {
+			batch[k] = reqs[i]
+			batch[k].Limit = s.share(reqs[i].Limit)
+		}
+		res, err := s.opts.Fallback.DecideBatch(ctx, batch, now)
+		if err != nil {
+			return nil, fmt.Errorf("failover: local fallback: %w", err)
+		}
+		for k, i := range pending {
+			out[i] = res[k]
+		}
+		return out, nil
+	default:
+		return nil, cause
+	}
+}
+
+// share returns this instance's share of l: rate and burst divided by the
+// number of instances, at least 1.
+func (s *Store) share(l limiter.Limit) limiter.Limit {
+	if s.opts.Instances == 1 {
+		return l
+	}
+	if v, ok := s.scaled.Load(l); ok {
+		return v.(limiter.Limit)
+	}
+	n := int64(s.opts.Instances)
+	burst := int64(0)
+	if l.Algorithm().HasBurst() {
+		burst = max(1, l.Burst()/n)
+	}
+	part, err := limiter.New(l.Algorithm(), max(1, l.Rate()/n), l.Period(), burst)
+	if err != nil {
+		part = l // cannot happen for a valid l; keep the whole limit rather than none
+	}
+	s.scaled.Store(l, part)
+	return part
+}

@@ -1,0 +1,18 @@
+package memory
+
+import (
+	"testing"
+
+	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/store/storetest"
+)
+
+// TestConformance runs the conformance suite that every store passes. The
+// sweeper's clock never moves, so that no key is swept whatever times the
+// tables use.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return New(Options{Clock: clock.NewFake(t0)})
+	})
+}

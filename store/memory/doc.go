@@ -1,0 +1,57 @@
+// Package memory is sluice's embedded store: the state of every key in this
+// process's memory, bounded in size, safe for concurrent use. It is the
+// default store, and the right one for a single instance; several instances
+// each counting on their own need store/redis to share one count.
+//
+// # Sharding
+//
+// Keys are spread over a power-of-two number of shards by a seeded
+// hash/maphash of the key (fast, no allocation, and a per-store seed so
+// callers cannot aim many keys at one shard). Each shard is a sync.Mutex
+// and an open-addressing hash table of small fixed-size entries: the key,
+// the two integers of limiter.State, the second at which the state expires
+// and a last-use tick, 40 bytes. A decision locks one shard, looks the key
+// up, runs limiter.Decide and writes the new state in place: one hash and
+// no allocation when the key exists. A new key's string is copied once, so
+// the store never retains a caller's buffer. sliding_log's entries live in
+// a separate per-shard map, only while the key has some.
+//
+// # Bounds
+//
+// The store holds at most Options.MaxKeys keys, split evenly over the
+// shards. Each entry remembers when its state becomes as good as a fresh
+// one (the decision time plus Decision.Reset, rounded up to a second): the
+// state can then no longer change a decision and the key may be forgotten.
+// A background sweeper, one goroutine ticking on Options.Clock, removes such
+// expired keys shard by shard, holding each shard's lock for at most a
+// fixed number of entries. sliding_log keys also hold up to 16 bytes per
+// admitted request of their current period (at most the rate).
+//
+// # Eviction order
+//
+// When a new key arrives at a full shard, the shard first drops its expired
+// keys. If it is still full, it evicts the least recently used of its keys
+// that are not being limited: about an eighth of them in one pass, oldest
+// first, so that the walk over the shard is paid for by the many new keys
+// that fill the room it made. A key is being limited when its last decision
+// denied or left nothing remaining, and its reset has not passed: such a
+// key is never evicted, so that a flood of new keys cannot erase the count
+// of a caller that is over its limit. If every key of the shard is being
+// limited, Decide returns store.ErrFull for the new key and changes
+// nothing; the caller's failure policy decides what happens to the request.
+// Evicting an idle key that is not limited forgets what it had spent: its
+// next request starts fresh, which can let it pass a little more than its
+// limit. Decisions that leave a new key's state fresh (a denied or
+// zero-cost request) are answered without storing the key.
+//
+// # Concurrency trade-offs
+//
+// One mutex per shard keeps every decision a plain read-modify-write, with
+// no retry loops, and keeps the algorithms free of atomics. Decisions on
+// different shards never contend; shards are padded to separate cache lines.
+// Decisions on one hot key serialise on its shard's lock, which is held only
+// for the algorithm itself (tens of nanoseconds); the hashing and the
+// caller's clock read happen outside it. Eviction and sweeping do their
+// work under the same lock: eviction walks one shard, in amortised constant
+// time per new key; the sweeper releases the lock every few hundred keys.
+package memory

@@ -1,0 +1,119 @@
+package memory
+
+import (
+	"math"
+	"time"
+)
+
+// sweepBatch is how many entries the sweeper looks at per lock of a shard,
+// so that deciders on that shard never wait long behind it.
+const sweepBatch = 1024
+
+// makeRoom frees at least one place in a full shard for a new key at now:
+// first by dropping the entries that have expired, then by evicting the
+// least recently used of the keys that are not being limited, about an
+// eighth of them in one pass so that the cost of the pass (a walk over the
+// shard) is spread over the many new keys that fill the room it makes. It
+// reports false, evicting nothing, when every key is being limited.
+func (sh *shardState) makeRoom(now time.Time) bool {
+	sh.dropExpired(nowSecond(now), sh.tab.n, 0)
+	if sh.tab.n < sh.max {
+		return true
+	}
+	ages := make([]uint32, 0, sh.tab.n)
+	for i := range sh.tab.n {
+		if e := sh.tab.at(i); e.use&limitedBit == 0 {
+			ages = append(ages, sh.age(e))
+		}
+	}
+	if len(ages) == 0 {
+		return false
+	}
+	oldest := kthLargest(ages, max(1, len(ages)/8))
+	for i := sh.tab.n - 1; i >= 0; i-- {
+		if e := sh.tab.at(i); e.use&limitedBit == 0 && sh.age(e) >= oldest {
+			sh.removeAt(i)
+		}
+	}
+	return true
+}
+
+// dropExpired removes the entries among indices [lo, hi) that have expired
+// at second now (an entry expires at its expiry second), walking from the
+// last to the first. It returns how many it removed.
+func (sh *shardState) dropExpired(now uint32, hi, lo int) int {
+	removed := 0
+	for i := min(hi, sh.tab.n) - 1; i >= lo; i-- {
+		if sh.tab.at(i).expiry <= now {
+			sh.removeAt(i)
+			removed++
+		}
+	}
+	return removed
+}
+
+// sweep removes the shard's expired entries at second now, sweepBatch
+// entries per lock. Entries that move while the lock is released may be
+// missed until the next sweep; none is removed before it expires. It also
+// caps the age of old entries (see maxAge) and gives back memory that
+// removals freed.
+func (sh *shardState) sweep(now uint32) {
+	for hi := math.MaxInt; hi > 0; {
+		sh.mu.Lock()
+		if sh.closed {
+			sh.mu.Unlock()
+			return
+		}
+		hi = min(hi, sh.tab.n)
+		lo := max(hi-sweepBatch, 0)
+		sh.dropExpired(now, hi, lo)
+		sh.capAges(min(hi, sh.tab.n), lo)
+		if lo == 0 {
+			sh.tab.shrink()
+		}
+		sh.mu.Unlock()
+		hi = lo
+	}
+}
+
+// capAges makes entries in [lo, hi) older than maxAge ticks exactly maxAge
+// old, keeping their order among younger entries.
+func (sh *shardState) capAges(hi, lo int) {
+	for i := lo; i < hi; i++ {
+		if e := sh.tab.at(i); sh.age(e) > maxAge {
+			e.use = (sh.tick-maxAge)&tickMask<<1 | e.use&limitedBit
+		}
+	}
+}
+
+// kthLargest returns the k-th largest value of a (1 <= k <= len(a)),
+// reordering a. It is quickselect: linear time on average.
+func kthLargest(a []uint32, k int) uint32 {
+	lo, hi, want := 0, len(a)-1, k-1
+	for lo < hi {
+		pivot := a[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for a[i] > pivot {
+				i++
+			}
+			for a[j] < pivot {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case want <= j:
+			hi = j
+		case want >= i:
+			lo = i
+		default:
+			return a[want]
+		}
+	}
+	return a[want]
+}

@@ -1,0 +1,206 @@
+package memory
+
+import (
+	"context"
+	"hash/maphash"
+	"math/bits"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxKeys       = 1_000_000
+	DefaultSweepInterval = 10 * time.Second
+	minDefaultShards     = 64
+	maxShards            = 1 << 16
+	maxShardKeys         = 1 << 31 // entry indices are 32-bit
+)
+
+// Options configures a Store. The zero Options is valid: every field has a
+// default.
+type Options struct {
+	// MaxKeys is the most keys the store holds, split evenly over the
+	// shards. Zero or less means DefaultMaxKeys (1,000,000).
+	MaxKeys int
+
+	// Shards is the number of independently locked parts of the store,
+	// rounded up to a power of two. Zero or less means the smallest power
+	// of two at least 4 x GOMAXPROCS, and at least 64. It is at most
+	// 65536, and lowered when MaxKeys is smaller so that every shard can
+	// hold a key.
+	Shards int
+
+	// Clock drives the background sweep of expired keys. It is not used
+	// for decisions: those take the time as an argument, which should come
+	// from the same clock. Nil means clock.Real{}.
+	Clock clock.Clock
+
+	// SweepInterval is how often expired keys are removed. Zero or less
+	// means DefaultSweepInterval (10s).
+	SweepInterval time.Duration
+}
+
+// Store is the in-memory store: a fixed number of shards, each a mutex and
+// a hash table from key to state. It is safe for concurrent use. See the
+// package documentation for its bounds and eviction order.
+type Store struct {
+	seed      maphash.Seed
+	mask      uint64 // len(shards) - 1
+	shards    []shard
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a store configured by opts and starts its sweeper; Close
+// stops it.
+func New(opts Options) *Store {
+	return newStore(opts, nil)
+}
+
+// newStore is New with a hook that the sweeper calls after each sweep (for
+// tests; nil for none).
+func newStore(opts Options, afterSweep func()) *Store {
+	opts = opts.withDefaults()
+	s := &Store{
+		seed: maphash.MakeSeed(),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	s.shards = make([]shard, opts.Shards)
+	s.mask = uint64(opts.Shards - 1)
+	hash := func(key string) uint64 { return maphash.String(s.seed, key) }
+	per, extra := opts.MaxKeys/opts.Shards, opts.MaxKeys%opts.Shards
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.max = min(per, maxShardKeys)
+		if i < extra {
+			sh.max++
+		}
+		sh.tab.hash = hash
+	}
+	ticker := opts.Clock.NewTicker(opts.SweepInterval)
+	go s.sweepLoop(ticker, afterSweep)
+	return s
+}
+
+// withDefaults returns o with its defaults filled in and Shards a power of
+// two no larger than MaxKeys.
+func (o Options) withDefaults() Options {
+	if o.MaxKeys <= 0 {
+		o.MaxKeys = DefaultMaxKeys
+	}
+	if o.Shards <= 0 {
+		o.Shards = max(minDefaultShards, 4*runtime.GOMAXPROCS(0))
+	}
+	o.Shards = 1 << bits.Len(uint(min(o.Shards, maxShards)-1)) // a power of two, rounded up
+	for o.Shards > o.MaxKeys {
+		o.Shards /= 2
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.SweepInterval <= 0 {
+		o.SweepInterval = DefaultSweepInterval
+	}
+	return o
+}
+
+// Decide applies a request of cost to key under limit at now, atomically
+// for that key: it locks the key's shard, runs limiter.Decide on the key's
+// state and stores the new state. A key the store does not hold starts
+// fresh. It returns store.ErrFull when the key is new, its shard is full
+// and every key in the shard is being limited (no key is forgotten then),
+// and store.ErrClosed after Close. The context is not consulted: a decision
+// does no I/O and waits only for the shard's lock.
+func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	h := maphash.String(s.seed, key)
+	sh := &s.shards[h&s.mask]
+	sh.mu.Lock()
+	// The common case, written out here: a key the shard holds, with no
+	// sliding_log to look up. It saves copying the limit and the decision
+	// through one more call.
+	if i := sh.find(h, key, limit.Algorithm()); i >= 0 {
+		e := sh.tab.at(i)
+		d, next := limiter.Decide(limit, limiter.State{A: e.a, B: e.b}, now, cost)
+		sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, next.A, next.B, now)
+		sh.mu.Unlock()
+		return d, nil
+	}
+	d, err := sh.decide(h, key, limit, now, cost)
+	sh.mu.Unlock()
+	return d, err
+}
+
+// DecideBatch decides each request in order, as Decide does. A request
+// that finds its shard full gets store.ErrFull in its Result; after Close
+// DecideBatch returns store.ErrClosed and no results.
+func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	results := make([]store.Result, len(reqs))
+	for i, r := range reqs {
+		d, err := s.Decide(ctx, r.Key, r.Limit, now, r.Cost)
+		if err == store.ErrClosed {
+			return nil, err
+		}
+		results[i] = store.Result{Decision: d, Err: err}
+	}
+	return results, nil
+}
+
+// Len returns the number of keys the store holds.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += sh.tab.n
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// Close stops the sweeper, waits for it and forgets every key; later
+// decisions return store.ErrClosed. Close is idempotent and returns nil.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+		for i := range s.shards {
+			sh := &s.shards[i]
+			sh.mu.Lock()
+			sh.closed = true
+			sh.tab.reset()
+			sh.logs = nil
+			sh.mu.Unlock()
+		}
+	})
+	return nil
+}
+
+// sweepLoop removes expired keys at every tick until Close.
+func (s *Store) sweepLoop(ticker clock.Ticker, afterSweep func()) {
+	defer close(s.done)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-ticker.C():
+			sec := nowSecond(now)
+			for i := range s.shards {
+				s.shards[i].sweep(sec)
+			}
+			if afterSweep != nil {
+				afterSweep()
+			}
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package memory
+
+import (
+	"math"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+const (
+	limitedBit = 1
+	// maxAge bounds the age (in ticks) that the sweeper lets an entry
+	// show, so that the 31-bit tick can wrap without making an old entry
+	// look new.
+	maxAge   = 1 << 30
+	tickMask = 1<<31 - 1
+)
+
+// shardState is one shard: a mutex and the keys that hash to it.
+type shardState struct {
+	mu     sync.Mutex
+	closed bool
+	tick   uint32 // counts decisions, for least-recently-used order
+	max    int    // most keys this shard may hold
+	tab    table
+	// logs holds the entries of sliding_log keys, only while non-empty,
+	// keyed by the entry's own copy of the key.
+	logs map[string][]limiter.Entry
+}
+
+// shard pads shardState to a multiple of 128 bytes (two cache lines, as
+// the adjacent-line prefetcher fetches them in pairs) so that goroutines
+// working on neighbouring shards do not slow each other down.
+type shard struct {
+	shardState
+	_ [128 - unsafe.Sizeof(shardState{})%128]byte
+}
+
+// find returns the index of key's entry for a decision by alg, or -1 when
+// the shard is closed, does not hold the key, or alg is sliding_log (whose decisions take the slower path of decide).
+func (sh *shardState) find(h uint64, key string, alg limiter.Algorithm) int {
+	if sh.closed || alg == limiter.SlidingLog {
+		return -1
+	}
+	return sh.tab.find(h, key)
+}
+
+// decide is Store.Decide for a key of this shard, with the shard locked.
+func (sh *shardState) decide(h uint64, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	if sh.closed {
+		return limiter.Decision{}, store.ErrClosed
+	}
+	i := sh.tab.find(h, key)
+	if i < 0 {
+		return sh.decideNew(h, key, l, now, cost)
+	}
+	e := sh.tab.at(i)
+	st := limiter.State{A: e.a, B: e.b}
+	if l.Algorithm() == limiter.SlidingLog {
+		st = limiter.State{Log: sh.logs[e.key]}
+	}
+	d, next := limiter.Decide(l, st, now, cost)
+	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, next.A, next.B, now)
+	if l.Algorithm() == limiter.SlidingLog {
+		sh.setLog(e.key, next.Log)
+	}
+	return d, nil
+}
+
+// decideNew decides for a key the shard does not hold. A decision that
+// leaves the state as good as fresh (Reset 0: a denied or zero-cost
+// request) is not remembered, so it needs no room.
+func (sh *shardState) decideNew(h uint64, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	d, next := limiter.Decide(l, limiter.State{}, now, cost)
+	if d.Reset == 0 {
+		return d, nil
+	}
+	if sh.tab.n >= sh.max && !sh.makeRoom(now) {
+		return limiter.Decision{}, store.ErrFull
+	}
+	e := sh.tab.insert(h, strings.Clone(key))
+	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, next.A, next.B, now)
+	if len(next.Log) > 0 {
+		sh.setLog(e.key, next.Log)
+	}
+	return d, nil
+}
+
+// record stores in e the state a, b that a decision at now left, whether
+// the key may still pass (allowed with some remaining), and its reset.
+func (sh *shardState) record(e *entry, open bool, reset time.Duration, a, b int64, now time.Time) {
+	sh.tick = (sh.tick + 1) & tickMask
+	use := sh.tick << 1
+	if !open {
+		use |= limitedBit
+	}
+	e.a, e.b = a, b
+	e.expiry = expirySecond(now, reset)
+	e.use = use
+}
+
+// setLog keeps a sliding_log's entries under the entry's copy of its key.
+func (sh *shardState) setLog(key string, log []limiter.Entry) {
+	if len(log) > 0 {
+		if sh.logs == nil {
+			sh.logs = make(map[string][]limiter.Entry)
+		}
+		sh.logs[key] = log
+	} else if len(sh.logs) > 0 {
+		delete(sh.logs, key)
+	}
+}
+
+// removeAt forgets entry i and its log.
+func (sh *shardState) removeAt(i int) {
+	if len(sh.logs) > 0 {
+		delete(sh.logs, sh.tab.at(i).key)
+	}
+	sh.tab.remove(i)
+}
+
+// age returns how many ticks ago e was last used.
+func (sh *shardState) age(e *entry) uint32 {
+	return (sh.tick - e.use>>1) & tickMask
+}
+
+// expirySecond returns the second, rounded up, at which a state whose reset
+// is reset from now becomes as good as fresh. Seconds past 2106 saturate:
+// such a key never expires.
+func expirySecond(now time.Time, reset time.Duration) uint32 {
+	us := limiter.UnixMicro(now) + int64(max(reset, 0)/time.Microsecond)
+	return uint32(min((us+999_999)/1_000_000, math.MaxUint32))
+}
+
+// nowSecond returns now in whole seconds since the Unix epoch, rounded
+// down: an entry whose expiry is at most nowSecond(t) has expired at t.
+func nowSecond(now time.Time) uint32 {
+	return uint32(min(limiter.UnixMicro(now)/1_000_000, math.MaxUint32))
+}

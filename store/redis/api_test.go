@@ -1,0 +1,124 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/sluice-rl/sluice/internal/redistest"
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// TestOddReplies feeds parseReply replies of every wrong shape: each must
+// be an error, never a panic or a made-up decision.
+func TestOddReplies(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	for _, src := range []string{
+		"return 'x'", "return 7", "return {}", "return {1, 2, 3, 4}", "return {1, 2, 3, 4, 5, 6}",
+		"return {1, 2, 3, 4, 'a'}", "return {2, 1, 1, 0, 0}", "return {1, 1, 1, -2, 0}", "return {1, 1, 1, 0, -1}",
+		"return {1, 1, 1, 0, {1}}", "return redis.error_reply('boom')",
+	} {
+		res := s.client.Do(context.Background(), s.client.B().Eval().Script(src).Numkeys(0).Build())
+		if d, err := parseReply(res); err == nil {
+			t.Errorf("%s: parsed as %+v, want an error", src, d)
+		}
+	}
+	res := s.client.Do(context.Background(), s.client.B().Eval().Script("return {1, 5, 4, -1, 3}").Numkeys(0).Build())
+	want := limiter.Decision{Allowed: true, Limit: 5, Remaining: 4, RetryAfter: limiter.Never, Reset: 3 * time.Microsecond}
+	if d, err := parseReply(res); err != nil || d != want {
+		t.Errorf("well-formed reply: %+v, %v; want %+v", d, err, want)
+	}
+}
+
+// TestClosed checks that a closed store refuses work with store.ErrClosed
+// and that Close is idempotent.
+func TestClosed(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	l := mustLimit(t, limiter.FixedWindow, 1, time.Second, 0)
+	decide(t, s, "closed", l, epoch, 1)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decide(context.Background(), "closed", l, epoch, 1); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Decide after Close: %v, want store.ErrClosed", err)
+	}
+	if _, err := s.DecideBatch(context.Background(), []store.Request{{Key: "closed", Limit: l, Cost: 1}}, epoch); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("DecideBatch after Close: %v, want store.ErrClosed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestNewErrors checks the options New refuses and an address nobody
+// listens on.
+func TestNewErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, opts := range map[string]Options{
+		"no address":       {},
+		"brace in prefix":  {Addrs: []string{"127.0.0.1:1"}, Prefix: "a{b"},
+		"negative timeout": {Addrs: []string{"127.0.0.1:1"}, Timeout: -time.Second},
+		"nobody listening": {Addrs: []string{"127.0.0.1:1"}},
+	} {
+		if s, err := New(ctx, opts); err == nil {
+			s.Close()
+			t.Errorf("%s: New succeeded", name)
+		} else if !strings.HasPrefix(err.Error(), "redis store: ") {
+			t.Errorf("%s: error %q lacks its context", name, err)
+		}
+	}
+	if _, err := NewFromClient(nil, Options{}); err == nil {
+		t.Error("NewFromClient(nil) succeeded")
+	}
+}
+
+// TestNewFromClient runs a store on a client the test made, a single-node
+// client forced as such, which the store must not close.
+func TestNewFromClient(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	s, err := NewFromClient(client, Options{Prefix: redistest.KeyPrefix(t), CallerTime: true, Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := mustLimit(t, limiter.SlidingWindow, 2, time.Second, 0)
+	if d := decide(t, s, "k", l, epoch, 2); !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("%+v", d)
+	}
+	s.Close()
+	if err := client.Do(context.Background(), client.B().Ping().Build()).Error(); err != nil {
+		t.Errorf("the store closed a client it does not own: %v", err)
+	}
+}
+
+func TestRedisKey(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ key, want string }{
+		{"", "p:{}"},
+		{"5:rule6:client", "p:{5:rule6:client}"},
+		{"a{b}c", "p:{a%7Bb%7Dc}"},
+		{"a%7Bb", "p:{a%257Bb}"},
+		{"}{", "p:{%7D%7B}"},
+	} {
+		if got := redisKey("p:", c.key); got != c.want {
+			t.Errorf("redisKey(%q) = %q, want %q", c.key, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package redis
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/internal/redistest"
+	"github.com/sluice-rl/sluice/limiter"
+)
+
+// diffCase is a limit to replay random steps through, from a start time.
+type diffCase struct {
+	alg    limiter.Algorithm
+	rate   int64
+	period time.Duration
+	burst  int64
+	start  int64 // µs since the epoch
+}
+
+const (
+	day      = 24 * time.Hour
+	maxTime  = int64(1) << 52
+	diffRuns = 100 // steps per case: 135 cases, 13500 decisions
+)
+
+// diffCases returns the limits of the differential test for every
+// algorithm: tiny and huge rates, periods from 1ms to 366 days, bursts
+// below and above the rate, and the largest exact gcra burst of a 366-day
+// period, from a realistic time and from the edges of the time range.
+func diffCases() []diffCase {
+	type lim struct {
+		rate   int64
+		period time.Duration
+		burst  int64
+	}
+	windows := []lim{{7, time.Second, 0}, {3, 10 * time.Millisecond, 0}, {1, 366 * day, 0}, {1_000_000_000, time.Millisecond, 0}, {100, time.Minute, 0}, {5, time.Second, 0}}
+	// sliding_log also with logs long enough that expiring and retrying
+	// read them in several chunks.
+	logs := []lim{{5, time.Second, 0}, {7, time.Second, 0}, {3, 10 * time.Millisecond, 0}, {1, 366 * day, 0}, {10_000, time.Millisecond, 0}, {100, time.Minute, 0},
+		{200, 10 * time.Millisecond, 0}, {1000, 100 * time.Millisecond, 0}}
+	buckets := []lim{{7, time.Second, 0}, {3, 10 * time.Millisecond, 0}, {1, 366 * day, 0}, {1, 366 * day, 284},
+		{1_000_000_000, time.Millisecond, 1_000_000_000}, {1_000_000_000, time.Millisecond, 3}, {10, time.Second, 3},
+		{3, 7 * time.Millisecond, 10}, {100, time.Minute, 0}}
+	var cases []diffCase
+	for _, alg := range limiter.Algorithms {
+		lims := windows
+		switch {
+		case alg == limiter.SlidingLog:
+			lims = logs
+		case alg.HasBurst():
+			lims = buckets
+		}
+		for _, l := range lims {
+			for _, start := range []int64{epoch.UnixMicro(), 0, maxTime - int64(l.period/time.Microsecond)} {
+				cases = append(cases, diffCase{alg, l.rate, l.period, l.burst, start})
+			}
+		}
+	}
+	return cases
+}
+
+func (c diffCase) String() string {
+	return fmt.Sprintf("%v_%d_per_%v_burst_%d_from_%d", c.alg, c.rate, c.period, c.burst, c.start)
+}
+
+// TestDifferential replays random time steps (0, tiny, around one
+// emission interval or period, huge, backwards) and costs (0 to 3, up to
+// the limit, above it, huge) through limiter.Decide and the Redis store
+// with caller time: every decision must be identical. The seeds are fixed,
+// so a failure reproduces.
+func TestDifferential(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	for i, c := range diffCases() {
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			l := mustLimit(t, c.alg, c.rate, c.period, c.burst)
+			rng := rand.New(rand.NewPCG(42, uint64(i)))
+			replay(t, s, "diff:"+c.String(), l, c.start, rng, diffRuns)
+		})
+	}
+}
+
+// replay runs steps random requests on a fresh key through both the model
+// and the store, failing at the first decision that differs.
+func replay(t *testing.T, s *Store, key string, l limiter.Limit, start int64, rng *rand.Rand, steps int) {
+	t.Helper()
+	var m model
+	var history strings.Builder
+	now := start
+	period := int64(l.Period() / time.Microsecond)
+	p, n := l.Interval()
+	interval := max(p/n, 1)
+	for step := range steps {
+		now = nextTime(rng, now, period, interval)
+		cost := nextCost(rng, l.Burst())
+		at := time.UnixMicro(now)
+		want := m.decide(l, at, cost)
+		got := decide(t, s, key, l, at, cost)
+		fmt.Fprintf(&history, "  step %d: now %d cost %d -> %+v\n", step, now, cost, want)
+		if got != want {
+			t.Fatalf("%v: step %d (now %d µs, cost %d):\n redis %+v\n go    %+v\nsteps so far (go):\n%s",
+				l, step, now, cost, got, want, history.String())
+		}
+	}
+}
+
+// nextTime returns the time of the next request: the same, a little or a
+// lot later, on a window boundary, or earlier (a clock going back).
+func nextTime(rng *rand.Rand, now, period, interval int64) int64 {
+	switch x := rng.IntN(100); {
+	case x < 15:
+	case x < 32:
+		now += 1 + rng.Int64N(10)
+	case x < 50:
+		now += 1 + rng.Int64N(2*interval+1)
+	case x < 62:
+		now += 1 + rng.Int64N(2*period)
+	case x < 67:
+		now += 1 + rng.Int64N(100*period)
+	case x < 75: // just before, on or after the next window boundary
+		now += period - now%period + rng.Int64N(3) - 1
+	case x < 90:
+		now -= 1 + rng.Int64N(interval+10)
+	default:
+		now -= 1 + rng.Int64N(3*period)
+	}
+	return min(max(now, -1_000_000), maxTime+1_000_000)
+}
+
+// nextCost returns a request's cost: mostly 0 to 3, sometimes up to the
+// limit, at it, above it or huge.
+func nextCost(rng *rand.Rand, limit int64) int64 {
+	switch x := rng.IntN(100); {
+	case x < 75:
+		return rng.Int64N(4)
+	case x < 85:
+		return rng.Int64N(limit + 1)
+	case x < 92:
+		return limit - rng.Int64N(min(limit, 2))
+	case x < 97:
+		return limit + 1 + rng.Int64N(limit)
+	default:
+		return 1 << 62
+	}
+}

@@ -1,0 +1,88 @@
+package redis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sluice-rl/sluice/internal/redistest"
+	"github.com/sluice-rl/sluice/limiter"
+)
+
+func TestMain(m *testing.M) {
+	// After a cluster topology refresh, rueidis closes the connections it
+	// replaced five seconds later, in a goroutine of its own that the
+	// client's Close does not wait for; it ends by itself.
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"))
+}
+
+// testTimeout is the stores' Timeout in tests: generous, as a loaded
+// machine can stall a round trip for a second; only the tests of the
+// timeout itself use the default.
+const testTimeout = 10 * time.Second
+
+// epoch is a realistic start time for time-step tables: 2023-11-14.
+var epoch = time.UnixMicro(1_700_000_000_000_000)
+
+// open returns a Store on addrs with its own key prefix, closed when the
+// test ends.
+func open(t testing.TB, addrs []string, callerTime bool) *Store {
+	t.Helper()
+	return openPrefix(t, addrs, callerTime, redistest.KeyPrefix(t))
+}
+
+// openPrefix is open with a given prefix, for stores that share keys.
+func openPrefix(t testing.TB, addrs []string, callerTime bool, prefix string) *Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := New(ctx, Options{Addrs: addrs, Prefix: prefix, CallerTime: callerTime, Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// decide calls s.Decide and fails the test on an error.
+func decide(t testing.TB, s *Store, key string, l limiter.Limit, now time.Time, cost int64) limiter.Decision {
+	t.Helper()
+	d, err := s.Decide(context.Background(), key, l, now, cost)
+	if err != nil {
+		t.Fatalf("Decide(%q, %v, %d, cost %d): %v", key, l, now.UnixMicro(), cost, err)
+	}
+	return d
+}
+
+// model is limiter.Decide with the state a store keeps: a denied request
+// leaves the state alone, and an allowed one whose Reset is 0 leaves a
+// fresh state (the Redis key is deleted).
+type model struct {
+	state limiter.State
+}
+
+func (m *model) decide(l limiter.Limit, now time.Time, cost int64) limiter.Decision {
+	s := m.state
+	s.Log = append([]limiter.Entry(nil), s.Log...) // Decide reuses the array; a denial must not touch ours
+	d, next := limiter.Decide(l, s, now, cost)
+	switch {
+	case !d.Allowed:
+	case d.Reset == 0:
+		m.state = limiter.State{}
+	default:
+		m.state = next
+	}
+	return d
+}
+
+// mustLimit builds a limit or fails the test.
+func mustLimit(t testing.TB, alg limiter.Algorithm, rate int64, period time.Duration, burst int64) limiter.Limit {
+	t.Helper()
+	l, err := limiter.New(alg, rate, period, burst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}

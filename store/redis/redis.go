@@ -1,0 +1,198 @@
+package redis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout = 50 * time.Millisecond
+	DefaultPrefix  = "sluice:"
+)
+
+// dialTimeout bounds each connection attempt when the context given to New
+// has no earlier deadline.
+const dialTimeout = 5 * time.Second
+
+// Options configures a Store. The zero value of every field but Addrs is a
+// working default.
+type Options struct {
+	// Addrs are the Redis addresses, "host:port". One address is a
+	// standalone server, or any node of a cluster (it is detected); several
+	// are seed nodes of a Redis Cluster. Required.
+	Addrs []string
+	// Username and Password authenticate with AUTH; empty: none.
+	Username string
+	Password string
+	// TLS, if not nil, makes every connection use TLS with this config.
+	TLS *tls.Config
+	// Timeout is the deadline of each store operation (a Decide or a
+	// DecideBatch), applied on top of the caller's context. Default 50ms.
+	Timeout time.Duration
+	// Prefix starts every Redis key the store writes. It must not contain
+	// '{' or '}', which would break the keys' hash tags. Default "sluice:".
+	Prefix string
+	// CallerTime makes the scripts use the now passed to Decide instead of
+	// Redis TIME, and leaves keys without a TTL. It is for tests that replay
+	// time-step tables on a fake clock; instances sharing a Redis must use
+	// Redis TIME (the default, false), their one time authority.
+	CallerTime bool
+}
+
+// Store is a store.Store on Redis or Redis Cluster. It is safe for
+// concurrent use; rueidis pipelines concurrent calls on shared connections.
+type Store struct {
+	client     rueidis.Client
+	ownsClient bool // New made the client, so Close closes it
+	timeout    time.Duration
+	prefix     string
+	callerTime bool
+	closed     atomic.Bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New connects to Redis as opts say and returns a Store. It fails if no
+// address answers, or if ctx ends first. The scripts are loaded on every
+// node; a node that loses them later (a restart, SCRIPT FLUSH) gets them
+// again on first use.
+func New(ctx context.Context, opts Options) (*Store, error) {
+	if len(opts.Addrs) == 0 {
+		return nil, errors.New("redis store: no address (Options.Addrs is empty)")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("redis store: connect: %w", err)
+	}
+	dial := dialTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		dial = min(dial, time.Until(dl))
+	}
+	client, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:  opts.Addrs,
+		Username:     opts.Username,
+		Password:     opts.Password,
+		TLSConfig:    opts.TLS,
+		Dialer:       net.Dialer{Timeout: dial},
+		DisableCache: true, // no client-side caching: every decision is a script
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redis store: connect to %s: %w", strings.Join(opts.Addrs, ","), err)
+	}
+	s, err := newStore(client, true, opts)
+	if err == nil {
+		err = s.loadScripts(ctx)
+	}
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewFromClient returns a Store that uses client, a rueidis client the
+// caller made and keeps owning: Close does not close it. opts.Addrs,
+// Username, Password and TLS are ignored.
+func NewFromClient(client rueidis.Client, opts Options) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("redis store: nil client")
+	}
+	return newStore(client, false, opts)
+}
+
+func newStore(client rueidis.Client, owns bool, opts Options) (*Store, error) {
+	if opts.Timeout < 0 {
+		return nil, fmt.Errorf("redis store: negative timeout %v", opts.Timeout)
+	}
+	if strings.ContainsAny(opts.Prefix, "{}") {
+		return nil, fmt.Errorf("redis store: prefix %q contains '{' or '}' (they would break the keys' cluster hash tags)", opts.Prefix)
+	}
+	s := &Store{client: client, ownsClient: owns, timeout: opts.Timeout, prefix: opts.Prefix, callerTime: opts.CallerTime}
+	if s.timeout == 0 {
+		s.timeout = DefaultTimeout
+	}
+	if s.prefix == "" {
+		s.prefix = DefaultPrefix
+	}
+	return s, nil
+}
+
+// loadScripts loads every script on every node, so that the first
+// decisions need no EVAL fallback.
+func (s *Store) loadScripts(ctx context.Context) error {
+	for addr, node := range s.client.Nodes() {
+		cmds := make(rueidis.Commands, 0, len(limiter.Algorithms))
+		for _, alg := range limiter.Algorithms {
+			cmds = append(cmds, node.B().ScriptLoad().Script(scripts[alg].src).Build())
+		}
+		for i, res := range node.DoMulti(ctx, cmds...) {
+			if err := res.Error(); err != nil {
+				return fmt.Errorf("redis store: load script %s on %s: %w", limiter.Algorithms[i], addr, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Decide applies a request of cost to key under limit, atomically in
+// Redis, and returns the decision. now is used only with
+// Options.CallerTime; otherwise the time is Redis TIME. The zero Limit and
+// a negative cost are denied without asking Redis, as limiter.Decide does.
+func (s *Store) Decide(ctx context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	if s.closed.Load() {
+		return limiter.Decision{}, store.ErrClosed
+	}
+	if limit.IsZero() || cost < 0 {
+		return limiter.Decision{Limit: limit.Burst(), RetryAfter: limiter.Never}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	sc := scripts[limit.Algorithm()]
+	res := sc.lua.Exec(ctx, s.client, []string{redisKey(s.prefix, key)}, s.args(limit, cost, now))
+	d, err := parseReply(res)
+	if err != nil {
+		return limiter.Decision{}, s.failed(sc, err)
+	}
+	return d, nil
+}
+
+// args returns the scripts' ARGV for one request.
+func (s *Store) args(l limiter.Limit, cost int64, now time.Time) []string {
+	if s.callerTime {
+		return scriptArgs(l, cost, callerTime(now), false)
+	}
+	return scriptArgs(l, cost, useRedisTime, true)
+}
+
+// failed wraps an error of script sc; a store closed meanwhile reports
+// store.ErrClosed.
+func (s *Store) failed(sc *script, err error) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return fmt.Errorf("redis store: eval %s: %w", sc.name, err)
+}
+
+// Close marks the store closed and, if New made its client, closes the
+// client. Decisions after Close return store.ErrClosed. Closing twice does
+// nothing.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.ownsClient {
+		s.client.Close()
+	}
+	return nil
+}

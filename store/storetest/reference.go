@@ -1,0 +1,74 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// reference is the reference store: limiter.Decide behind one mutex; for
+// tests. It keeps every key forever.
+type reference struct {
+	mu     sync.Mutex
+	states map[string]limiter.State
+	closed bool
+}
+
+var _ store.Store = (*reference)(nil)
+
+// NewReference returns the reference store: limiter.Decide behind one
+// mutex; for tests. It is not bounded (it forgets no key) and starts no
+// goroutine. It is safe for concurrent use.
+func NewReference() store.Store { return &reference{states: map[string]limiter.State{}} }
+
+// Decide decides one request with limiter.Decide under the store's mutex.
+func (r *reference) Decide(ctx context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return limiter.Decision{}, fmt.Errorf("reference store: decide: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return limiter.Decision{}, store.ErrClosed
+	}
+	return r.decide(key, l, now, cost), nil
+}
+
+// decide runs the algorithm and keeps the new state; r.mu is held.
+func (r *reference) decide(key string, l limiter.Limit, now time.Time, cost int64) limiter.Decision {
+	d, s := limiter.Decide(l, r.states[key], now, cost)
+	r.states[key] = s
+	return d
+}
+
+// DecideBatch decides the requests in order, under one lock.
+func (r *reference) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("reference store: decide batch: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, store.ErrClosed
+	}
+	res := make([]store.Result, len(reqs))
+	for i, q := range reqs {
+		res[i].Decision = r.decide(q.Key, q.Limit, now, q.Cost)
+	}
+	return res, nil
+}
+
+// Close forgets every key; later calls return store.ErrClosed.
+func (r *reference) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return store.ErrClosed
+	}
+	r.closed, r.states = true, nil
+	return nil
+}
