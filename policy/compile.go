@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/sluice-rl/sluice/limiter"
@@ -83,6 +84,10 @@ func Compile(p Policy) (*Compiled, error) {
 		c.anonymous = c.caller("", AnonymousPlan, nil, fail, "clients.unknown")
 	}
 	c.compileClients(fail)
+	c.checkAllowIDs(fail)
+	if p.Clients.KeyHeader != "" && !validHeaderName(p.Clients.KeyHeader) {
+		fail("clients.key_header", "%q is not a valid HTTP header name", p.Clients.KeyHeader)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -113,6 +118,9 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	}
 	if r.Key.Kind == KeyHeader && !validHeaderName(r.Key.Header) {
 		fail(at+".key", "header name %q is not a valid HTTP header name", r.Key.Header)
+	}
+	if r.Burst < 0 {
+		fail(at+".burst", "%d is negative (a burst is 1 or more; 0 or absent means the rate's N)", r.Burst)
 	}
 	if r.Cost < 0 {
 		fail(at+".cost", "%d is negative (a cost is 1 or more; 0 or absent means the default, 1)", r.Cost)
@@ -155,8 +163,13 @@ func ruleLimit(r Rule, rate Rate) (limiter.Limit, error) {
 }
 
 func (c *Compiled) checkOverrides(names map[string]int, fail func(string, string, ...any)) {
-	for plan, pl := range c.src.Plans {
-		for rule, rate := range pl.Limits {
+	for _, plan := range sortedKeys(c.src.Plans) {
+		if !validName(plan) {
+			fail("plans."+plan, "%q is not a valid plan name (letters, digits, '_', '-', '.'; 1 to 64)", plan)
+		}
+		pl := c.src.Plans[plan]
+		for _, rule := range sortedKeys(pl.Limits) {
+			rate := pl.Limits[rule]
 			i, ok := names[rule]
 			if !ok {
 				fail("plans."+plan+"."+rule, "unknown rule %q (rules: %s)", rule, ruleNames(c.src.Rules))
@@ -192,7 +205,7 @@ func (c *Compiled) compileClients(fail func(string, string, ...any)) {
 			if !validKey(k) {
 				fail(kp, "not a valid access key (1 to 256 visible ASCII characters)")
 			} else if _, dup := c.byKey[k]; dup {
-				fail(kp, "key already belongs to another client")
+				fail(kp, "key already belongs to client %q", c.byKey[k].ID)
 			}
 			c.byKey[k] = caller
 		}
@@ -234,12 +247,34 @@ func (c *Compiled) hasRule(name string) bool {
 	return false
 }
 
+// checkAllowIDs reports allow-list entries that name no listed client.
+func (c *Compiled) checkAllowIDs(fail func(string, string, ...any)) {
+	for i, r := range c.src.Rules {
+		for j, id := range r.Allow {
+			if _, ok := c.byID[id]; !ok {
+				fail(fmt.Sprintf("rules[%d].allow[%d]", i, j), "unknown client id %q (a client id from clients.list, or an IP address or CIDR)", id)
+			}
+		}
+	}
+}
+
 func ruleNames(rules []Rule) string {
 	var s []string
 	for _, r := range rules {
-		s = append(s, r.Name)
+		if r.Name != "" && !slices.Contains(s, r.Name) {
+			s = append(s, r.Name)
+		}
 	}
 	return strings.Join(s, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func planNames(plans map[string]Plan) string {
@@ -250,7 +285,7 @@ func planNames(plans map[string]Plan) string {
 	if len(s) == 0 {
 		return "none defined"
 	}
-	sortStrings(s)
+	slices.Sort(s)
 	return strings.Join(s, ", ")
 }
 

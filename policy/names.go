@@ -1,7 +1,5 @@
 package policy
 
-import "sort"
-
 // validName reports whether s is a usable rule, client or plan name: 1 to 64
 // letters, digits, '_', '-' or '.'.
 func validName(s string) bool {
@@ -52,5 +50,3 @@ func isTokenPunct(c byte) bool {
 	}
 	return false
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

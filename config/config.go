@@ -1,0 +1,190 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/sluice-rl/sluice/policy"
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults and bounds of the optional settings.
+const (
+	DefaultAdmin        = "127.0.0.1:9090"
+	DefaultRedisAddr    = "127.0.0.1:6379"
+	DefaultRedisTimeout = 50 * time.Millisecond
+	MaxRedisTimeout     = 10 * time.Second
+	DefaultRedisPrefix  = "sluice:"
+	DefaultMaxKeys      = 1_000_000
+	DefaultIPv6Prefix   = 64
+)
+
+// File is a whole configuration file: the gateway's settings and the
+// policy, with every default filled in.
+type File struct {
+	// Path is the file's name as given to Load or Parse.
+	Path string
+	// Listen is the host:port callers connect to. Required.
+	Listen string
+	// Upstream is the protected service: an http or https URL with a host.
+	// Required.
+	Upstream *url.URL
+	// Admin is the host:port of metrics, health and reload. Default
+	// 127.0.0.1:9090; it must differ from Listen.
+	Admin string
+	// Store says where counters are kept.
+	Store Store
+	// LegacyHeaders also sends X-RateLimit-Limit, -Remaining and -Reset.
+	// Default false.
+	LegacyHeaders bool
+	// Policy is the policy as written, with IPv6Prefix (64) and each rule's
+	// Key (client when clients are listed, else ip) filled in; Compile
+	// fills in the other defaults.
+	Policy policy.Policy
+	// Compiled is Policy, compiled.
+	Compiled *policy.Compiled
+}
+
+// Store says where counters are kept and what happens when that place
+// cannot be reached.
+type Store struct {
+	// Type is "memory" (the default: counters in this process) or "redis"
+	// (counters shared by every instance).
+	Type string
+	// Redis is how to reach Redis, with Type "redis".
+	Redis Redis
+	// OnFailure is what happens to requests while the store fails.
+	// Default FailOpen.
+	OnFailure OnFailure
+	// Instances is the number of gateway instances sharing the store; with
+	// FailLocal each one allows limit/Instances on its own. Default 1.
+	Instances int
+	// MaxKeys bounds the keys the memory store holds (store.memory.max_keys,
+	// also the local fallback's bound). Default 1,000,000.
+	MaxKeys int
+}
+
+// Equal reports whether s and o are the same settings.
+func (s Store) Equal(o Store) bool {
+	return s.Type == o.Type && s.OnFailure == o.OnFailure && s.Instances == o.Instances &&
+		s.MaxKeys == o.MaxKeys && s.Redis.Equal(o.Redis)
+}
+
+// Redis is how to reach Redis.
+type Redis struct {
+	// Addrs are host:port addresses: one for a standalone server, several
+	// for the seeds of a Redis Cluster. Default [127.0.0.1:6379].
+	Addrs []string
+	// Timeout is the deadline of each store operation, more than 0 and at
+	// most 10s. Default 50ms.
+	Timeout time.Duration
+	// Username and Password authenticate (Redis ACL); default none.
+	Username string
+	Password string
+	// TLS connects with TLS. Default false.
+	TLS bool
+	// Prefix starts every key sluice writes. Default "sluice:".
+	Prefix string
+}
+
+// Equal reports whether r and o are the same settings.
+func (r Redis) Equal(o Redis) bool {
+	return slices.Equal(r.Addrs, o.Addrs) && r.Timeout == o.Timeout && r.Username == o.Username &&
+		r.Password == o.Password && r.TLS == o.TLS && r.Prefix == o.Prefix
+}
+
+// OnFailure is what happens to requests while the store cannot decide.
+type OnFailure uint8
+
+const (
+	// FailOpen lets every request through (the default).
+	FailOpen OnFailure = iota
+	// FailClosed answers 503 with Retry-After.
+	FailClosed
+	// FailLocal decides with a local in-memory store, each instance allowing
+	// limit/Instances.
+	FailLocal
+)
+
+var onFailureNames = []string{FailOpen: "open", FailClosed: "closed", FailLocal: "local"}
+
+// String returns the configuration name: open, closed or local.
+func (o OnFailure) String() string {
+	if int(o) < len(onFailureNames) {
+		return onFailureNames[o]
+	}
+	return fmt.Sprintf("OnFailure(%d)", uint8(o))
+}
+
+// Load reads and parses the file at path. A file that cannot be read gives
+// the *fs.PathError, wrapped; a file with problems gives Errors.
+func Load(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: read %s: %w", path, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse parses and validates the configuration in data; name is the file
+// name used in errors. It reports every problem it finds, as Errors sorted
+// by position.
+func Parse(name string, data []byte) (*File, error) {
+	root, errs := parseYAML(name, data)
+	if errs != nil {
+		return nil, errs
+	}
+	if root == nil {
+		return nil, Errors{{File: name, Msg: "empty file (required: listen, upstream, rules)"}}
+	}
+	d := newDecoder(name)
+	d.checkAliases(root)
+	f := d.decodeFile(root)
+	if !d.failed[""] {
+		c, err := policy.Compile(f.Policy)
+		d.compileErrors(err)
+		f.Compiled = c
+	}
+	if len(d.errs) > 0 {
+		return nil, sortErrors(d.errs)
+	}
+	return f, nil
+}
+
+var topFields = []string{"listen", "upstream", "admin", "trusted_proxies", "ipv6_prefix",
+	"legacy_headers", "store", "clients", "plans", "rules"}
+
+// decodeFile decodes the top-level mapping.
+func (d *decoder) decodeFile(root *yaml.Node) *File {
+	f := &File{Path: d.file, Admin: DefaultAdmin}
+	if root.Kind != yaml.MappingNode {
+		d.fail(root, "", "the file must be a mapping of settings (listen, upstream, rules, ...), not %s", kindName(root))
+		return f
+	}
+	m := d.fields(root, "", "a mapping of settings", topFields)
+	if d.required(m, root, "", "listen", "listen: 127.0.0.1:8080") {
+		f.Listen = d.hostPort(m["listen"], "listen", false)
+	}
+	if d.required(m, root, "", "upstream", "upstream: http://127.0.0.1:9000") {
+		f.Upstream = d.upstream(m["upstream"], "upstream")
+	}
+	if !isNull(m["admin"]) {
+		f.Admin = d.hostPort(m["admin"], "admin", false)
+		if f.Admin != "" && f.Listen != "" && sameAddr(f.Admin, f.Listen) {
+			d.fail(m["admin"], "admin", "%s is also listen's address (the admin port must differ; default %s)", f.Admin, DefaultAdmin)
+		}
+	}
+	f.Store = d.store(m["store"], "store")
+	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")
+	f.Policy = d.policy(m, root)
+	return f
+}

@@ -1,0 +1,305 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/policy"
+)
+
+func TestDesignFile(t *testing.T) {
+	f, err := Load("testdata/design.yaml")
+	if err != nil {
+		t.Fatalf("the DESIGN.md file must be accepted as written:\n%v", err)
+	}
+	if f.Path != "testdata/design.yaml" || f.Listen != "127.0.0.1:8080" || f.Upstream.String() != "http://127.0.0.1:9000" ||
+		f.Admin != "127.0.0.1:9090" || f.LegacyHeaders {
+		t.Errorf("settings: %+v", f)
+	}
+	wantStore := Store{Type: "memory", OnFailure: FailOpen, Instances: 3, MaxKeys: DefaultMaxKeys,
+		Redis: Redis{Addrs: []string{"127.0.0.1:6379"}, Timeout: 50 * time.Millisecond, Prefix: "sluice:"}}
+	if !f.Store.Equal(wantStore) {
+		t.Errorf("store = %+v, want %+v", f.Store, wantStore)
+	}
+	p := f.Policy
+	if len(p.TrustedProxies) != 0 || p.IPv6Prefix != 64 || p.Clients.KeyHeader != "X-API-Key" ||
+		p.Clients.Unknown != policy.UnknownReject || len(p.Clients.List) != 3 || len(p.Plans) != 2 {
+		t.Errorf("policy: %+v", p)
+	}
+	c := f.Compiled
+	if c.Rules() != 1 {
+		t.Fatalf("%d rules, want 1", c.Rules())
+	}
+	r := c.Rule(0)
+	if r.Name != "claims" || r.Match.Path != "/claims" || !slices.Equal(r.Match.Methods, []string{"GET"}) ||
+		r.Key != (policy.KeySpec{Kind: policy.KeyClient}) || r.Algorithm != limiter.SlidingWindow ||
+		r.Burst != 100 || r.Cost != 1 || r.Mode != policy.Enforce || len(r.Allow)+len(r.AllowNets) != 0 {
+		t.Errorf("rule: %+v", r)
+	}
+	for _, tc := range []struct {
+		id, plan string
+		rate     int64
+	}{
+		{"partner-a", "standard", 100}, // standard has no override
+		{"partner-b", "large", 1000},
+		{"assessor-c", "", 500}, // its own limit
+	} {
+		cl, ok := c.CallerByID(tc.id)
+		if !ok {
+			t.Errorf("client %s missing", tc.id)
+			continue
+		}
+		if l := cl.Limit(0); cl.Plan != tc.plan || l.Rate() != tc.rate || l.Period() != time.Minute {
+			t.Errorf("%s: plan %q limit %v, want plan %q %d/m", tc.id, cl.Plan, l, tc.plan, tc.rate)
+		}
+	}
+	if cl, ok := c.CallerByKey("key-b"); !ok || cl.ID != "partner-b" {
+		t.Errorf("key-b is not partner-b's key")
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	f := mustParse(t, minimal)
+	if f.Admin != DefaultAdmin || f.LegacyHeaders {
+		t.Errorf("admin %q, legacy %v", f.Admin, f.LegacyHeaders)
+	}
+	want := Store{Type: "memory", OnFailure: FailOpen, Instances: 1, MaxKeys: DefaultMaxKeys,
+		Redis: Redis{Timeout: DefaultRedisTimeout, Prefix: DefaultRedisPrefix}}
+	if !f.Store.Equal(want) {
+		t.Errorf("store = %+v, want %+v", f.Store, want)
+	}
+	r := f.Compiled.Rule(0)
+	if r.Key.Kind != policy.KeyIP || r.Algorithm != limiter.SlidingWindow || r.Cost != 1 || r.Mode != policy.Enforce {
+		t.Errorf("rule defaults: %+v", r)
+	}
+	if f.Policy.IPv6Prefix != 64 || f.Compiled.KeyHeader() != "X-API-Key" || f.Compiled.IdentifiesByKey() {
+		t.Errorf("policy defaults: %+v", f.Policy)
+	}
+}
+
+// everySetting sets every field to something other than its default.
+const everySetting = `
+listen: ":8080"
+upstream: https://claims.internal:8443/api
+admin: "[::1]:9191"
+legacy_headers: true
+trusted_proxies: [10.1.2.3/8, 192.0.2.7, "2001:db8::/32", "::ffff:198.51.100.0/120"]
+ipv6_prefix: 56
+store:
+  type: redis
+  redis: {addrs: ["r1:6379", "r2:6379"], timeout: 20ms, username: sluice, password: secret, tls: true, prefix: "gw:"}
+  memory: {max_keys: 5000}
+  on_failure: local
+  instances: 4
+clients:
+  key_header: Authorization
+  unknown: anonymous
+  list:
+    - {id: a, keys: [k1, k2], plan: gold}
+plans:
+  gold: {api: 50/s, login: 2/s}
+  anonymous: {api: 1/s}
+rules:
+  - name: api
+    match: {path: /, methods: [GET, POST]}
+    key: header:X-Tenant
+    algorithm: gcra
+    rate: 10/s
+    burst: 20
+    cost: 2
+    mode: shadow
+    allow: [a, 203.0.113.0/24, "::1"]
+  - name: login
+    key: global
+    rate: 5/1500ms
+`
+
+func TestEverySetting(t *testing.T) {
+	f := mustParse(t, everySetting)
+	want := Store{Type: "redis", OnFailure: FailLocal, Instances: 4, MaxKeys: 5000, Redis: Redis{
+		Addrs: []string{"r1:6379", "r2:6379"}, Timeout: 20 * time.Millisecond, Username: "sluice", Password: "secret", TLS: true, Prefix: "gw:"}}
+	if f.Listen != ":8080" || f.Admin != "[::1]:9191" || !f.LegacyHeaders || f.Upstream.Path != "/api" || !f.Store.Equal(want) {
+		t.Errorf("settings: %+v store %+v", f, f.Store)
+	}
+	p := f.Policy
+	nets := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"), netip.MustParsePrefix("2001:db8::/32"), netip.MustParsePrefix("198.51.100.0/24")}
+	if !slices.Equal(p.TrustedProxies, nets) || p.IPv6Prefix != 56 || p.Clients.Unknown != policy.UnknownAnonymous {
+		t.Errorf("policy: %+v", p)
+	}
+	r := f.Compiled.Rule(0)
+	if r.Key != (policy.KeySpec{Kind: policy.KeyHeader, Header: "X-Tenant"}) || r.Algorithm != limiter.GCRA ||
+		r.Burst != 20 || r.Cost != 2 || r.Mode != policy.Shadow || !slices.Equal(r.Allow, []string{"a"}) ||
+		!slices.Equal(r.AllowNets, []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("::1/128")}) {
+		t.Errorf("rule 0: %+v", r)
+	}
+	if r := f.Compiled.Rule(1); r.Key.Kind != policy.KeyGlobal || r.Rate != (policy.Rate{N: 5, Period: 1500 * time.Millisecond}) {
+		t.Errorf("rule 1: %+v", r)
+	}
+	// The plan's override scales the burst in proportion: 50/s -> burst 100.
+	a, _ := f.Compiled.CallerByID("a")
+	if l := a.Limit(0); l.Rate() != 50 || l.Burst() != 100 {
+		t.Errorf("client a: %v", l)
+	}
+	if l := f.Compiled.Anonymous().Limit(0); l.Rate() != 1 || l.Burst() != 2 {
+		t.Errorf("anonymous: %v", l)
+	}
+}
+
+func TestKeyDefaultsToClientWithClients(t *testing.T) {
+	f := mustParse(t, minimal+"clients: {list: [{id: a, keys: [k]}]}\n")
+	if k := f.Compiled.Rule(0).Key; k.Kind != policy.KeyClient {
+		t.Errorf("key = %v, want client", k)
+	}
+}
+
+// Windows and old Mac line ends, and a byte order mark, are text too; the
+// positions of problems count lines as YAML does.
+func TestLineEnds(t *testing.T) {
+	design, err := os.ReadFile("testdata/design.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crlf := strings.ReplaceAll(string(design), "\n", "\r\n")
+	mustParse(t, crlf)
+	mustParse(t, "\uFEFF"+strings.ReplaceAll(string(design), "\n", "\r"))
+	for _, nl := range []string{"\r\n", "\r"} {
+		text := strings.ReplaceAll(minimal+"    mode: shadowy\n", "\n", nl)
+		_, err := Parse("t.yaml", []byte(text))
+		if want := `t.yaml:6:11: rules[0].mode: unknown value "shadowy" (did you mean "shadow"? accepted: enforce, shadow)`; err == nil || err.Error() != want {
+			t.Errorf("%q: %v\nwant %s", nl, err, want)
+		}
+		text = strings.ReplaceAll(minimal+"    mode: a: b\n", "\n", nl)
+		if _, err := Parse("t.yaml", []byte(text)); err == nil || !strings.HasPrefix(err.Error(), "t.yaml:6:12: YAML syntax") {
+			t.Errorf("%q: %v, want a syntax error at 6:12", nl, err)
+		}
+	}
+}
+
+func TestExampleFile(t *testing.T) {
+	f, err := Load("../examples/sluice.yaml")
+	if err != nil {
+		t.Fatalf("examples/sluice.yaml:\n%v", err)
+	}
+	if f.Compiled.Rules() == 0 {
+		t.Error("no rules")
+	}
+}
+
+func TestRedisDefaultAddr(t *testing.T) {
+	f := mustParse(t, minimal+"store: {type: redis, redis: {addrs: []}}\n")
+	if !slices.Equal(f.Store.Redis.Addrs, []string{DefaultRedisAddr}) || f.Store.Redis.Timeout != DefaultRedisTimeout {
+		t.Errorf("redis = %+v", f.Store.Redis)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("err = %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestLoadTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.yaml")
+	data := []byte(minimal + "#" + strings.Repeat("x", MaxFileSize) + "\n")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	want := path + ": file is larger than 1 MiB (a configuration file is at most 1048576 bytes)"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+}
+
+func TestErrorFormat(t *testing.T) {
+	es := Errors{
+		{File: "f.yaml", Line: 3, Col: 7, Msg: "a"},
+		{File: "f.yaml", Line: 4, Msg: "b"},
+		{File: "f.yaml", Msg: "c"},
+	}
+	if got, want := es.Error(), "f.yaml:3:7: a\nf.yaml:4: b\nf.yaml: c"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	_, err := Parse("f.yaml", []byte("listen: [\n"))
+	var list Errors
+	if !errors.As(err, &list) || len(list) != 1 || list[0].Line != 1 {
+		t.Errorf("errors.As(%v) = %v", err, list)
+	}
+}
+
+func TestOnFailureString(t *testing.T) {
+	for o, want := range map[OnFailure]string{FailOpen: "open", FailClosed: "closed", FailLocal: "local", 9: "OnFailure(9)"} {
+		if o.String() != want {
+			t.Errorf("%d: %q, want %q", o, o.String(), want)
+		}
+	}
+}
+
+func TestWriteSummary(t *testing.T) {
+	f, err := Load("testdata/design.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := f.WriteSummary(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `listen 127.0.0.1:8080 -> upstream http://127.0.0.1:9000; admin 127.0.0.1:9090
+store: memory (at most 1000000 keys); on store failure: open
+clients: 3, recognised by X-API-Key; unknown callers: rejected (401)
+rule claims: GET /claims, by client, sliding_window 100/m, enforce, cost 1
+  partner-a: 100/m (plan standard: the rule's rate)
+  partner-b: 1000/m (plan large)
+  assessor-c: 500/m (own limit)
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestWriteSummaryEverySetting(t *testing.T) {
+	var b strings.Builder
+	if err := mustParse(t, everySetting).WriteSummary(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := `listen :8080 -> upstream https://claims.internal:8443/api; admin [::1]:9191
+store: redis r1:6379, r2:6379 (timeout 20ms, prefix "gw:", TLS); on store failure: local (each of 4 instances allows limit/4)
+trusted proxies: [10.0.0.0/8 192.0.2.7/32 2001:db8::/32 198.51.100.0/24]
+clients: 1, recognised by Authorization; unknown callers: counted by IP, plan anonymous
+rule api: GET,POST /, by header:X-Tenant, gcra 10/s burst 20, shadow, cost 2
+  a: 50/s burst 100 (plan gold)
+  unknown callers: 1/s burst 2 (plan anonymous)
+  never limited: a, 203.0.113.0/24, ::1/128
+rule login: /, by global, sliding_window 5/1.5s, enforce, cost 1
+  a: 2/s (plan gold)
+  unknown callers: 5/1.5s (plan anonymous: the rule's rate)
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+const minimal = `listen: 127.0.0.1:8080
+upstream: http://127.0.0.1:9000
+rules:
+  - name: api
+    rate: 10/s
+`
+
+func mustParse(t *testing.T, text string) *File {
+	t.Helper()
+	f, err := Parse("test.yaml", []byte(text))
+	if err != nil {
+		t.Fatalf("unexpected errors:\n%v", err)
+	}
+	return f
+}

@@ -1,0 +1,15 @@
+// Package config reads sluice's YAML configuration file: the gateway's own
+// settings (where to listen, the upstream, the admin address, the store) and
+// the policy (clients, plans, rules) that package policy compiles. It is the
+// only package of sluice that knows YAML.
+//
+// Parse and Load check the whole file at once and report every problem they
+// find, each with its position, as Errors:
+//
+//	sluice.yaml:12:11: rules[0].rate: "100/mn": unknown period "mn" (s, m, h, d or a Go duration such as 30s, 1500ms or 36h)
+//	sluice.yaml:14:5: rules[0]: unknown field "algoritm" (did you mean "algorithm"? accepted: name, match, ...)
+//
+// Unknown fields, duplicate keys, values of the wrong kind, YAML aliases and
+// files that are not UTF-8 text are errors, never silently ignored. The
+// format is described field by field in docs/configuration.md.
+package config

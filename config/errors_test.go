@@ -1,0 +1,231 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// head is the two required settings; the cases below that start with it
+// begin their own lines at line 3.
+const head = "listen: 127.0.0.1:8080\nupstream: http://127.0.0.1:9000\n"
+
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+	}{
+		// The file as a whole.
+		{"empty", "", []string{"t.yaml: empty file (required: listen, upstream, rules)"}},
+		{"only comments", "# nothing here\n", []string{"t.yaml: empty file (required: listen, upstream, rules)"}},
+		{"top-level list", "- listen: :8080\n", []string{"t.yaml:1:1: the file must be a mapping of settings (listen, upstream, rules, ...), not a list"}},
+		{"top-level scalar", "hello\n", []string{"t.yaml:1:1: the file must be a mapping of settings (listen, upstream, rules, ...), not a value"}},
+		{"NUL byte", "listen: :80\x00\n", []string{"t.yaml:1:12: control character U+0000 (a configuration file is printable text)"}},
+		{"not UTF-8", "listen: \xff\n", []string{"t.yaml:1:9: byte 0xff is not UTF-8 text (a configuration file is UTF-8 text)"}},
+		{"tab indent", head + "rules:\n  - name: a\n\trate: 1/s\n",
+			[]string{"t.yaml:5:1: YAML syntax: found a tab character that violates indentation (indent with spaces, not tabs)"}},
+		{"bad indent", head + "rules:\n  - name: a\n    rate: 1/s\n   key: ip\n",
+			[]string{"t.yaml:6:4: YAML syntax: did not find expected '-' indicator"}},
+		{"unquoted colon", head + "rules: [{name: a, rate: 1/s}]\nadmin: x: 1\n",
+			[]string{`t.yaml:4:9: YAML syntax: mapping values are not allowed in this context (check the indentation; quote a value that contains ": " or ends with ':')`}},
+		{"unterminated quote", "listen: \"127.0.0.1:8080\nupstream: x\n",
+			[]string{"t.yaml:1:9: YAML syntax: found unexpected end of stream"}},
+		{"unclosed flow", head + "rules: [{name: a, rate: 1/s}\n",
+			[]string{"t.yaml:3:28: YAML syntax: did not find expected ',' or ']'"}},
+		{"second document", head + "rules: [{name: a, rate: 1/s}]\n---\nlisten: :1\n",
+			[]string{"t.yaml:4:1: a second YAML document (the file must hold one document: remove this '---' and what follows)"}},
+		{"alias", head + "rules: &r [{name: a, rate: 1/s}]\nplans: *r\n",
+			[]string{"t.yaml:4:8: alias *r: YAML aliases are not supported (write the value out in full)"}},
+		{"merge key", head + "rules:\n  - <<: {name: a}\n    rate: 1/s\n", []string{
+			"t.yaml:4:5: rules[0]: merge keys (<<) are not supported (write the fields out in full)",
+			"t.yaml:4:5: rules[0].name: missing (every rule needs a name)"}},
+		{"explicit tag", head + "rules: [{name: a, rate: !!binary MTAvcw==}]\n",
+			[]string{"t.yaml:3:25: rules[0].rate: YAML tag !!binary is not supported (want a rate (N/s, N/m, N/h, N/d or N/<duration> such as 100/m or 100/30s))"}},
+
+		// Top-level settings.
+		{"duplicate key", head + "listen: :9\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:3:1: duplicate key "listen" (first at line 1)`}},
+		{"unknown field", head + "rules: [{name: a, rate: 1/s}]\nupstraem: x\n",
+			[]string{`t.yaml:4:1: unknown field "upstraem" (did you mean "upstream"? accepted: listen, upstream, admin, trusted_proxies, ipv6_prefix, legacy_headers, store, clients, plans, rules)`}},
+		{"missing required", "admin: 127.0.0.1:9\n", []string{
+			"t.yaml:1:1: listen: missing (required; such as listen: 127.0.0.1:8080)",
+			"t.yaml:1:1: upstream: missing (required; such as upstream: http://127.0.0.1:9000)",
+			"t.yaml:1:1: rules: missing (required; such as rules: [{name: api, rate: 100/m}])"}},
+		{"empty required", "listen:\nupstream: http://x\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:1:1: listen: missing (required; such as listen: 127.0.0.1:8080)"}},
+		{"listen not host:port", "listen: 8080\nupstream: http://x\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:1:9: listen: "8080" is not host:port (such as 127.0.0.1:8080, [::1]:8080 or :8080)`}},
+		{"listen port", "listen: localhost:http\nupstream: http://x\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:1:9: listen: "localhost:http": port "http" is not a number from 0 to 65535 (such as 127.0.0.1:8080, [::1]:8080 or :8080)`}},
+		{"listen a list", "listen: [a]\nupstream: http://x\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:1:9: listen: want host:port, not a list"}},
+		{"upstream scheme", "listen: :1\nupstream: ftp://x\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:2:11: upstream: "ftp://x": scheme "ftp" is not http or https (an http or https URL with a host, such as http://127.0.0.1:9000)`}},
+		{"upstream no host", "listen: :1\nupstream: http:///x\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:2:11: upstream: "http:///x" has no valid host (an http or https URL with a host, such as http://127.0.0.1:9000)`}},
+		{"admin is listen", head + "admin: 127.0.0.1:8080\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:3:8: admin: 127.0.0.1:8080 is also listen's address (the admin port must differ; default 127.0.0.1:9090)"}},
+		{"legacy_headers", head + "legacy_headers: yes\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:3:17: legacy_headers: "yes" is not a boolean (true or false)`}},
+		{"trusted_proxies", head + "trusted_proxies: [10.0.0.0/33, proxy]\nrules: [{name: a, rate: 1/s}]\n", []string{
+			`t.yaml:3:19: trusted_proxies[0]: "10.0.0.0/33" is not a CIDR or an IP address (such as 10.0.0.0/8, 192.0.2.7 or 2001:db8::/32)`,
+			`t.yaml:3:32: trusted_proxies[1]: "proxy" is not a CIDR or an IP address (such as 10.0.0.0/8, 192.0.2.7 or 2001:db8::/32)`}},
+		{"ipv6_prefix zero", head + "ipv6_prefix: 0\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:3:14: ipv6_prefix: 0 is out of range (1 to 128; default 64)"}},
+		{"ipv6_prefix huge", head + "ipv6_prefix: 99999999999999999999999999\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:3:14: ipv6_prefix: 99999999999999999999999999 is out of range (1 to 128; default 64)"}},
+		{"ipv6_prefix hex", head + "ipv6_prefix: 0x40\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:3:14: ipv6_prefix: "0x40" is not a whole number (1 to 128; default 64)`}},
+
+		// The store.
+		{"store type", head + "store: {type: mem}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:3:15: store.type: unknown value "mem" (accepted: memory, redis)`}},
+		{"store on_failure", head + "store:\n  on_failure: lokal\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:4:15: store.on_failure: unknown value "lokal" (did you mean "local"? accepted: open, closed, local)`}},
+		{"store instances", head + "store: {on_failure: local, instances: 0}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:3:39: store.instances: 0 is out of range (1 to 10000; default 1)"}},
+		{"store max_keys", head + "store: {memory: {max_keys: -5}}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:3:28: store.memory.max_keys: -5 is out of range (1 to 1000000000; default 1000000)"}},
+		{"store unknown field", head + "store: {redis: {adrs: [x]}}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:3:17: store.redis: unknown field "adrs" (did you mean "addrs"? accepted: addrs, timeout, username, password, tls, prefix)`}},
+		{"redis addrs", head + "store:\n  redis: {addrs: [\":6379\", \"a:1\", \"a:1\", b]}\nrules: [{name: a, rate: 1/s}]\n", []string{
+			`t.yaml:4:19: store.redis.addrs[0]: ":6379": "" is not an IP address or host name (such as 127.0.0.1:6379 or redis.internal:6379)`,
+			`t.yaml:4:35: store.redis.addrs[2]: duplicate address "a:1"`,
+			`t.yaml:4:42: store.redis.addrs[3]: "b" is not host:port (such as 127.0.0.1:6379 or redis.internal:6379)`}},
+		{"redis timeout", head + "store: {redis: {timeout: 20s}}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:3:26: store.redis.timeout: 20s is out of range (more than 0, at most 10s)"}},
+		{"redis timeout syntax", head + "store: {redis: {timeout: fast}}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:3:26: store.redis.timeout: "fast" is not a duration (such as 50ms, 1s; default 50ms)`}},
+		{"redis prefix", head + "store: {redis: {prefix: \"\"}}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:3:25: store.redis.prefix: "" is not a key prefix (1 to 64 characters without spaces; default "sluice:")`}},
+
+		// Clients and plans.
+		{"clients unknown", head + "clients: {unknown: allow}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:3:20: clients.unknown: unknown value "allow" (accepted: reject, anonymous)`}},
+		{"key_header", head + "clients: {key_header: \"X Key\"}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:3:23: clients.key_header: "X Key" is not an HTTP header name (letters, digits and !#$%&'*+-.^_` + "`" + `|~; default X-API-Key)`}},
+		{"clients list a mapping", head + "clients: {list: {id: a}}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:3:17: clients.list: want a list of clients, not a mapping"}},
+		{"client field", head + "clients:\n  list:\n    - id: a\n      key: [k]\nrules: [{name: a, rate: 1/s}]\n", []string{
+			"t.yaml:5:7: clients.list[0].keys: no keys (a client needs at least one access key)",
+			`t.yaml:6:7: clients.list[0]: unknown field "key" (did you mean "keys"? accepted: id, keys, plan, limits)`}},
+		{"client id missing", head + "clients: {list: [{keys: [k]}]}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:3:18: clients.list[0].id: missing (required; such as id: partner-a)"}},
+		{"client id invalid", head + "clients: {list: [{id: a b, keys: [k]}]}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:3:23: clients.list[0].id: "a b" is not a valid client id (letters, digits, '_', '-', '.'; 1 to 64)`}},
+		{"duplicate client", head + "clients:\n  list:\n    - {id: a, keys: [k1]}\n    - {id: a, keys: [k1]}\nrules: [{name: a, rate: 1/s}]\n", []string{
+			`t.yaml:6:12: clients.list[1].id: duplicate client id "a"`,
+			"t.yaml:6:22: clients.list[1].keys[0]: key already belongs to another client"}},
+		{"unknown plan", head + "clients: {list: [{id: a, keys: [k], plan: gold}]}\nplans: {silver: {}}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:3:43: clients.list[0].plan: unknown plan "gold" (plans: silver)`}},
+		{"client limits", head + "clients: {list: [{id: a, keys: [k], limits: {b: 1/s, a: 5}}]}\nrules: [{name: a, rate: 1/s}]\n", []string{
+			`t.yaml:3:46: clients.list[0].limits.b: unknown rule "b" (rules: a)`,
+			`t.yaml:3:57: clients.list[0].limits.a: "5" is not a rate (N/s, N/m, N/h, N/d or N/<duration> such as 100/m or 100/30s)`}},
+		{"plans a list", head + "plans: [gold]\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:3:8: plans: want a mapping of plan names to rates by rule, not a list"}},
+		{"plan rates", head + "plans:\n  gold: {b: 1/s, a: 1/x, c: }\nrules: [{name: a, rate: 1/s}]\n", []string{
+			`t.yaml:4:10: plans.gold.b: unknown rule "b" (rules: a)`,
+			`t.yaml:4:21: plans.gold.a: "1/x": unknown period "x" (s, m, h, d or a Go duration such as 30s, 1500ms or 36h)`,
+			`t.yaml:4:26: plans.gold.c: missing rate (N/s, N/m, N/h, N/d or N/<duration> such as 100/m or 100/30s)`}},
+		{"plan override too large", head + "plans: {big: {a: 20000/m}}\nrules: [{name: a, rate: 1/s, algorithm: sliding_log}]\n",
+			[]string{"t.yaml:3:18: plans.big.a: sliding_log rate 20000 too large (at most 10000 per period; it stores one entry per request: use sliding_window or gcra)"}},
+
+		// Rules.
+		{"rules a mapping", head + "rules: {name: a}\n", []string{"t.yaml:3:8: rules: want a list of rules, not a mapping"}},
+		{"no rules", head + "rules: []\n", []string{"t.yaml:3:8: rules: no rules (at least one rule is required)"}},
+		{"rule a string", head + "rules: [api]\n",
+			[]string{"t.yaml:3:9: rules[0]: want a rule (name, match, key, algorithm, rate, ...), not a value"}},
+		{"rule unknown field", head + "rules:\n  - name: a\n    rate: 1/s\n    algoritm: gcra\n",
+			[]string{`t.yaml:6:5: rules[0]: unknown field "algoritm" (did you mean "algorithm"? accepted: name, match, key, algorithm, rate, burst, cost, mode, allow)`}},
+		{"rule missing rate", head + "rules:\n  - name: a\n",
+			[]string{"t.yaml:4:5: rules[0].rate: missing (required; such as rate: 100/m)"}},
+		{"rule missing name", head + "rules:\n  - rate: 1/s\n",
+			[]string{"t.yaml:4:5: rules[0].name: missing (every rule needs a name)"}},
+		{"rule bad name", head + "rules: [{name: my rule, rate: 1/s}]\n",
+			[]string{`t.yaml:3:16: rules[0].name: "my rule" is not a valid name (letters, digits, '_', '-', '.'; at most 64)`}},
+		{"duplicate rule", head + "rules: [{name: a, rate: 1/s}, {name: a, rate: 2/s}]\n",
+			[]string{`t.yaml:3:38: rules[1].name: duplicate rule name "a" (also rules[0])`}},
+		{"rate without period", head + "rules: [{name: a, rate: 100}]\n",
+			[]string{`t.yaml:3:25: rules[0].rate: "100" is not a rate (N/s, N/m, N/h, N/d or N/<duration> such as 100/m or 100/30s)`}},
+		{"rate zero", head + "rules: [{name: a, rate: 0/s}]\n",
+			[]string{`t.yaml:3:25: rules[0].rate: "0/s": the count must be at least 1 (1 to 1000000000)`}},
+		{"rate period short", head + "rules: [{name: a, rate: 1/500us}]\n",
+			[]string{`t.yaml:3:25: rules[0].rate: "1/500us": period 500µs out of range (1ms to 366 days, 8784h)`}},
+		{"sliding_log too large", head + "rules: [{name: a, rate: 20000/m, algorithm: sliding_log}]\n",
+			[]string{"t.yaml:3:25: rules[0].rate: sliding_log rate 20000 too large (at most 10000 per period; it stores one entry per request: use sliding_window or gcra)"}},
+		{"burst too large", head + "rules: [{name: a, rate: 1/s, algorithm: gcra, burst: 2000000000}]\n",
+			[]string{"t.yaml:3:54: rules[0].burst: burst 2000000000 out of range (1 to 1000000000)"}},
+		{"burst and cost below 1", head + "rules: [{name: a, rate: 1/s, burst: 0, cost: -1}]\n", []string{
+			"t.yaml:3:37: rules[0].burst: 0 is out of range (1 or more; default: the rate's N)",
+			"t.yaml:3:46: rules[0].cost: -1 is out of range (1 or more; default 1)"}},
+		{"algorithm", head + "rules: [{name: a, rate: 1/s, algorithm: sliding_windw}]\n",
+			[]string{`t.yaml:3:41: rules[0].algorithm: unknown value "sliding_windw" (did you mean "sliding_window"? accepted: fixed_window, sliding_window, sliding_log, token_bucket, gcra, leaky_bucket)`}},
+		{"mode", head + "rules: [{name: a, rate: 1/s, mode: dry-run}]\n",
+			[]string{`t.yaml:3:36: rules[0].mode: unknown value "dry-run" (accepted: enforce, shadow)`}},
+		{"key", head + "rules: [{name: a, rate: 1/s, key: clients}]\n",
+			[]string{`t.yaml:3:35: rules[0].key: unknown key "clients" (did you mean "client"? accepted: client, ip, header:NAME, global)`}},
+		{"key client without clients", head + "rules: [{name: a, rate: 1/s, key: client}]\n",
+			[]string{"t.yaml:3:35: rules[0].key: client, but no clients are listed (list them under clients.list, or count by ip, header:NAME or global)"}},
+		{"key header name", head + "rules: [{name: a, rate: 1/s, key: \"header:X Y\"}]\n",
+			[]string{`t.yaml:3:35: rules[0].key: header name "X Y" is not a valid HTTP header name`}},
+		{"match", head + "rules: [{name: a, rate: 1/s, match: {path: claims, methods: [get, \"GET,\"], host: x}}]\n", []string{
+			`t.yaml:3:44: rules[0].match.path: "claims" must start with '/'`,
+			`t.yaml:3:62: rules[0].match.methods[0]: "get" is not an HTTP method in upper case (such as GET, POST)`,
+			`t.yaml:3:67: rules[0].match.methods[1]: "GET," is not an HTTP method in upper case (such as GET, POST)`,
+			`t.yaml:3:76: rules[0].match: unknown field "host" (accepted: path, methods)`}},
+		{"allow", head + "clients: {list: [{id: p, keys: [k]}]}\nrules: [{name: a, rate: 1/s, allow: [p, q, 10.0.0.0/8]}]\n",
+			[]string{`t.yaml:4:41: rules[0].allow[1]: "q" is neither a listed client id nor an IP address or CIDR (client ids: p; or networks such as 10.0.0.0/8, 192.0.2.7)`}},
+		{"allow without clients", head + "rules: [{name: a, rate: 1/s, allow: [p]}]\n",
+			[]string{`t.yaml:3:38: rules[0].allow[0]: "p" is neither a listed client id nor an IP address or CIDR (no clients are listed; or networks such as 10.0.0.0/8, 192.0.2.7)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse("t.yaml", []byte(tc.text))
+			if err == nil {
+				t.Fatalf("no error; parsed %+v", f)
+			}
+			if f != nil {
+				t.Errorf("a File with errors")
+			}
+			got := strings.Split(err.Error(), "\n")
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestAllMistakes checks that one pass reports every mistake in a file, in
+// order, each at its place.
+func TestAllMistakes(t *testing.T) {
+	text := `listen: 127.0.0.1:8080
+upstream: http://127.0.0.1:9000
+store:
+  on_failure: lokal
+clients:
+  list:
+    - id: partner-a
+      keys: [key-a]
+      plan: gold
+rules:
+  - name: claims
+    rate: 100/mn
+    algoritm: gcra
+  - name: claims
+    rate: 5/s
+    cost: -1
+`
+	want := []string{
+		`t.yaml:4:15: store.on_failure: unknown value "lokal" (did you mean "local"? accepted: open, closed, local)`,
+		`t.yaml:9:13: clients.list[0].plan: unknown plan "gold" (plans: none defined)`,
+		`t.yaml:12:11: rules[0].rate: "100/mn": unknown period "mn" (s, m, h, d or a Go duration such as 30s, 1500ms or 36h)`,
+		`t.yaml:13:5: rules[0]: unknown field "algoritm" (did you mean "algorithm"? accepted: name, match, key, algorithm, rate, burst, cost, mode, allow)`,
+		`t.yaml:14:11: rules[1].name: duplicate rule name "claims" (also rules[0])`,
+		`t.yaml:16:11: rules[1].cost: -1 is out of range (1 or more; default 1)`,
+	}
+	_, err := Parse("t.yaml", []byte(text))
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("got:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
+	}
+	if n := len(err.(Errors)); n != len(want) {
+		t.Errorf("%d errors, want %d", n, len(want))
+	}
+}

@@ -1,0 +1,160 @@
+package config
+
+import (
+	"errors"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/sluice-rl/sluice/policy"
+	"go.yaml.in/yaml/v3"
+)
+
+// policy decodes the policy's parts of the top-level mapping m.
+func (d *decoder) policy(m map[string]*yaml.Node, root *yaml.Node) policy.Policy {
+	var p policy.Policy
+	for i, n := range d.list(m["trusted_proxies"], "trusted_proxies", "CIDRs or IP addresses") {
+		if pfx, ok := d.prefix(n, index("trusted_proxies", i)); ok {
+			p.TrustedProxies = append(p.TrustedProxies, pfx)
+		}
+	}
+	p.IPv6Prefix = int(d.integer(m["ipv6_prefix"], "ipv6_prefix", 1, 128, DefaultIPv6Prefix, "1 to 128; default 64"))
+	p.Clients = d.clients(m["clients"], "clients")
+	p.Plans = d.plans(m["plans"], "plans")
+	if d.required(m, root, "", "rules", "rules: [{name: api, rate: 100/m}]") {
+		ids := map[string]bool{}
+		for _, c := range p.Clients.List {
+			if c.ID != "" {
+				ids[c.ID] = true
+			}
+		}
+		for i, n := range d.list(m["rules"], "rules", "rules") {
+			p.Rules = append(p.Rules, d.rule(n, index("rules", i), ids))
+		}
+	}
+	return p
+}
+
+// prefix decodes a CIDR or a bare IP address (a /32 or /128).
+func (d *decoder) prefix(n *yaml.Node, path string) (netip.Prefix, bool) {
+	s, ok := d.scalar(n, path, "a CIDR or an IP address")
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	p, err := parsePrefix(s)
+	if err != nil {
+		d.fail(n, path, "%q is not a CIDR or an IP address (such as 10.0.0.0/8, 192.0.2.7 or 2001:db8::/32)", clip(s))
+		return netip.Prefix{}, false
+	}
+	return p, true
+}
+
+// parsePrefix parses a CIDR (host bits are cleared) or a bare IP address.
+// IPv4-mapped IPv6 networks become IPv4 ones, as callers' addresses are
+// unmapped before they are compared.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return p, err
+		}
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if a.Zone() != "" {
+		return netip.Prefix{}, errors.New("zone not allowed")
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+var clientsFields = []string{"key_header", "unknown", "list"}
+
+// clients decodes the clients block.
+func (d *decoder) clients(n *yaml.Node, path string) policy.Clients {
+	var c policy.Clients
+	m := d.fields(n, path, "a mapping (key_header, unknown, list)", clientsFields)
+	if h := m["key_header"]; !isNull(h) {
+		c.KeyHeader = d.str(h, join(path, "key_header"), "a header name", "")
+		if c.KeyHeader != "" && !validHeaderName(c.KeyHeader) || c.KeyHeader == "" && !d.failed[join(path, "key_header")] {
+			d.fail(h, join(path, "key_header"), "%q is not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~; default X-API-Key)", clip(c.KeyHeader))
+			c.KeyHeader = ""
+		}
+	}
+	if d.oneOf(m["unknown"], join(path, "unknown"), "reject", []string{"reject", "anonymous"}) == "anonymous" {
+		c.Unknown = policy.UnknownAnonymous
+	}
+	for i, n := range d.list(m["list"], join(path, "list"), "clients") {
+		c.List = append(c.List, d.client(n, index(join(path, "list"), i)))
+	}
+	return c
+}
+
+var clientFields = []string{"id", "keys", "plan", "limits"}
+
+// client decodes one entry of clients.list.
+func (d *decoder) client(n *yaml.Node, path string) policy.Client {
+	var c policy.Client
+	m := d.fields(n, path, "a client (id, keys, plan, limits)", clientFields)
+	if d.failed[path] {
+		return c
+	}
+	if d.required(m, n, path, "id", "id: partner-a") {
+		c.ID = d.str(m["id"], join(path, "id"), "a client id", "")
+	}
+	for i, k := range d.list(m["keys"], join(path, "keys"), "access keys") {
+		c.Keys = append(c.Keys, d.str(k, index(join(path, "keys"), i), "an access key", ""))
+	}
+	c.Plan = d.str(m["plan"], join(path, "plan"), "a plan name", "")
+	c.Limits = d.rates(m["limits"], join(path, "limits"))
+	return c
+}
+
+// plans decodes the plans block: plan name -> rule name -> rate.
+func (d *decoder) plans(n *yaml.Node, path string) map[string]policy.Plan {
+	es, _ := d.entries(n, path, "a mapping of plan names to rates by rule")
+	if len(es) == 0 {
+		return nil
+	}
+	plans := make(map[string]policy.Plan, len(es))
+	for _, e := range es {
+		name := e.key.Value
+		plans[name] = policy.Plan{Limits: d.rates(e.val, join(path, name))}
+	}
+	return plans
+}
+
+// rates decodes a mapping of rule names to rates.
+func (d *decoder) rates(n *yaml.Node, path string) map[string]policy.Rate {
+	es, _ := d.entries(n, path, "a mapping of rule names to rates, such as { claims: 500/m }")
+	if len(es) == 0 {
+		return nil
+	}
+	rates := make(map[string]policy.Rate, len(es))
+	for _, e := range es {
+		at := join(path, e.key.Value)
+		if isNull(e.val) {
+			d.fail(e.key, at, "missing rate (%s)", rateSyntax)
+		}
+		if r, ok := d.rate(e.val, at); ok {
+			rates[e.key.Value] = r
+		}
+	}
+	return rates
+}
+
+// sortedKeys returns the keys of m in order, for messages.
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

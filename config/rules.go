@@ -1,0 +1,128 @@
+package config
+
+import (
+	"strings"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/policy"
+	"go.yaml.in/yaml/v3"
+)
+
+var (
+	ruleFields  = []string{"name", "match", "key", "algorithm", "rate", "burst", "cost", "mode", "allow"}
+	matchFields = []string{"path", "methods"}
+	keyKinds    = []string{"client", "ip", "header:NAME", "global"}
+)
+
+// rule decodes one entry of rules; ids are the listed clients' ids.
+func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Rule {
+	var r policy.Rule
+	m := d.fields(n, path, "a rule (name, match, key, algorithm, rate, ...)", ruleFields)
+	if d.failed[path] {
+		return r
+	}
+	r.Name = d.str(m["name"], join(path, "name"), "a rule name", "")
+	mm := d.fields(m["match"], join(path, "match"), "a mapping (path, methods)", matchFields)
+	r.Match.Path = d.str(mm["path"], join(path, "match.path"), "a path prefix", "")
+	for i, mn := range d.list(mm["methods"], join(path, "match.methods"), "HTTP methods") {
+		r.Match.Methods = append(r.Match.Methods, d.method(mn, index(join(path, "match.methods"), i)))
+	}
+	r.Key = d.key(m["key"], join(path, "key"), len(ids) > 0)
+	if alg := d.oneOf(m["algorithm"], join(path, "algorithm"), "", algorithmNames()); alg != "" {
+		r.Algorithm, _ = limiter.ParseAlgorithm(alg)
+	}
+	if d.required(m, n, path, "rate", "rate: 100/m") {
+		r.Rate, _ = d.rate(m["rate"], join(path, "rate"))
+	}
+	r.Burst = d.integer(m["burst"], join(path, "burst"), 1, 1<<62, 0, "1 or more; default: the rate's N")
+	r.Cost = d.integer(m["cost"], join(path, "cost"), 1, 1<<62, 1, "1 or more; default 1")
+	if d.oneOf(m["mode"], join(path, "mode"), "enforce", []string{"enforce", "shadow"}) == "shadow" {
+		r.Mode = policy.Shadow
+	}
+	for i, an := range d.list(m["allow"], join(path, "allow"), "client ids and CIDRs") {
+		d.allow(an, index(join(path, "allow"), i), ids, &r)
+	}
+	return r
+}
+
+func algorithmNames() []string {
+	names := make([]string, len(limiter.Algorithms))
+	for i, a := range limiter.Algorithms {
+		names[i] = a.String()
+	}
+	return names
+}
+
+// method decodes an HTTP method: an upper-case token.
+func (d *decoder) method(n *yaml.Node, path string) string {
+	s, ok := d.scalar(n, path, "an HTTP method")
+	if ok && (!validHeaderName(s) || strings.ToUpper(s) != s) {
+		d.fail(n, path, "%q is not an HTTP method in upper case (such as GET, POST)", clip(s))
+	}
+	return s
+}
+
+// key decodes what a rule counts by. Absent, it is client when clients are
+// listed and ip otherwise.
+func (d *decoder) key(n *yaml.Node, path string, haveClients bool) policy.KeySpec {
+	s, ok := d.scalar(n, path, "client, ip, header:NAME or global")
+	if !ok {
+		if haveClients {
+			return policy.KeySpec{Kind: policy.KeyClient}
+		}
+		return policy.KeySpec{Kind: policy.KeyIP}
+	}
+	if name, ok := strings.CutPrefix(s, "header:"); ok {
+		return policy.KeySpec{Kind: policy.KeyHeader, Header: name}
+	}
+	switch s {
+	case "client":
+		if !haveClients {
+			d.fail(n, path, "client, but no clients are listed (list them under clients.list, or count by ip, header:NAME or global)")
+		}
+		return policy.KeySpec{Kind: policy.KeyClient}
+	case "ip":
+		return policy.KeySpec{Kind: policy.KeyIP}
+	case "global":
+		return policy.KeySpec{Kind: policy.KeyGlobal}
+	}
+	d.fail(n, path, "unknown key %q (%saccepted: %s)", clip(s), didYouMean(s, keyKinds), strings.Join(keyKinds, ", "))
+	return policy.KeySpec{Kind: policy.KeyIP}
+}
+
+// allow decodes one entry of a rule's allow list: a CIDR or an IP address
+// (to AllowNets), or a listed client's id (to Allow).
+func (d *decoder) allow(n *yaml.Node, path string, ids map[string]bool, r *policy.Rule) {
+	s, ok := d.scalar(n, path, "a client id or a CIDR")
+	if !ok {
+		return
+	}
+	if p, err := parsePrefix(s); err == nil {
+		r.AllowNets = append(r.AllowNets, p)
+		return
+	}
+	if ids[s] {
+		r.Allow = append(r.Allow, s)
+		return
+	}
+	known := "no clients are listed"
+	if len(ids) > 0 {
+		known = "client ids: " + strings.Join(sortedKeys(ids), ", ")
+	}
+	d.fail(n, path, "%q is neither a listed client id nor an IP address or CIDR (%s; or networks such as 10.0.0.0/8, 192.0.2.7)", clip(s), known)
+}
+
+// validHeaderName reports whether s is an HTTP field name (an RFC 9110
+// token).
+func validHeaderName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}

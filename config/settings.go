@@ -1,0 +1,188 @@
+package config
+
+import (
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// hostPort decodes a host:port address. The host may be empty (every
+// interface) unless needHost; the port is 0 to 65535 (1 to 65535 with
+// needHost, for addresses to connect to).
+func (d *decoder) hostPort(n *yaml.Node, path string, needHost bool) string {
+	s, ok := d.scalar(n, path, "host:port")
+	if !ok {
+		return ""
+	}
+	example := "such as 127.0.0.1:8080, [::1]:8080 or :8080"
+	if needHost {
+		example = "such as 127.0.0.1:6379 or redis.internal:6379"
+	}
+	host, port, err := net.SplitHostPort(s)
+	switch {
+	case err != nil:
+		d.fail(n, path, "%q is not host:port (%s)", clip(s), example)
+	case !validPort(port, needHost):
+		d.fail(n, path, "%q: port %q is not a number from %d to 65535 (%s)", clip(s), clip(port), b2i(needHost), example)
+	case needHost && host == "" || !validHost(host):
+		d.fail(n, path, "%q: %q is not an IP address or host name (%s)", clip(s), clip(host), example)
+	default:
+		return s
+	}
+	return ""
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func validPort(port string, nonZero bool) bool {
+	if port == "" || strings.Trim(port, "0123456789") != "" || len(port) > 5 {
+		return false
+	}
+	p, _ := strconv.Atoi(port)
+	return p <= 65535 && (p > 0 || !nonZero)
+}
+
+// validHost reports whether host is empty, an IP address or a DNS name.
+func validHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	if len(host) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' ||
+			strings.Trim(strings.ToLower(label), "abcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// sameAddr reports whether two listen addresses would clash: the same
+// non-zero port on the same host, or on all interfaces.
+func sameAddr(a, b string) bool {
+	ha, pa, _ := net.SplitHostPort(a)
+	hb, pb, _ := net.SplitHostPort(b)
+	if pa != pb || pa == "0" {
+		return false
+	}
+	any := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return ha == hb || any(ha) || any(hb)
+}
+
+// upstream decodes the protected service's URL.
+func (d *decoder) upstream(n *yaml.Node, path string) *url.URL {
+	s, ok := d.scalar(n, path, "a URL")
+	if !ok {
+		return nil
+	}
+	const want = "an http or https URL with a host, such as http://127.0.0.1:9000"
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		d.fail(n, path, "%q is not a URL (%s)", clip(s), want)
+	case u.Scheme != "http" && u.Scheme != "https":
+		d.fail(n, path, "%q: scheme %q is not http or https (%s)", clip(s), clip(u.Scheme), want)
+	case u.Hostname() == "" || !validHost(u.Hostname()):
+		d.fail(n, path, "%q has no valid host (%s)", clip(s), want)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
+		d.fail(n, path, "%q: user info, query and fragment are not used (%s, optionally with a path)", clip(s), want)
+	default:
+		return u
+	}
+	return nil
+}
+
+var (
+	storeFields  = []string{"type", "redis", "memory", "on_failure", "instances"}
+	redisFields  = []string{"addrs", "timeout", "username", "password", "tls", "prefix"}
+	memoryFields = []string{"max_keys"}
+)
+
+// store decodes the store block.
+func (d *decoder) store(n *yaml.Node, path string) Store {
+	s := Store{Type: "memory", Instances: 1, MaxKeys: DefaultMaxKeys}
+	m := d.fields(n, path, "a mapping (type, redis, memory, on_failure, instances)", storeFields)
+	s.Type = d.oneOf(m["type"], join(path, "type"), "memory", []string{"memory", "redis"})
+	s.Redis = d.redis(m["redis"], join(path, "redis"), s.Type == "redis")
+	mem := d.fields(m["memory"], join(path, "memory"), "a mapping (max_keys)", memoryFields)
+	s.MaxKeys = int(d.integer(mem["max_keys"], join(path, "memory.max_keys"), 1, 1_000_000_000, DefaultMaxKeys, "1 to 1000000000; default 1000000"))
+	fail := d.oneOf(m["on_failure"], join(path, "on_failure"), "open", onFailureNames)
+	s.OnFailure = OnFailure(index0(onFailureNames, fail))
+	s.Instances = int(d.integer(m["instances"], join(path, "instances"), 1, 10_000, 1, "1 to 10000; default 1"))
+	return s
+}
+
+func index0(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return 0
+}
+
+// redis decodes the redis block; the default address applies when used.
+func (d *decoder) redis(n *yaml.Node, path string, used bool) Redis {
+	r := Redis{Timeout: DefaultRedisTimeout, Prefix: DefaultRedisPrefix}
+	m := d.fields(n, path, "a mapping ("+strings.Join(redisFields, ", ")+")", redisFields)
+	seen := map[string]bool{}
+	for i, a := range d.list(m["addrs"], join(path, "addrs"), "host:port addresses") {
+		at := index(join(path, "addrs"), i)
+		addr := d.hostPort(a, at, true)
+		if seen[addr] {
+			d.fail(a, at, "duplicate address %q", addr)
+		} else if addr != "" {
+			seen[addr] = true
+			r.Addrs = append(r.Addrs, addr)
+		}
+	}
+	if len(r.Addrs) == 0 && used {
+		r.Addrs = []string{DefaultRedisAddr}
+	}
+	r.Timeout = d.duration(m["timeout"], join(path, "timeout"), r.Timeout)
+	r.Username = d.str(m["username"], join(path, "username"), "a user name", "")
+	r.Password = d.str(m["password"], join(path, "password"), "a password", "")
+	r.TLS = d.boolean(m["tls"], join(path, "tls"))
+	if p := m["prefix"]; !isNull(p) {
+		r.Prefix = d.str(p, join(path, "prefix"), "a key prefix", r.Prefix)
+		if r.Prefix == "" || len(r.Prefix) > 64 || strings.ContainsAny(r.Prefix, " \t\r\n") {
+			d.fail(p, join(path, "prefix"), "%q is not a key prefix (1 to 64 characters without spaces; default %q)", clip(r.Prefix), DefaultRedisPrefix)
+			r.Prefix = DefaultRedisPrefix
+		}
+	}
+	return r
+}
+
+// duration decodes the store timeout: a Go duration, more than 0 and at
+// most MaxRedisTimeout.
+func (d *decoder) duration(n *yaml.Node, path string, def time.Duration) time.Duration {
+	s, ok := d.scalar(n, path, "a duration")
+	if !ok {
+		return def
+	}
+	v, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		d.fail(n, path, "%q is not a duration (such as 50ms, 1s; default %v)", clip(s), def)
+	case v <= 0 || v > MaxRedisTimeout:
+		d.fail(n, path, "%v is out of range (more than 0, at most %v)", v, MaxRedisTimeout)
+	default:
+		return v
+	}
+	return def
+}
