@@ -114,7 +114,7 @@ func TestErrors(t *testing.T) {
 			[]string{`t.yaml:3:23: clients.list[0].id: "a b" is not a valid client id (letters, digits, '_', '-', '.'; 1 to 64)`}},
 		{"duplicate client", head + "clients:\n  list:\n    - {id: a, keys: [k1]}\n    - {id: a, keys: [k1]}\nrules: [{name: a, rate: 1/s}]\n", []string{
 			`t.yaml:6:12: clients.list[1].id: duplicate client id "a"`,
-			"t.yaml:6:22: clients.list[1].keys[0]: key already belongs to another client"}},
+			"t.yaml:6:22: clients.list[1].keys[0]: key already belongs to client \"a\""}},
 		{"unknown plan", head + "clients: {list: [{id: a, keys: [k], plan: gold}]}\nplans: {silver: {}}\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{`t.yaml:3:43: clients.list[0].plan: unknown plan "gold" (plans: silver)`}},
 		{"client limits", head + "clients: {list: [{id: a, keys: [k], limits: {b: 1/s, a: 5}}]}\nrules: [{name: a, rate: 1/s}]\n", []string{
