@@ -61,12 +61,25 @@ type Entry struct {
 // 2112. A clock that goes backwards never admits more than the limit: the
 // algorithms treat the lost time as not having passed.
 //
-// For sliding_log, Decide reuses the backing array of s.Log.
+// A denied request returns s itself: nothing changes. An allowed request
+// whose Reset is 0 returns the zero State (with s.Log's array, emptied): the
+// key is then as good as one never seen, and a store may forget it. For an
+// allowed sliding_log request, Decide reuses the backing array of s.Log.
 func Decide(l Limit, s State, now time.Time, cost int64) (Decision, State) {
 	if l.IsZero() || cost < 0 {
 		return Decision{Limit: l.burst, RetryAfter: Never}, s
 	}
-	t := UnixMicro(now)
+	d, next := decide(l, s, UnixMicro(now), cost)
+	switch {
+	case !d.Allowed:
+		return d, s // a denial changes nothing, not even what a late clock would see
+	case d.Reset == 0:
+		return d, State{Log: next.Log[:0]} // as good as a key never seen
+	}
+	return d, next
+}
+
+func decide(l Limit, s State, t, cost int64) (Decision, State) {
 	switch l.alg {
 	case FixedWindow:
 		return fixedWindow(l, s, t, cost)

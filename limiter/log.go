@@ -11,9 +11,7 @@ func slidingLog(l Limit, s State, t, cost int64) (Decision, State) {
 	for expired < len(log) && log[expired].At+l.period <= t {
 		expired++
 	}
-	if expired > 0 {
-		log = log[:copy(log, log[expired:])]
-	}
+	log = log[expired:]
 	used := int64(0)
 	for _, e := range log {
 		used += e.Cost
@@ -25,7 +23,9 @@ func slidingLog(l Limit, s State, t, cost int64) (Decision, State) {
 	case used+cost <= l.rate:
 		d.Allowed = true
 		used += cost
-		log = appendEntry(log, t, cost)
+		// Only an admission rewrites the log, in place: a denial must
+		// leave the caller's state as it was.
+		log = appendEntry(s.Log[:copy(s.Log, log)], t, cost)
 	default:
 		d.RetryAfter = usec(logRetry(log, used+cost-l.rate, l.period, t))
 	}

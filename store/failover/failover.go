@@ -182,14 +182,25 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 		s.failed()
 		return s.fail(ctx, reqs, pending, out, now, err)
 	}
-	s.succeeded()
+	// A store that pipelines reports failures per request (a timeout, a
+	// lost connection): those requests go to the failure policy too.
+	failed := pending[:0]
 	for k, i := range pending {
+		if res[k].Err != nil {
+			failed, err = append(failed, i), res[k].Err
+			continue
+		}
 		out[i] = res[k]
-		if d := res[k].Decision; res[k].Err == nil && !d.Allowed && d.RetryAfter > 0 {
+		if d := res[k].Decision; !d.Allowed && d.RetryAfter > 0 {
 			s.denied.remember(reqs[i].Key, reqs[i].Cost, reqs[i].Limit, d, local)
 		}
 	}
-	return out, nil
+	if len(failed) == 0 {
+		s.succeeded()
+		return out, nil
+	}
+	s.failed()
+	return s.fail(ctx, reqs, failed, out, now, err)
 }
 
 var errCircuitOpen = errors.New("failover: shared store unreachable (circuit open)")

@@ -3,8 +3,6 @@ package redis
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math"
 	"strings"
 	"testing"
 	"time"

@@ -32,10 +32,14 @@
 // braces, "sluice:{<key>}", with '%', '{' and '}' in the store key written
 // as %25, %7B and %7D. The braces make the whole store key the Redis Cluster
 // hash tag, so a key's state lives on one node whatever it contains. The
-// key is a hash (fields a and b; a, prev and curr for sliding_window), or a
-// list of (time, cost) pairs for sliding_log. gcra stores the time of the
-// last admitted request and the bucket's level then, rather than Go's
-// theoretical arrival time, which can exceed 2^53 µs.
+// key is a hash: fields a and b, as limiter.State's A and B, except that
+// sliding_window keeps its two counts in fields prev and curr (Go packs them
+// into one int64, beyond 2^53), and gcra keeps the time of the last
+// admitted request and the bucket's level then, rather than Go's
+// theoretical arrival time, which can exceed 2^53 µs. sliding_log's key is
+// a list: the total cost, then a time and a cost per entry, oldest first,
+// so that a decision reads only the entries that expire, never the whole
+// log. The scripts in lua/ describe each layout.
 //
 // # Expiry
 //

@@ -18,13 +18,14 @@ import (
 
 // Defaults of Options.
 const (
+	// DefaultTimeout is the deadline of each store operation.
 	DefaultTimeout = 50 * time.Millisecond
-	DefaultPrefix  = "sluice:"
+	// DefaultPrefix starts every key the store writes.
+	DefaultPrefix = "sluice:"
 )
 
-// dialTimeout bounds each connection attempt when the context given to New
-// has no earlier deadline.
-const dialTimeout = 5 * time.Second
+// connectTimeout bounds New when its context has no deadline.
+const connectTimeout = 5 * time.Second
 
 // Options configures a Store. The zero value of every field but Addrs is a
 // working default.
@@ -65,37 +66,40 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // New connects to Redis as opts say and returns a Store. It fails if no
-// address answers, or if ctx ends first. The scripts are loaded on every
+// address answers, or if ctx ends first (without a deadline in ctx,
+// connecting is bounded by 5 seconds). The scripts are loaded on every
 // node; a node that loses them later (a restart, SCRIPT FLUSH) gets them
 // again on first use.
 func New(ctx context.Context, opts Options) (*Store, error) {
 	if len(opts.Addrs) == 0 {
 		return nil, errors.New("redis store: no address (Options.Addrs is empty)")
 	}
+	s, err := newStore(nil, true, opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, connectTimeout)
+		defer cancel()
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("redis store: connect: %w", err)
 	}
-	dial := dialTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		dial = min(dial, time.Until(dl))
-	}
-	client, err := rueidis.NewClient(rueidis.ClientOption{
+	dl, _ := ctx.Deadline()
+	s.client, err = rueidis.NewClient(rueidis.ClientOption{
 		InitAddress:  opts.Addrs,
 		Username:     opts.Username,
 		Password:     opts.Password,
 		TLSConfig:    opts.TLS,
-		Dialer:       net.Dialer{Timeout: dial},
+		Dialer:       net.Dialer{Timeout: time.Until(dl)},
 		DisableCache: true, // no client-side caching: every decision is a script
 	})
 	if err != nil {
 		return nil, fmt.Errorf("redis store: connect to %s: %w", strings.Join(opts.Addrs, ","), err)
 	}
-	s, err := newStore(client, true, opts)
-	if err == nil {
-		err = s.loadScripts(ctx)
-	}
-	if err != nil {
-		client.Close()
+	if err := s.loadScripts(ctx); err != nil {
+		s.client.Close()
 		return nil, err
 	}
 	return s, nil
@@ -111,6 +115,8 @@ func NewFromClient(client rueidis.Client, opts Options) (*Store, error) {
 	return newStore(client, false, opts)
 }
 
+// newStore checks opts and returns a Store on client with the defaults
+// filled in.
 func newStore(client rueidis.Client, owns bool, opts Options) (*Store, error) {
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("redis store: negative timeout %v", opts.Timeout)

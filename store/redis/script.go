@@ -28,6 +28,7 @@ type script struct {
 // scripts holds the scripts, indexed by algorithm; index 0 is unused.
 var scripts = loadScripts()
 
+// loadScripts builds each algorithm's script from the embedded files.
 func loadScripts() [limiter.LeakyBucket + 1]*script {
 	common := mustRead("lua/common.lua")
 	var out [limiter.LeakyBucket + 1]*script

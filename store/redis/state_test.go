@@ -1,19 +1,13 @@
 package redis
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/limiter"
-	"github.com/sluice-rl/sluice/store"
 )
 
 // TestExpiry checks that a key expires at its Reset (with Redis TIME), has
