@@ -54,6 +54,7 @@ type Options struct {
 type Limiter struct {
 	opts    Options
 	policy  atomic.Pointer[policy.Compiled]
+	legacy  atomic.Bool
 	scratch sync.Pool
 }
 
@@ -70,12 +71,17 @@ func New(opts Options) (*Limiter, error) {
 	}
 	l := &Limiter{opts: opts}
 	l.policy.Store(opts.Policy)
+	l.legacy.Store(opts.LegacyHeaders)
 	l.scratch.New = func() any { return new(scratch) }
 	return l, nil
 }
 
 // SetPolicy replaces the policy for the requests that start after it.
 func (l *Limiter) SetPolicy(p *policy.Compiled) { l.policy.Store(p) }
+
+// SetLegacyHeaders switches the X-RateLimit-* headers on or off for the
+// requests that start after it.
+func (l *Limiter) SetLegacyHeaders(on bool) { l.legacy.Store(on) }
 
 // Policy returns the policy in force.
 func (l *Limiter) Policy() *policy.Compiled { return l.policy.Load() }

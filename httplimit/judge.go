@@ -119,7 +119,7 @@ func (l *Limiter) judge(w http.ResponseWriter, pol *policy.Compiled, caller *pol
 				remaining: d.Remaining, reset: d.Reset})
 		}
 	}
-	setRateLimitHeaders(w.Header(), s.headers, l.opts.LegacyHeaders)
+	setRateLimitHeaders(w.Header(), s.headers, l.legacy.Load())
 	if len(violated) == 0 {
 		return true
 	}

@@ -1,0 +1,23 @@
+// Package demo is the story behind `sluice demo`, played out in one process
+// on real sockets on 127.0.0.1.
+//
+// An insurer offers partner firms an API to query the state of claims. The
+// claims service answers `GET /claims/{id}` and decides by itself whether the
+// calling partner may see that claim (403 if not): it trusts the
+// X-Sluice-Client header that sluice sets, because a limiter counts, it does
+// not authorise. sluice stands in front of it with one rule, `claims`: per
+// partner, at most 100 requests in any 60 seconds (sliding_log, exact).
+//
+// Partner A's program has a bug: it sends several hundred requests a minute
+// and ignores Retry-After. Partner B's program works normally, about one
+// request a second, and once asks for a claim of partner A, which the claims
+// service refuses. While the partners send, Run prints progress; at the end
+// it prints one 429 answer as partner A saw it and a table per partner: sent,
+// passed, rejected with 429, what reached the claims service (counted by the
+// service itself) and the latency of sluice's answers. Partner A is capped at
+// 100; partner B notices nothing.
+//
+// Everything Run starts it also stops: the partners, the gateway, the claims
+// service and every connection, also when its context is cancelled early
+// (Ctrl-C), in which case the table is still printed.
+package demo

@@ -1,0 +1,237 @@
+// Package gateway composes sluice's parts into the product: a reverse proxy
+// in front of one upstream service that applies the configured limits per
+// caller (package httplimit), and an admin server with Prometheus metrics,
+// health, readiness and reload. It owns the configuration's life: reload on
+// request, on SIGHUP (wired by the command) and on file change, where a bad
+// file is refused and the policy in force stays.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// Options configure a Gateway. Config is required.
+type Options struct {
+	// Config is the loaded configuration. Reload reads Config.Path again.
+	Config *config.File
+	// Logger receives JSON logs. Default: JSON on stderr.
+	Logger *slog.Logger
+	// Clock is read once per request. Default clock.Real{}.
+	Clock clock.Clock
+	// Store keeps the counters. Default: the one Config.Store describes,
+	// owned (and closed) by the gateway.
+	Store store.Store
+	// ShutdownTimeout bounds how long Run waits for in-flight requests
+	// after its context ends. Default 10s.
+	ShutdownTimeout time.Duration
+	// Transport reaches the upstream. Default: a clone of
+	// http.DefaultTransport with more idle connections per host.
+	Transport http.RoundTripper
+}
+
+// Gateway is a running sluice: proxy, limiter, admin.
+type Gateway struct {
+	opts      Options
+	cfg       atomic.Pointer[config.File]
+	limiter   *httplimit.Limiter
+	proxy     *httputil.ReverseProxy
+	metrics   *metrics
+	log       *slog.Logger
+	logGate   *logGate
+	store     store.Store
+	ownsStore bool
+	transport *http.Transport // made by the gateway, so Close releases it
+	reloadMu  sync.Mutex
+	ready     atomic.Bool
+}
+
+// New builds a gateway from opts. It opens the store but starts no server.
+func New(opts Options) (*Gateway, error) {
+	if opts.Config == nil || opts.Config.Compiled == nil {
+		return nil, errors.New("gateway: no configuration")
+	}
+	opts = withDefaults(opts)
+	g := &Gateway{opts: opts, metrics: newMetrics(), log: opts.Logger, store: opts.Store}
+	if opts.Transport == nil {
+		g.transport = http.DefaultTransport.(*http.Transport).Clone()
+		g.transport.MaxIdleConns = 1024
+		g.transport.MaxIdleConnsPerHost = 512
+		g.opts.Transport = g.transport
+	}
+	g.logGate = newLogGate(opts.Clock, time.Second)
+	g.cfg.Store(opts.Config)
+	if g.store == nil {
+		st, err := openStore(context.Background(), opts.Config, g.metrics)
+		if err != nil {
+			return nil, err
+		}
+		g.store, g.ownsStore = st, true
+	}
+	lim, err := httplimit.New(httplimit.Options{
+		Policy:        opts.Config.Compiled,
+		Store:         g.store,
+		Clock:         opts.Clock,
+		LegacyHeaders: opts.Config.LegacyHeaders,
+		OnDecision:    g.observe,
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.limiter = lim
+	g.proxy = &httputil.ReverseProxy{Rewrite: g.rewrite, Transport: g.opts.Transport, ErrorHandler: g.upstreamFailed}
+	g.ready.Store(true)
+	return g, nil
+}
+
+func withDefaults(o Options) Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 10 * time.Second
+	}
+	return o
+}
+
+// Handler returns the callers' side: limiter in front of the proxy.
+func (g *Gateway) Handler() http.Handler { return g.limiter.Handler(g.proxy) }
+
+// rewrite points the request at the upstream in force. X-Forwarded-For is
+// carried on only from a trusted proxy; the peer is appended.
+func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
+	cfg := g.cfg.Load()
+	pr.SetURL(cfg.Upstream)
+	if peer, err := netip.ParseAddrPort(pr.In.RemoteAddr); err == nil && cfg.Compiled.TrustedProxy(peer.Addr()) {
+		pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
+	}
+	pr.SetXForwarded()
+	pr.Out.Host = pr.In.Host
+}
+
+// upstreamFailed answers 502 when the upstream cannot be reached.
+func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
+	g.metrics.upstreamFails.Inc()
+	if g.logGate.allow("upstream") {
+		g.log.Warn("upstream unreachable", "upstream", g.cfg.Load().Upstream.Redacted(), "err", err.Error())
+	}
+	if errors.Is(r.Context().Err(), context.Canceled) {
+		return // the caller went away; nobody reads an answer
+	}
+	httplimit.WriteProblem(w, http.StatusBadGateway, "the upstream service could not be reached")
+}
+
+// observe feeds one request's report to metrics and logs.
+func (g *Gateway) observe(_ *http.Request, rep *httplimit.Report) {
+	g.metrics.observe(rep)
+	switch {
+	case rep.Status == http.StatusTooManyRequests && g.logGate.allow("limited:"+rep.Client):
+		g.log.Info("client limited", "client", rep.Client, "rules", limitedRules(rep),
+			"retry_after_s", rep.RetryAfter.Seconds())
+	case rep.Status == http.StatusUnauthorized && g.logGate.allow("unauthenticated"):
+		g.log.Info("unknown callers rejected", "client", rep.Client)
+	case rep.Err != nil && g.logGate.allow("store"):
+		g.log.Error("store failed", "err", rep.Err.Error())
+	}
+	for _, r := range rep.Rules {
+		if r.Outcome == httplimit.ShadowLimited && g.logGate.allow("shadow:"+rep.Client+":"+r.Rule) {
+			g.log.Info("client over shadow limit", "client", rep.Client, "rule", r.Rule)
+		}
+	}
+}
+
+func limitedRules(rep *httplimit.Report) []string {
+	var names []string
+	for _, r := range rep.Rules {
+		if r.Outcome == httplimit.Limited {
+			names = append(names, r.Rule)
+		}
+	}
+	return names
+}
+
+// Run serves callers on ln and the admin endpoints on admin until ctx ends,
+// then shuts down gracefully: it stops accepting callers, lets in-flight
+// requests finish (at most ShutdownTimeout; /readyz answers 503 meanwhile),
+// stops the admin server and returns nil — or an error if a server failed
+// or requests outlived ShutdownTimeout.
+func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
+	srv := g.server(g.Handler())
+	adm := g.server(g.AdminHandler())
+	errc := make(chan error, 2)
+	go func() { errc <- serve(srv, ln) }()
+	go func() { errc <- serve(adm, admin) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	g.ready.Store(false)
+	sctx, cancel := context.WithTimeout(context.Background(), g.opts.ShutdownTimeout)
+	defer cancel()
+	shutErr := srv.Shutdown(sctx) // drain callers first, admin (readyz 503) last
+	shutErr = errors.Join(shutErr, adm.Shutdown(sctx))
+	for range 2 - btoi(err != nil) {
+		if e := <-errc; err == nil {
+			err = e
+		}
+	}
+	if err == nil && shutErr != nil {
+		err = fmt.Errorf("gateway: shutdown: %w", shutErr)
+	}
+	return err
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func serve(srv *http.Server, ln net.Listener) error {
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("gateway: serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+func (g *Gateway) server(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// Close releases what the gateway opened: the store and the upstream
+// connections.
+func (g *Gateway) Close() error {
+	if g.transport != nil {
+		g.transport.CloseIdleConnections()
+	}
+	if g.ownsStore {
+		return g.store.Close()
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sluice-rl/sluice/clock"
+)
+
+// logGate lets one log line per subject through per interval, so that a
+// flood of limited requests does not flood the log. Subjects are bounded by
+// the configuration (client ids and rule names); the map is cleared when it
+// grows past maxSubjects anyway.
+type logGate struct {
+	clock    clock.Clock
+	interval time.Duration
+	mu       sync.Mutex
+	last     map[string]time.Time
+}
+
+const maxSubjects = 10000
+
+func newLogGate(c clock.Clock, interval time.Duration) *logGate {
+	return &logGate{clock: c, interval: interval, last: map[string]time.Time{}}
+}
+
+// allow reports whether subject may log now, and if so starts its interval.
+func (g *logGate) allow(subject string) bool {
+	now := g.clock.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if t, ok := g.last[subject]; ok && now.Sub(t) < g.interval && now.Sub(t) >= 0 {
+		return false
+	}
+	if len(g.last) >= maxSubjects {
+		clear(g.last)
+	}
+	g.last[subject] = now
+	return true
+}

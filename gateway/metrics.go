@@ -1,0 +1,102 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluice-rl/sluice/httplimit"
+)
+
+// metrics are the gateway's Prometheus series. Label values come only from
+// the configuration (rule names, client ids) and a few fixed words, so no
+// caller can create new series: unknown callers are all "unknown".
+type metrics struct {
+	registry      *prometheus.Registry
+	requests      *prometheus.CounterVec
+	rejected      *prometheus.CounterVec
+	decision      prometheus.Histogram
+	reloads       *prometheus.CounterVec
+	storeErrors   prometheus.Counter
+	upstreamFails prometheus.Counter
+	storeLatency  prometheus.Histogram
+	sharedErrors  prometheus.Counter
+	degraded      prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_requests_total",
+			Help: "Rule decisions by rule, client id and decision (allowed, limited, shadow_limited, exempt, store_error).",
+		}, []string{"rule", "client", "decision"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_responses_total",
+			Help: "Requests by what sluice did: passed, or answered itself with 401, 429 or 503.",
+		}, []string{"client", "code"}),
+		decision: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sluice_decision_seconds",
+			Help:    "Time to decide one request (identify, match, store).",
+			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_reloads_total",
+			Help: "Configuration reloads by result (ok, failed).",
+		}, []string{"result"}),
+		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_store_errors_total",
+			Help: "Requests the store could not decide (passed with on_failure open, 503 with closed).",
+		}),
+		upstreamFails: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_upstream_errors_total",
+			Help: "Requests answered 502 because the upstream could not be reached.",
+		}),
+		storeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sluice_store_seconds",
+			Help:    "Latency of the shared store (Redis), one observation per batch of decisions.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
+		}),
+		sharedErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_store_shared_errors_total",
+			Help: "Calls to the shared store (Redis) that failed or timed out.",
+		}),
+		degraded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sluice_store_degraded",
+			Help: "1 while the shared store is unreachable and on_failure decides, 0 while counting is shared.",
+		}),
+	}
+	m.registry.MustRegister(m.requests, m.rejected, m.decision, m.reloads, m.storeErrors, m.upstreamFails,
+		m.storeLatency, m.sharedErrors, m.degraded,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reloads.WithLabelValues("ok")
+	m.reloads.WithLabelValues("failed")
+	return m
+}
+
+// observe records one request's report.
+func (m *metrics) observe(rep *httplimit.Report) {
+	m.decision.Observe(rep.Latency.Seconds())
+	for _, r := range rep.Rules {
+		m.requests.WithLabelValues(r.Rule, rep.Client, r.Outcome.String()).Inc()
+	}
+	code := "passed"
+	switch rep.Status {
+	case http.StatusUnauthorized:
+		code = "401"
+	case http.StatusTooManyRequests:
+		code = "429"
+	case http.StatusServiceUnavailable:
+		code = "503"
+	}
+	m.rejected.WithLabelValues(rep.Client, code).Inc()
+	if rep.Err != nil {
+		m.storeErrors.Inc()
+	}
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}

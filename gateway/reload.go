@@ -1,0 +1,93 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/sluice-rl/sluice/config"
+)
+
+// Reload reads the configuration file again and, if it is valid, puts its
+// policy in force for the requests that start afterwards. A bad file is
+// refused: the error is returned and logged and the old policy stays.
+// Counters of unchanged rules survive, since the store keys state by rule
+// name and limit. Listen, admin and store settings need a restart; a change
+// of them is logged and otherwise ignored.
+func (g *Gateway) Reload() error {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	old := g.cfg.Load()
+	cfg, err := config.Load(old.Path)
+	if err != nil {
+		g.metrics.reloads.WithLabelValues("failed").Inc()
+		g.log.Error("reload refused; previous configuration stays", "file", old.Path, "err", err.Error())
+		return err
+	}
+	if cfg.Listen != old.Listen || cfg.Admin != old.Admin || !cfg.Store.Equal(old.Store) {
+		g.log.Warn("listen, admin and store changes take effect after a restart", "file", old.Path)
+		cfg.Listen, cfg.Admin, cfg.Store = old.Listen, old.Admin, old.Store
+	}
+	g.cfg.Store(cfg)
+	g.limiter.SetPolicy(cfg.Compiled)
+	g.limiter.SetLegacyHeaders(cfg.LegacyHeaders)
+	g.metrics.reloads.WithLabelValues("ok").Inc()
+	g.log.Info("configuration reloaded", "file", cfg.Path, "rules", cfg.Compiled.Rules())
+	return nil
+}
+
+// WatchConfig reloads when the configuration file changes, until ctx ends.
+// It watches the file's directory, since editors replace the file rather
+// than write it, and Kubernetes swaps a "..data" link beside it without
+// touching the file's own name: any event there, after debounce, reloads if
+// the file's contents differ from what was last read.
+func (g *Gateway) WatchConfig(ctx context.Context, debounce time.Duration) error {
+	path := g.cfg.Load().Path
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("gateway: watch %s: %w", path, err)
+	}
+	defer w.Close()
+	if err := w.Add(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("gateway: watch %s: %w", path, err)
+	}
+	last := "" // unknown: the file may have changed since it was loaded
+	var fire <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			fire = time.After(debounce)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return nil
+			}
+			g.log.Warn("config watch error", "err", err.Error())
+		case <-fire:
+			fire = nil
+			if sum := fileSum(path); sum != last {
+				last = sum
+				_ = g.Reload() // a refused reload is logged and counted by Reload
+			}
+		}
+	}
+}
+
+// fileSum is a digest of the file's contents ("" if it cannot be read).
+func fileSum(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return string(sum[:])
+}
