@@ -114,7 +114,7 @@ func New(alg Algorithm, rate int64, period time.Duration, burst int64) (Limit, e
 	us := int64(period / time.Microsecond)
 	g := gcd(us, rate)
 	l := Limit{alg: alg, rate: rate, burst: burst, period: us, p: us / g, n: rate / g}
-	if alg.HasBurst() && l.burst*l.p+l.n > exactLimit {
+	if alg.HasBurst() && (l.burst > (exactLimit-l.n)/l.p || l.burst*l.p+l.n > exactLimit) { // the first test keeps the product from overflowing
 		return Limit{}, fmt.Errorf("limiter: %d/%v with burst %d cannot be computed exactly (burst x period/rate too fine; round the rate or period, or lower the burst)", rate, period, burst)
 	}
 	return l, nil

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -60,6 +61,7 @@ func (c *Caller) Limit(i int) limiter.Limit { return c.limits[i] }
 // Compile validates p and prepares it for lookups. It reports every problem
 // at once, as FieldErrors joined with errors.Join.
 func Compile(p Policy) (*Compiled, error) {
+	p = clonePolicy(p)
 	c := &Compiled{src: p, byKey: map[string]*Caller{}, byID: map[string]*Caller{}, ipv6Bits: p.IPv6Prefix}
 	if c.ipv6Bits == 0 {
 		c.ipv6Bits = 64
@@ -127,8 +129,11 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	}
 	if _, err := ruleLimit(r, r.Rate); err != nil {
 		path := at + ".rate"
-		if strings.Contains(err.Error(), "burst") {
+		switch msg := err.Error(); {
+		case strings.Contains(msg, "burst"):
 			path = at + ".burst"
+		case strings.Contains(msg, "algorithm"):
+			path = at + ".algorithm"
 		}
 		fail(path, "%s", strings.TrimPrefix(err.Error(), "limiter: "))
 	}
@@ -304,4 +309,42 @@ func containsAddr(nets []netip.Prefix, addr netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// clonePolicy copies the slices and maps that the compiled policy reads, so
+// that a program changing its Policy afterwards cannot change (or race with)
+// the compiled one. IPv4-mapped networks become IPv4 ones, as lookups see
+// addresses.
+func clonePolicy(p Policy) Policy {
+	p.TrustedProxies = unmapPrefixes(p.TrustedProxies)
+	p.Rules = slices.Clone(p.Rules)
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		r.Match.Methods = slices.Clone(r.Match.Methods)
+		r.Allow = slices.Clone(r.Allow)
+		r.AllowNets = unmapPrefixes(r.AllowNets)
+	}
+	plans := make(map[string]Plan, len(p.Plans))
+	for name, pl := range p.Plans {
+		plans[name] = Plan{Limits: maps.Clone(pl.Limits)}
+	}
+	p.Plans = plans
+	p.Clients.List = slices.Clone(p.Clients.List)
+	for i := range p.Clients.List {
+		cl := &p.Clients.List[i]
+		cl.Keys = slices.Clone(cl.Keys)
+		cl.Limits = maps.Clone(cl.Limits)
+	}
+	return p
+}
+
+func unmapPrefixes(nets []netip.Prefix) []netip.Prefix {
+	out := make([]netip.Prefix, len(nets))
+	for i, n := range nets {
+		if a := n.Addr(); a.Is4In6() && n.Bits() >= 96 {
+			n = netip.PrefixFrom(a.Unmap(), n.Bits()-96)
+		}
+		out[i] = n
+	}
+	return out
 }

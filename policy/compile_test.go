@@ -27,12 +27,19 @@ func TestCompileErrors(t *testing.T) {
 		change func(p *policy.Policy)
 		paths  []string
 	}{
-		{"rule name missing", func(p *policy.Policy) { p.Rules[0].Name = "" }, []string{"rules[0].name"}},
-		{"rule name with space", func(p *policy.Policy) { p.Rules[0].Name = "my api" }, []string{"rules[0].name"}},
-		{"rule name with slash", func(p *policy.Policy) { p.Rules[0].Name = "a/b" }, []string{"rules[0].name"}},
-		{"rule name of 65", func(p *policy.Policy) { p.Rules[0].Name = strings.Repeat("a", 65) }, []string{"rules[0].name"}},
-		{"rule name of 64 is fine", func(p *policy.Policy) { p.Rules[0].Name = strings.Repeat("a", 64) }, nil},
-		{"rule name of every allowed kind", func(p *policy.Policy) { p.Rules[0].Name = "Az09_-." }, nil},
+		{"rule name missing", addRule(""), []string{"rules[2].name"}},
+		{"rule name with space", addRule("my api"), []string{"rules[2].name"}},
+		{"rule name with slash", addRule("a/b"), []string{"rules[2].name"}},
+		{"rule name not ASCII", addRule("régle"), []string{"rules[2].name"}},
+		{"rule name of 65", addRule(strings.Repeat("a", 65)), []string{"rules[2].name"}},
+		{"rule name of 64 is fine", addRule(strings.Repeat("a", 64)), nil},
+		{"rule name of every allowed kind", addRule("Az09_-."), nil},
+		{
+			// The plan's override of "api" now names no rule.
+			"overridden rule renamed",
+			func(p *policy.Policy) { p.Rules[0].Name = "all" },
+			[]string{"plans.large.api"},
+		},
 		{
 			// The second "api" is not a rule name, so the overrides of
 			// "claims" point at nothing too.
@@ -91,7 +98,7 @@ func TestCompileErrors(t *testing.T) {
 			// bolt's 5/s it is in range.
 			[]string{"plans.large.claims", "rules[1].burst"},
 		},
-		{"bucket burst largest", func(p *policy.Policy) { p.Rules[1].Burst, p.Plans = limiter.MaxBurst, nil; p.Clients.List[0].Plan = "" }, nil},
+		{"bucket burst largest", func(p *policy.Policy) { p.Rules[1].Burst, p.Plans, p.Clients = limiter.MaxBurst, nil, policy.Clients{} }, nil},
 		{
 			"plan override scales the burst out of range",
 			func(p *policy.Policy) { p.Rules[1].Burst = limiter.MaxBurst / 2 },
@@ -100,7 +107,9 @@ func TestCompileErrors(t *testing.T) {
 		{"unknown rule in a plan", func(p *policy.Policy) { p.Plans["large"].Limits["nope"] = rate(1, time.Second) }, []string{"plans.large.nope"}},
 		{
 			"unknown rule in a client's limits",
-			func(p *policy.Policy) { p.Clients.List[2].Limits = map[string]policy.Rate{"nope": rate(1, time.Second)} },
+			func(p *policy.Policy) {
+				p.Clients.List[2].Limits = map[string]policy.Rate{"nope": rate(1, time.Second)}
+			},
 			[]string{"clients.list[2].limits.nope"},
 		},
 		{
@@ -164,8 +173,27 @@ func TestCompileErrors(t *testing.T) {
 		{"ipv6_prefix 129", func(p *policy.Policy) { p.IPv6Prefix = 129 }, []string{"ipv6_prefix"}},
 		{"ipv6_prefix 1", func(p *policy.Policy) { p.IPv6Prefix = 1 }, nil},
 		{"ipv6_prefix 128", func(p *policy.Policy) { p.IPv6Prefix = 128 }, nil},
+		{"key_header with space", func(p *policy.Policy) { p.Clients.KeyHeader = "X API Key" }, []string{"clients.key_header"}},
+		{"key_header with colon", func(p *policy.Policy) { p.Clients.KeyHeader = "Authorization:" }, []string{"clients.key_header"}},
+		{"key_header fine", func(p *policy.Policy) { p.Clients.KeyHeader = "Authorization" }, nil},
+		{
+			"plan name with space",
+			func(p *policy.Policy) { p.Plans["big plan"] = policy.Plan{}; p.Clients.List[2].Plan = "big plan" },
+			[]string{"plans.big plan"},
+		},
+		{"plan name empty", func(p *policy.Policy) { p.Plans[""] = policy.Plan{} }, []string{"plans."}},
+		{"allow a listed client", func(p *policy.Policy) { p.Rules[0].Allow = []string{"corp", "acme"} }, nil},
+		{"allow an unknown client", func(p *policy.Policy) { p.Rules[1].Allow = []string{"corp", "crop"} }, []string{"rules[1].allow[1]"}},
+		{"allow with no clients", func(p *policy.Policy) {
+			*p = oneRule(policy.Rule{Name: "r", Rate: rate(1, time.Second), Allow: []string{"acme"}})
+		}, []string{"rules[0].allow[0]"}},
 		{"no rules", func(p *policy.Policy) { *p = policy.Policy{} }, []string{"rules"}},
-		{"no rules but clients", func(p *policy.Policy) { p.Rules, p.Plans = nil, nil; p.Clients.List[1].Limits = nil }, []string{"rules"}},
+		{"no rules but clients", func(p *policy.Policy) {
+			p.Rules, p.Plans = nil, nil
+			for i := range p.Clients.List {
+				p.Clients.List[i].Plan, p.Clients.List[i].Limits = "", nil
+			}
+		}, []string{"rules"}},
 		{
 			"bad rate in the anonymous plan",
 			func(p *policy.Policy) {
@@ -188,6 +216,13 @@ func TestCompileErrors(t *testing.T) {
 				t.Fatalf("Compile returned %v and %v; want exactly one of them", c, err)
 			}
 		})
+	}
+}
+
+// addRule returns a change that appends a rule named name.
+func addRule(name string) func(p *policy.Policy) {
+	return func(p *policy.Policy) {
+		p.Rules = append(p.Rules, policy.Rule{Name: name, Rate: rate(1, time.Second)})
 	}
 }
 
@@ -260,7 +295,7 @@ func TestFieldErrorText(t *testing.T) {
 		"rules[1].name":                 `duplicate rule name "api" (also rules[0])`,
 		"rules[0].rate":                 "rate 0 out of range",
 		"clients.list[2].plan":          `unknown plan "huge" (plans: large, small)`,
-		"plans.large.claims":            `unknown rule "claims" (rules: api, api)`,
+		"plans.large.claims":            `unknown rule "claims" (rules: api`,
 		"clients.list[1].limits.claims": `unknown rule "claims"`,
 	} {
 		if !strings.Contains(byPath[path], want) {
