@@ -7,7 +7,7 @@ package limiter
 
 // tokenBucket holds tokens that refill continuously up to the burst; a
 // request takes cost tokens. A new key starts full.
-func tokenBucket(l Limit, s State, t, cost int64) (Decision, State) {
+func tokenBucket(l *Limit, s *State, t, cost int64) Decision {
 	capacity := l.burst * l.p
 	tokens, last := capacity, t
 	if s.B != 0 {
@@ -29,13 +29,14 @@ func tokenBucket(l Limit, s State, t, cost int64) (Decision, State) {
 	}
 	d.Remaining = tokens / l.p
 	d.Reset = usec(ceilDiv(capacity-tokens, l.n))
-	return d, State{A: tokens, B: t}
+	s.A, s.B = tokens, t
+	return d
 }
 
 // leakyBucket is the leaky bucket as a meter: every request pours cost into a
 // bucket that leaks at the rate; a request that would overflow it is
 // rejected (queueing the overflow instead is throttling's business).
-func leakyBucket(l Limit, s State, t, cost int64) (Decision, State) {
+func leakyBucket(l *Limit, s *State, t, cost int64) Decision {
 	capacity := l.burst * l.p
 	level, last := s.A, s.B
 	if last == 0 {
@@ -57,7 +58,8 @@ func leakyBucket(l Limit, s State, t, cost int64) (Decision, State) {
 	}
 	d.Remaining = (capacity - level) / l.p
 	d.Reset = usec(ceilDiv(level, l.n))
-	return d, State{A: level, B: t}
+	s.A, s.B = level, t
+	return d
 }
 
 // gcra is the generic cell rate algorithm: it remembers only the theoretical
@@ -65,7 +67,7 @@ func leakyBucket(l Limit, s State, t, cost int64) (Decision, State) {
 // fraction in units of 1/n. A request fits if the TAT, pushed on by its cost,
 // stays within burst intervals of now. Without a last-update time, a clock
 // that goes back makes the key look fuller, never emptier (at most full).
-func gcra(l Limit, s State, t, cost int64) (Decision, State) {
+func gcra(l *Limit, s *State, t, cost int64) Decision {
 	capacity := l.burst * l.p
 	level := int64(0) // (TAT - t) in units
 	if s.A >= t {
@@ -76,7 +78,6 @@ func gcra(l Limit, s State, t, cost int64) (Decision, State) {
 		}
 	}
 	d := Decision{Limit: l.burst}
-	next := s
 	switch need := cost * l.p; {
 	case cost > l.burst:
 		d.RetryAfter = Never
@@ -84,14 +85,14 @@ func gcra(l Limit, s State, t, cost int64) (Decision, State) {
 		d.Allowed = true
 		if need > 0 {
 			level += need
-			next = State{A: t + level/l.n, B: level % l.n}
+			s.A, s.B = t+level/l.n, level%l.n
 		}
 	default:
 		d.RetryAfter = usec(ceilDiv(level+need-capacity, l.n))
 	}
 	d.Remaining = (capacity - level) / l.p
 	d.Reset = usec(ceilDiv(level, l.n))
-	return d, next
+	return d
 }
 
 // drain returns level less what elapsed microseconds take away at n units

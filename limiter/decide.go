@@ -39,7 +39,8 @@ type Decision struct {
 //	gcra            A = theoretical arrival time (µs), B = its fraction (units of 1/n µs)
 //	leaky_bucket    A = level (units of 1/n), B = last update (µs)
 //
-// sliding_log keeps its entries in Log, oldest first; at most Rate of them.
+// sliding_log keeps its entries in Log, oldest first, at most Rate of them,
+// and their total cost in A.
 type State struct {
 	A, B int64
 	Log  []Entry
@@ -69,7 +70,8 @@ func Decide(l Limit, s State, now time.Time, cost int64) (Decision, State) {
 	if l.IsZero() || cost < 0 {
 		return Decision{Limit: l.burst, RetryAfter: Never}, s
 	}
-	d, next := decide(l, s, UnixMicro(now), cost)
+	next := s
+	d := decide(&l, &next, UnixMicro(now), cost)
 	switch {
 	case !d.Allowed:
 		return d, s // a denial changes nothing, not even what a late clock would see
@@ -79,7 +81,9 @@ func Decide(l Limit, s State, now time.Time, cost int64) (Decision, State) {
 	return d, next
 }
 
-func decide(l Limit, s State, t, cost int64) (Decision, State) {
+// decide applies the algorithm to s in place; Decide keeps the caller's
+// copy for a denial. Pointers here save copying three structs per call.
+func decide(l *Limit, s *State, t, cost int64) Decision {
 	switch l.alg {
 	case FixedWindow:
 		return fixedWindow(l, s, t, cost)

@@ -2,20 +2,19 @@ package limiter
 
 // slidingLog keeps one entry per admitted request and counts exactly those of
 // the last period: an entry made at time a counts while t < a + period.
-func slidingLog(l Limit, s State, t, cost int64) (Decision, State) {
+// State.A keeps the entries' total cost, so a decision reads only the
+// entries that expire, not the whole log.
+func slidingLog(l *Limit, s *State, t, cost int64) Decision {
 	log := s.Log
 	if n := len(log); n > 0 && t < log[n-1].At { // the clock went back
 		t = log[n-1].At
 	}
-	expired := 0
+	expired, used := 0, s.A
 	for expired < len(log) && log[expired].At+l.period <= t {
+		used -= log[expired].Cost
 		expired++
 	}
 	log = log[expired:]
-	used := int64(0)
-	for _, e := range log {
-		used += e.Cost
-	}
 	d := Decision{Limit: l.rate}
 	switch {
 	case cost > l.rate: // checked first: used+cost must not overflow
@@ -33,7 +32,8 @@ func slidingLog(l Limit, s State, t, cost int64) (Decision, State) {
 	if n := len(log); n > 0 {
 		d.Reset = usec(log[n-1].At + l.period - t)
 	}
-	return d, State{Log: log}
+	*s = State{A: used, Log: log}
+	return d
 }
 
 // appendEntry records an admitted request, merging it with an entry of the

@@ -8,7 +8,7 @@ import "math"
 func windowStart(t, period int64) int64 { return t - t%period }
 
 // fixedWindow counts requests in epoch-aligned windows of one period.
-func fixedWindow(l Limit, s State, t, cost int64) (Decision, State) {
+func fixedWindow(l *Limit, s *State, t, cost int64) Decision {
 	start := windowStart(t, l.period)
 	count := int64(0)
 	switch {
@@ -32,14 +32,15 @@ func fixedWindow(l Limit, s State, t, cost int64) (Decision, State) {
 	if count > 0 {
 		d.Reset = usec(end - t)
 	}
-	return d, State{A: start, B: count}
+	s.A, s.B = start, count
+	return d
 }
 
 // slidingWindow estimates the count over the last period from two
 // epoch-aligned window counters: all of the current window's and the share
 // of the previous window's that the sliding period still covers, assuming
 // the previous window's requests were spread evenly.
-func slidingWindow(l Limit, s State, t, cost int64) (Decision, State) {
+func slidingWindow(l *Limit, s *State, t, cost int64) Decision {
 	start := windowStart(t, l.period)
 	prev, curr := s.B>>32, s.B&0xffffffff
 	switch {
@@ -73,7 +74,8 @@ func slidingWindow(l Limit, s State, t, cost int64) (Decision, State) {
 	case prev > 0:
 		d.Reset = usec(start + l.period - t)
 	}
-	return d, State{A: start, B: prev<<32 | curr}
+	s.A, s.B = start, prev<<32|curr
+	return d
 }
 
 // weighted is the previous window's share of the sliding period at elapsed
@@ -90,7 +92,7 @@ func weighted(prev, e, period int64) int64 {
 // (cost <= rate) first fits: later in this window, in the next one (where
 // the current count becomes the previous one), or at the start of the one
 // after, when both counters are empty.
-func slidingRetry(l Limit, prev, curr, e, cost int64) int64 {
+func slidingRetry(l *Limit, prev, curr, e, cost int64) int64 {
 	if room := l.rate - curr - cost; room >= 0 {
 		if at, ok := firstFit(prev, room, e+1, l.period); ok {
 			return at - e

@@ -61,7 +61,7 @@ func (sh *shardState) decide(h uint64, key string, l limiter.Limit, now time.Tim
 	e := sh.tab.at(i)
 	st := limiter.State{A: e.a, B: e.b}
 	if l.Algorithm() == limiter.SlidingLog {
-		st = limiter.State{Log: sh.logs[e.key]}
+		st.Log = sh.logs[e.key] // A holds the log's total cost
 	}
 	d, next := limiter.Decide(l, st, now, cost)
 	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, next.A, next.B, now)
