@@ -10,11 +10,13 @@
 // callers cannot aim many keys at one shard). Each shard is a sync.Mutex
 // and an open-addressing hash table of small fixed-size entries: the key,
 // the two integers of limiter.State, the second at which the state expires
-// and a last-use tick, 40 bytes. A decision locks one shard, looks the key
-// up, runs limiter.Decide and writes the new state in place: one hash and
-// no allocation when the key exists. A new key's string is copied once, so
-// the store never retains a caller's buffer. sliding_log's entries live in
-// a separate per-shard map, only while the key has some.
+// and a last-use tick, 40 bytes; with the table's slots an idle key costs
+// about 60 bytes besides its own bytes. A decision locks one shard, looks
+// the key up, runs limiter.Decide and writes the new state in place: one
+// hash and no allocation when the key exists. A new key's string is copied
+// once, so the store never retains a caller's buffer. sliding_log's entries
+// live in a separate per-shard map, only while the key has some: up to 16
+// bytes per request admitted in the last period (at most the rate).
 //
 // # Bounds
 //
@@ -23,9 +25,9 @@
 // one (the decision time plus Decision.Reset, rounded up to a second): the
 // state can then no longer change a decision and the key may be forgotten.
 // A background sweeper, one goroutine ticking on Options.Clock, removes such
-// expired keys shard by shard, holding each shard's lock for at most a
-// fixed number of entries. sliding_log keys also hold up to 16 bytes per
-// admitted request of their current period (at most the rate).
+// expired keys shard by shard, holding each shard's lock for at most 1024
+// entries at a time. Expiry is judged by the sweeper's clock, so the times
+// given to Decide should come from the same clock.
 //
 // # Eviction order
 //
@@ -49,9 +51,9 @@
 // One mutex per shard keeps every decision a plain read-modify-write, with
 // no retry loops, and keeps the algorithms free of atomics. Decisions on
 // different shards never contend; shards are padded to separate cache lines.
-// Decisions on one hot key serialise on its shard's lock, which is held only
-// for the algorithm itself (tens of nanoseconds); the hashing and the
-// caller's clock read happen outside it. Eviction and sweeping do their
-// work under the same lock: eviction walks one shard, in amortised constant
-// time per new key; the sweeper releases the lock every few hundred keys.
+// Decisions on one hot key serialise on its shard's lock, which is held for
+// the lookup and the algorithm only; the hashing and the caller's clock
+// read happen outside it. Eviction and sweeping do their work under the
+// same lock: eviction walks one shard, in amortised constant time per new
+// key; the sweeper releases the lock every 1024 keys.
 package memory

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# bench/run.sh [TARGET...] runs sluice's benchmarks and prints, for each
+# target, a table of medians and as the target's last line a one-line
+# summary. With no target it runs them all.
+#
+# Targets:
+#   core   the memory store against golang.org/x/time/rate and
+#          github.com/sethvargo/go-limiter (module bench/core), 1 to 2 minutes
+#
+# Environment: ROUNDS (core: rounds of every benchmark, default 9),
+# BENCHTIME (go test -benchtime per benchmark and round, default 250ms).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+targets=(core) # add a target: a run_NAME function and its name here
+
+usage() {
+	local IFS='|'
+	echo "usage: bench/run.sh [${targets[*]}]...   (no target: all)" >&2
+	exit 2
+}
+
+# median reads numbers, one a line, and prints their median.
+median() {
+	sort -g | awk '{v[NR] = $1} END {
+		if (NR == 0) { print "NaN"; exit }
+		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2
+	}'
+}
+
+# bstat FILE BENCH UNIT prints the median of BENCH's UNIT column (such as
+# ns/op or allocs/op) over the rounds recorded in FILE.
+bstat() {
+	awk -v b="$2" -v u="$3" '$1 == b { for (i = 3; i < NF; i++) if ($(i + 1) == u) print $i }' "$1" | median
+}
+
+run_core() {
+	local dir=$here/core rounds=${ROUNDS:-9} benchtime=${BENCHTIME:-250ms}
+	(cd "$dir" && go test -c -o "$tmp/core.test" .)
+	# One binary, every benchmark in each round, so that the libraries are
+	# measured side by side on the same machine at the same moments (the
+	# benchmarks run in source order, each next to the one it is compared
+	# with); the medians over the rounds smooth out what else the machine
+	# is doing.
+	# -cpu 2 makes RunParallel use two goroutines; serial benchmarks run
+	# one goroutine whatever it is.
+	local speed='^Benchmark(XTimeAllow|SluiceHot|SluiceParallel|SluiceHotFixed|TimeNow|LimiterDecide|GoLimiter1|GoLimiter100k|Sluice100k|XTimeMap100k|Sluice1M)$'
+	for ((r = 1; r <= rounds; r++)); do
+		echo "bench core: round $r of $rounds" >&2
+		(cd "$dir" && "$tmp/core.test" -test.run '^$' -test.bench "$speed" \
+			-test.benchtime "$benchtime" -test.cpu 2 -test.benchmem) >>"$tmp/out.txt"
+	done
+	(cd "$dir" && "$tmp/core.test" -test.run '^$' -test.bench '^BenchmarkSluiceIdleKeyMemory$' \
+		-test.benchtime 1x -test.cpu 2) >>"$tmp/out.txt"
+
+	local names
+	names=$(awk '$1 ~ /^Benchmark/ {print $1}' "$tmp/out.txt" | sort -u)
+	printf '%-40s %12s %10s\n' benchmark "median ns/op" allocs/op
+	for n in $names; do
+		[[ $n == *IdleKeyMemory* ]] && continue
+		printf '%-40s %12s %10s\n' "$n" "$(bstat "$tmp/out.txt" "$n" ns/op)" "$(bstat "$tmp/out.txt" "$n" allocs/op)"
+	done
+
+	local hot xtime fixed k100 gl100 par allocs bpk
+	hot=$(bstat "$tmp/out.txt" BenchmarkSluiceHot-2 ns/op)
+	fixed=$(bstat "$tmp/out.txt" BenchmarkSluiceHotFixed-2 ns/op)
+	xtime=$(bstat "$tmp/out.txt" BenchmarkXTimeAllow-2 ns/op)
+	k100=$(bstat "$tmp/out.txt" BenchmarkSluice100k-2 ns/op)
+	gl100=$(bstat "$tmp/out.txt" BenchmarkGoLimiter100k-2 ns/op)
+	par=$(bstat "$tmp/out.txt" BenchmarkSluiceParallel-2 ns/op)
+	allocs=$(awk '$1 == "BenchmarkSluiceHot-2" { for (i = 3; i < NF; i++) if ($(i + 1) == "allocs/op") print $i }' \
+		"$tmp/out.txt" | sort -g | tail -1) # the worst round
+	bpk=$(bstat "$tmp/out.txt" BenchmarkSluiceIdleKeyMemory-2 bytes/key)
+	echo "hot and keys100k read the clock per decision, as xtime and go-limiter do."
+	echo "hot = clock $(bstat "$tmp/out.txt" BenchmarkTimeNow-2 ns/op) + limiter.Decide $(bstat "$tmp/out.txt" BenchmarkLimiterDecide-2 ns/op) + the store's own work (at a fixed time, store and limiter: $fixed)"
+	awk -v hot="$hot" -v xtime="$xtime" -v k="$k100" -v g="$gl100" -v par="$par" -v a="$allocs" -v b="$bpk" 'BEGIN {
+		printf "core: hot=%.1f xtime=%.1f ratio=%.2f keys100k=%.1f golimiter100k=%.1f ratio100k=%.2f parallel=%.2f allocs=%d bytesperkey=%.1f\n",
+			hot, xtime, hot / xtime, k, g, k / g, par / hot, a, b
+	}'
+}
+
+# tmp is a scratch directory for every target, removed on exit.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+main() {
+	(($# > 0)) || set -- "${targets[@]}"
+	local t k known
+	for t in "$@"; do
+		known=false
+		for k in "${targets[@]}"; do [[ $t == "$k" ]] && known=true; done
+		$known || usage
+	done
+	for t in "$@"; do
+		rm -f "$tmp/out.txt"
+		"run_$t"
+	done
+}
+
+main "$@"
