@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 )
@@ -26,7 +27,10 @@ func (g *Gateway) AdminHandler() http.Handler {
 
 // readyz answers 200 while the gateway serves, with the store's state in
 // the body; 503 while it shuts down.
-func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
+func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
+	if p, ok := g.store.(interface{ Probe(context.Context) }); ok {
+		p.Probe(r.Context()) // an idle instance learns that Redis is back
+	}
 	state := "store: " + storeState(g.store) + "\n"
 	if !g.ready.Load() {
 		writeText(w, http.StatusServiceUnavailable, "shutting down\n"+state)

@@ -77,7 +77,7 @@ func New(opts Options) (*Gateway, error) {
 	g.logGate = newLogGate(opts.Clock, time.Second)
 	g.cfg.Store(opts.Config)
 	if g.store == nil {
-		st, err := openStore(context.Background(), opts.Config, g.metrics)
+		st, err := openStore(context.Background(), opts.Config, g.metrics, g.log)
 		if err != nil {
 			return nil, err
 		}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
 	"github.com/sluice-rl/sluice/store/memory"
@@ -17,7 +20,7 @@ import (
 
 // openStore opens the store the configuration describes: memory, or Redis
 // behind cheap rejections and the configured failure policy.
-func openStore(ctx context.Context, cfg *config.File, m *metrics) (store.Store, error) {
+func openStore(ctx context.Context, cfg *config.File, m *metrics, log *slog.Logger) (store.Store, error) {
 	sc := cfg.Store
 	if sc.Type == "" || sc.Type == "memory" {
 		return memory.New(memory.Options{MaxKeys: sc.MaxKeys}), nil
@@ -27,11 +30,13 @@ func openStore(ctx context.Context, cfg *config.File, m *metrics) (store.Store, 
 	if sc.Redis.TLS {
 		ro.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	shared, err := redis.New(ctx, ro)
+	shared := &dialingStore{open: func(ctx context.Context) (store.Store, error) { return redis.New(ctx, ro) }}
+	_, err := shared.get(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: open redis store: %w", err)
+		log.Warn("redis unreachable at start; on_failure decides until it answers", "err", err.Error())
+		m.degraded.Set(1)
 	}
-	fo := failover.Options{Shared: &timedStore{Store: shared, m: m}, Instances: sc.Instances,
+	fo := failover.Options{Shared: &timedStore{Store: shared, m: m}, Instances: sc.Instances, StartDegraded: err != nil,
 		OnStateChange: func(degraded bool) { m.degraded.Set(b2f(degraded)) }}
 	switch sc.OnFailure {
 	case config.FailClosed:
@@ -42,7 +47,7 @@ func openStore(ctx context.Context, cfg *config.File, m *metrics) (store.Store, 
 	}
 	fs, err := failover.New(fo)
 	if err != nil {
-		shared.Close()
+		_ = shared.Close()
 		return nil, err
 	}
 	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -73,8 +78,68 @@ func (t *timedStore) DecideBatch(ctx context.Context, reqs []store.Request, now 
 	start := time.Now()
 	res, err := t.Store.DecideBatch(ctx, reqs, now)
 	t.m.storeLatency.Observe(time.Since(start).Seconds())
-	if err != nil {
+	failed := err != nil
+	for _, r := range res {
+		failed = failed || r.Err != nil
+	}
+	if failed {
 		t.m.sharedErrors.Inc()
 	}
 	return res, err
+}
+
+// dialingStore stands in for the Redis store until Redis has answered once,
+// so that an instance started during an outage serves by its on_failure
+// policy instead of not starting. Until connected, every call (at most one
+// a second; the failover's circuit sends only probes) tries to connect.
+type dialingStore struct {
+	open func(context.Context) (store.Store, error)
+	mu   sync.Mutex
+	st   store.Store
+	next time.Time
+	err  error
+}
+
+const redialEvery = time.Second
+
+func (d *dialingStore) get(ctx context.Context) (store.Store, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st != nil || time.Now().Before(d.next) {
+		return d.st, d.err
+	}
+	d.next = time.Now().Add(redialEvery)
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	d.st, d.err = d.open(ctx)
+	if d.err != nil {
+		d.st, d.err = nil, fmt.Errorf("gateway: open redis store: %w", d.err)
+	}
+	return d.st, d.err
+}
+
+func (d *dialingStore) Decide(ctx context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	st, err := d.get(ctx)
+	if err != nil {
+		return limiter.Decision{}, err
+	}
+	return st.Decide(ctx, key, l, now, cost)
+}
+
+func (d *dialingStore) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	st, err := d.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.DecideBatch(ctx, reqs, now)
+}
+
+func (d *dialingStore) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.next = time.Now().Add(100 * 365 * 24 * time.Hour) // no more dialing
+	if d.st == nil {
+		return nil
+	}
+	return d.st.Close()
 }

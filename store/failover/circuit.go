@@ -1,8 +1,30 @@
 package failover
 
 import (
+	"context"
 	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
+
+// probeLimit is what Probe asks about: a look (cost 0) at a key of its own,
+// which writes nothing.
+var probeLimit = limiter.MustNew(limiter.FixedWindow, 1, time.Second, 0)
+
+// Probe asks the shared store whether it is back, if the circuit is open
+// and a probe is due; otherwise it does nothing. Requests probe by
+// themselves; Probe lets an idle instance (a readiness check) find out too.
+func (s *Store) Probe(ctx context.Context) {
+	if !s.degraded.Load() || !s.mayCallShared(s.opts.Clock.Now()) {
+		return
+	}
+	if _, err := s.opts.Shared.Decide(ctx, store.Key("sluice-probe"), probeLimit, s.opts.Clock.Now(), 0); err != nil {
+		s.failed()
+		return
+	}
+	s.succeeded()
+}
 
 // mayCallShared reports whether the shared store may be called now: always
 // while the circuit is closed; once per ProbeInterval while it is open.

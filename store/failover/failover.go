@@ -3,8 +3,8 @@
 // behaviour when the shared store fails.
 //
 // Cheap rejections: once the shared store has said a key is denied a request
-// of cost c until T, the same key's requests of cost c or more are denied
-// locally until T without asking it again. This never admits more than the
+// of cost c until T, the same key's requests of the same cost (under the same
+// limit) are denied locally until T without asking it again. This never admits more than the
 // shared store would: a denial changes no state, and anything else that
 // happens meanwhile (other instances admitting requests) can only push T
 // later. A client hammering a limited key with immediate retries never
@@ -65,8 +65,12 @@ type Options struct {
 	RetryAfter time.Duration
 	// Clock is the local clock for cached rejections and probes. Default clock.Real{}.
 	Clock clock.Clock
-	// MaxCached bounds the cached rejections. Default 100000.
+	// MaxCached bounds the cached rejections (spread over 64 shards, at
+	// least one each). Default 100000.
 	MaxCached int
+	// StartDegraded starts with the circuit open, as when the shared store
+	// could not be reached at start; the first probe may go at once.
+	StartDegraded bool
 	// OnStateChange, if set, is called when the store turns degraded
 	// (true) or back to shared (false).
 	OnStateChange func(degraded bool)
@@ -101,7 +105,9 @@ func New(opts Options) (*Store, error) {
 		return nil, errors.New("failover: mode local needs a fallback store")
 	}
 	opts = withDefaults(opts)
-	return &Store{opts: opts, denied: newDenials(opts.MaxCached)}, nil
+	s := &Store{opts: opts, denied: newDenials(opts.MaxCached)}
+	s.degraded.Store(opts.StartDegraded)
+	return s, nil
 }
 
 func withDefaults(o Options) Options {

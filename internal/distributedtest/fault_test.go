@@ -1,0 +1,235 @@
+package distributedtest
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/internal/redistest"
+)
+
+// Bounds of the fault tests. The store's deadline is 50ms (the default);
+// the bounds are far above it, for a loaded two-core machine running the
+// race detector. The tests log what they observe.
+const (
+	maxAnswer   = time.Second      // slowest answer allowed while Redis hangs
+	maxRecovery = 10 * time.Second // Redis back -> every instance shared again
+	maxDegrade  = 5 * time.Second  // Redis gone -> every instance degraded
+	probeEvery  = 500 * time.Millisecond
+)
+
+var modes = []string{"open", "closed", "local"}
+
+// faultFixture is three instances on one redis-server, 30/m per client,
+// with on_failure mode and instances: 3 (so local allows 10 per instance),
+// and partner B's load running over them.
+type faultFixture struct {
+	mode  string
+	srv   *redistest.Server
+	up    *upstream
+	insts []*instance
+	c     *http.Client
+	load  *load
+}
+
+func newFaultFixture(t *testing.T, mode string) *faultFixture {
+	t.Helper()
+	f := &faultFixture{mode: mode, srv: redistest.StartServer(t), up: newUpstream(t)}
+	s := setup{addrs: []string{f.srv.Addr}, prefix: redistest.KeyPrefix(t), timeout: "50ms", onFailure: mode, instances: 3, rate: "30/m"}
+	f.insts = startInstances(t, 3, s, f.up)
+	f.c = newClient(t) // after the instances: its idle connections close before they shut down
+	waitState(t, f.c, f.insts, "shared", maxRecovery)
+	f.load = startLoad(t, f.c, f.insts, "partner-b", 3)
+	return f
+}
+
+// degraded is the /readyz store state while the failure policy decides.
+func (f *faultFixture) degraded() string { return "degraded (" + f.mode + ")" }
+
+// checkPolicy sends client's requests to instance 0 while Redis cannot
+// answer and checks that on_failure decides them: open passes all 20,
+// closed answers 503 problem+json with Retry-After, local passes this
+// instance's share, 10 of 30/m. It returns the slowest answer.
+func (f *faultFixture) checkPolicy(t *testing.T, client string) time.Duration {
+	t.Helper()
+	before := f.up.count(client)
+	got := statuses{}
+	var slowest time.Duration
+	for range 20 {
+		a := get(f.c, f.insts[0], client)
+		got[a.status]++
+		slowest = max(slowest, a.latency)
+		if a.status == http.StatusServiceUnavailable && f.mode == "closed" {
+			checkUnavailable(t, a)
+		}
+	}
+	passed := f.up.count(client) - before
+	want := map[string]statuses{"open": {200: 20}, "closed": {503: 20}, "local": {200: 10, 429: 10}}[f.mode]
+	if got.String() != want.String() || passed != want[200] {
+		t.Errorf("on_failure %s, Redis unreachable: %s's 20 requests on one instance got %v (%d reached the upstream), want %v",
+			f.mode, client, got, passed, want)
+	}
+	return slowest
+}
+
+// checkUnavailable checks a 503 of on_failure: closed.
+func checkUnavailable(t *testing.T, a answer) {
+	t.Helper()
+	if a.header.Get("Retry-After") == "" || a.header.Get("Content-Type") != "application/problem+json" ||
+		!strings.Contains(a.body, `"status":503`) {
+		t.Errorf("503 without Retry-After or problem+json: %v %q", a.header, a.body)
+	}
+}
+
+// checkMetrics checks sluice_store_degraded on every instance, and that
+// the failure was counted.
+func (f *faultFixture) checkMetrics(t *testing.T, degraded float64) {
+	t.Helper()
+	for i, inst := range f.insts {
+		if got := metric(t, f.c, inst, "sluice_store_degraded"); got != degraded {
+			t.Errorf("instance %d: sluice_store_degraded %v, want %v", i, got, degraded)
+		}
+		if got := metric(t, f.c, inst, "sluice_store_shared_errors_total"); got <= 0 {
+			t.Errorf("instance %d: sluice_store_shared_errors_total %v after a failure, want > 0", i, got)
+		}
+		if got := metric(t, f.c, inst, "sluice_store_degraded_decisions_total"); got <= 0 {
+			t.Errorf("instance %d: sluice_store_degraded_decisions_total %v after a failure, want > 0", i, got)
+		}
+		// Local mode decides every request, so only open and closed
+		// report requests the store could not decide.
+		if got := metric(t, f.c, inst, "sluice_store_errors_total"); f.mode != "local" && got <= 0 {
+			t.Errorf("instance %d: sluice_store_errors_total %v with on_failure %s, want > 0", i, got, f.mode)
+		}
+	}
+}
+
+// recover waits until every instance counts in Redis again, checks the
+// metric, and returns how long it took from now.
+func (f *faultFixture) recover(t *testing.T) time.Duration {
+	t.Helper()
+	took := waitState(t, f.c, f.insts, "shared", maxRecovery)
+	for i, inst := range f.insts {
+		if got := metric(t, f.c, inst, "sluice_store_degraded"); got != 0 {
+			t.Errorf("instance %d: sluice_store_degraded %v after recovery, want 0", i, got)
+		}
+	}
+	return took
+}
+
+// checkSharedAgain stops the load and checks that counting is shared
+// again: partner D (not used before) gets exactly 30 of 40 over all
+// instances.
+func (f *faultFixture) checkSharedAgain(t *testing.T) {
+	t.Helper()
+	f.load.finish()
+	if got := sendRoundRobin(t, f.c, f.insts, "partner-d", 40, 2); got[200] != 30 || f.up.count("partner-d") != 30 {
+		t.Errorf("after recovery: partner D's 40 requests over three instances got %v, want 30×200 10×429 (one shared counter)", got)
+	}
+}
+
+// checkLoad checks partner B's answers in each phase: B is far under its
+// limit, so it only ever sees 200, or 503 while closed mode refuses.
+func (f *faultFixture) checkLoad(t *testing.T, phases ...string) {
+	t.Helper()
+	for _, p := range phases {
+		ps := f.load.stats(p)
+		if len(ps.codes) == 0 {
+			continue
+		}
+		t.Logf("on_failure %s, phase %s: partner B's load got %v, slowest %v", f.mode, p, ps.codes, ps.max)
+		for code, n := range ps.codes {
+			ok := code == 200 || (code == 503 && f.mode == "closed" && p != "start")
+			if !ok {
+				t.Errorf("phase %s: partner B got %d×%d", p, n, code)
+			}
+		}
+	}
+}
+
+// Redis dies (SIGKILL) under load, and is started again (empty).
+func TestRedisKilled(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			f := newFaultFixture(t, mode)
+			f.load.setPhase("down")
+			f.srv.Stop()
+			_ = f.checkPolicy(t, "partner-a")
+			took := waitState(t, f.c, f.insts, f.degraded(), maxDegrade)
+			t.Logf("on_failure %s: every instance degraded %v after the policy checks", mode, took)
+			f.checkMetrics(t, 1)
+			if mode == "local" { // every instance has its own share
+				f.insts = append(f.insts[1:], f.insts[0])
+				_ = f.checkPolicy(t, "partner-a")
+			}
+
+			f.load.setPhase("back")
+			f.srv.Restart(t)
+			took = f.recover(t)
+			t.Logf("on_failure %s: Redis restarted -> every instance shared again in %v", mode, took)
+			f.checkSharedAgain(t)
+			f.checkLoad(t, "start", "down", "back")
+		})
+	}
+}
+
+// Redis hangs (SIGSTOP) under load: it accepts connections and answers
+// nothing. No answer may wait much longer than the store's 50ms deadline,
+// and once the circuit is open requests do not wait for Redis at all, but
+// for one probe per interval.
+func TestRedisHung(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			f := newFaultFixture(t, mode)
+			f.load.setPhase("hung")
+			f.srv.Pause()
+			hungAt := time.Now()
+			client := "partner-a"
+			if mode == "local" {
+				client = "partner-c" // fresh: its local share is all 10
+			}
+			slowest := f.checkPolicy(t, client)
+			waitState(t, f.c, f.insts, f.degraded(), maxDegrade)
+			t.Logf("on_failure %s: every instance degraded within %v of SIGSTOP", mode, time.Since(hungAt))
+			slowest = max(slowest, f.checkOpenCircuit(t))
+			f.checkMetrics(t, 1)
+
+			f.load.setPhase("resumed")
+			f.srv.Resume()
+			took := f.recover(t)
+			t.Logf("on_failure %s: Redis resumed -> every instance shared again in %v", mode, took)
+			slowest = max(slowest, f.load.stats("hung").max)
+			t.Logf("on_failure %s: slowest answer while Redis hung: %v (store deadline 50ms)", mode, slowest)
+			if slowest > maxAnswer {
+				t.Errorf("an answer took %v while Redis hung, want at most %v (store deadline 50ms)", slowest, maxAnswer)
+			}
+			f.checkSharedAgain(t)
+			f.checkLoad(t, "start", "hung", "resumed")
+		})
+	}
+}
+
+// checkOpenCircuit checks, on instance 0, that with the circuit open the
+// shared store is called at most once per probe interval: 20 requests
+// while Redis hangs cause at most elapsed/500ms + 1 calls to it. It
+// returns the slowest answer.
+func (f *faultFixture) checkOpenCircuit(t *testing.T) time.Duration {
+	t.Helper()
+	inst := f.insts[0]
+	calls := metric(t, f.c, inst, "sluice_store_seconds_count")
+	start := time.Now()
+	var slowest time.Duration
+	for range 20 {
+		a := get(f.c, inst, "partner-a")
+		slowest = max(slowest, a.latency)
+	}
+	elapsed := time.Since(start)
+	got := metric(t, f.c, inst, "sluice_store_seconds_count") - calls
+	allowed := float64(elapsed/probeEvery) + 1
+	t.Logf("on_failure %s, circuit open: 20 requests in %v, slowest %v, %v calls to Redis (probes allowed: %v)",
+		f.mode, elapsed, slowest, got, allowed)
+	if got > allowed {
+		t.Errorf("circuit open: %v calls to the hung Redis during %v, want at most %v (one probe per %v)", got, elapsed, allowed, probeEvery)
+	}
+	return slowest
+}
