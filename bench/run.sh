@@ -44,7 +44,7 @@ run_core() {
 	# is doing.
 	# -cpu 2 makes RunParallel use two goroutines; serial benchmarks run
 	# one goroutine whatever it is.
-	local speed='^Benchmark(XTimeAllow|SluiceHot|SluiceParallel|SluiceHotFixed|TimeNow|LimiterDecide|GoLimiter1|GoLimiter100k|Sluice100k|XTimeMap100k|Sluice1M)$'
+	local speed='^Benchmark(XTimeAllow|SluiceHot|SluiceParallel|SluiceHotFixed|TimeNow|ClockReal|LimiterDecide|GoLimiter1|GoLimiter100k|Sluice100k|XTimeMap100k|Sluice1M)$'
 	for ((r = 1; r <= rounds; r++)); do
 		echo "bench core: round $r of $rounds" >&2
 		(cd "$dir" && "$tmp/core.test" -test.run '^$' -test.bench "$speed" \

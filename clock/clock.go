@@ -3,7 +3,10 @@
 // clock: they take the time as an argument.
 package clock
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Clock tells the time and makes tickers.
 type Clock interface {
@@ -26,8 +29,26 @@ type Real struct{}
 
 var _ Clock = Real{}
 
-// Now returns time.Now().
-func (Real) Now() time.Time { return time.Now() }
+// Now returns the current time: the wall time read at most a second ago,
+// advanced by the monotonic clock since. Reading only the monotonic clock
+// costs half of time.Now on common Linux machines, and every request reads
+// the clock once; the result is within a second's clock slew of time.Now,
+// and a wall clock that is stepped shows within a second.
+func (Real) Now() time.Time {
+	if b := base.Load(); b != nil {
+		if d := time.Since(*b); d >= 0 && d < rebase {
+			return b.Add(d)
+		}
+	}
+	now := time.Now()
+	base.Store(&now)
+	return now
+}
+
+// base is the last wall-clock reading Real.Now builds on.
+var base atomic.Pointer[time.Time]
+
+const rebase = time.Second
 
 // NewTicker returns a time.Ticker.
 func (Real) NewTicker(d time.Duration) Ticker { return realTicker{time.NewTicker(d)} }

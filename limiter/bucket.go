@@ -27,7 +27,7 @@ func tokenBucket(l *Limit, s *State, t, cost int64) Decision {
 	default:
 		d.RetryAfter = usec(ceilDiv(need-tokens, l.n))
 	}
-	d.Remaining = tokens / l.p
+	d.Remaining = div(tokens, l.p)
 	d.Reset = usec(ceilDiv(capacity-tokens, l.n))
 	s.A, s.B = tokens, t
 	return d
@@ -56,7 +56,7 @@ func leakyBucket(l *Limit, s *State, t, cost int64) Decision {
 	default:
 		d.RetryAfter = usec(ceilDiv(level+need-capacity, l.n))
 	}
-	d.Remaining = (capacity - level) / l.p
+	d.Remaining = div(capacity-level, l.p)
 	d.Reset = usec(ceilDiv(level, l.n))
 	s.A, s.B = level, t
 	return d
@@ -71,7 +71,7 @@ func gcra(l *Limit, s *State, t, cost int64) Decision {
 	capacity := l.burst * l.p
 	level := int64(0) // (TAT - t) in units
 	if s.A >= t {
-		if ahead := s.A - t; ahead > capacity/l.n {
+		if ahead := s.A - t; ahead > div(capacity, l.n) {
 			level = capacity
 		} else {
 			level = min(ahead*l.n+s.B, capacity)
@@ -85,12 +85,12 @@ func gcra(l *Limit, s *State, t, cost int64) Decision {
 		d.Allowed = true
 		if need > 0 {
 			level += need
-			s.A, s.B = t+level/l.n, level%l.n
+			s.A, s.B = t+div(level, l.n), level-div(level, l.n)*l.n
 		}
 	default:
 		d.RetryAfter = usec(ceilDiv(level+need-capacity, l.n))
 	}
-	d.Remaining = (capacity - level) / l.p
+	d.Remaining = div(capacity-level, l.p)
 	d.Reset = usec(ceilDiv(level, l.n))
 	return d
 }

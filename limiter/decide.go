@@ -116,5 +116,20 @@ func UnixMicro(now time.Time) int64 {
 
 func usec(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
 
-// ceilDiv returns ceil(a/b) for a >= 0, b > 0.
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+// ceilDiv returns ceil(a/b) for a >= 0, b > 0. Most limits have b == 1
+// (the period is a multiple of the rate), and a division costs dozens of
+// cycles: that case skips it.
+func ceilDiv(a, b int64) int64 {
+	if b == 1 {
+		return a
+	}
+	return (a + b - 1) / b
+}
+
+// div returns a/b for a >= 0, b > 0, skipping the division for b == 1.
+func div(a, b int64) int64 {
+	if b == 1 {
+		return a
+	}
+	return a / b
+}

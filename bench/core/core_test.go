@@ -11,6 +11,7 @@ import (
 	"github.com/sethvargo/go-limiter/memorystore"
 	"golang.org/x/time/rate"
 
+	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/memory"
@@ -71,7 +72,7 @@ func BenchmarkSluiceParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if d, err := s.Decide(ctx, "hot", fast, time.Now(), 1); !d.Allowed || err != nil {
+			if d, err := s.Decide(ctx, "hot", fast, wall.Now(), 1); !d.Allowed || err != nil {
 				b.Error("denied", err)
 				return
 			}
@@ -93,8 +94,22 @@ func BenchmarkSluiceHotFixed(b *testing.B) {
 	}
 }
 
-// BenchmarkTimeNow is the clock read that every request pays, in each of
-// the libraries: a part of BenchmarkSluiceHot and BenchmarkXTimeAllow.
+// wall is the clock sluice's gateway reads once per request (clock.Real:
+// monotonic time on a wall-clock base renewed every second).
+var wall clock.Real
+
+// BenchmarkClockReal is the clock read every sluice request pays: a part of
+// BenchmarkSluiceHot.
+func BenchmarkClockReal(b *testing.B) {
+	var last time.Time
+	for b.Loop() {
+		last = wall.Now()
+	}
+	runtime.KeepAlive(last)
+}
+
+// BenchmarkTimeNow is the clock read x/time/rate's Allow pays: a part of
+// BenchmarkXTimeAllow.
 func BenchmarkTimeNow(b *testing.B) {
 	var last time.Time
 	for b.Loop() {
@@ -190,7 +205,7 @@ func newSluice(n int) *memory.Store {
 // sluiceTake decides one request on s at the current time.
 func sluiceTake(s *memory.Store) func(key string) bool {
 	return func(key string) bool {
-		d, err := s.Decide(ctx, key, fast, time.Now(), 1)
+		d, err := s.Decide(ctx, key, fast, wall.Now(), 1)
 		return d.Allowed && err == nil
 	}
 }
