@@ -4,15 +4,19 @@
 # summary. With no target it runs them all.
 #
 # Targets:
-#   core   the memory store against golang.org/x/time/rate and
-#          github.com/sethvargo/go-limiter (module bench/core), 1 to 2 minutes
+#   core     the memory store against golang.org/x/time/rate and
+#            github.com/sethvargo/go-limiter (module bench/core), 1 to 2 minutes
+#   gateway  sluice serve against nginx limit_req with wrk (bench/gateway.sh),
+#            about 80 s
+#   redis    the Redis store against a bare Lua script, and the gateway on
+#            Redis against memory (bench/redis.sh), about 2 minutes
 #
 # Environment: ROUNDS (core: rounds of every benchmark, default 9),
 # BENCHTIME (go test -benchtime per benchmark and round, default 250ms).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-targets=(core) # add a target: a run_NAME function and its name here
+targets=(core gateway redis) # add a target: a run_NAME function and its name here
 
 usage() {
 	local IFS='|'
@@ -72,12 +76,16 @@ run_core() {
 		"$tmp/out.txt" | sort -g | tail -1) # the worst round
 	bpk=$(bstat "$tmp/out.txt" BenchmarkSluiceIdleKeyMemory-2 bytes/key)
 	echo "hot and keys100k read the clock per decision, as xtime and go-limiter do."
-	echo "hot = clock $(bstat "$tmp/out.txt" BenchmarkTimeNow-2 ns/op) + limiter.Decide $(bstat "$tmp/out.txt" BenchmarkLimiterDecide-2 ns/op) + the store's own work (at a fixed time, store and limiter: $fixed)"
+	echo "hot = clock $(bstat "$tmp/out.txt" BenchmarkClockReal-2 ns/op) (time.Now: $(bstat "$tmp/out.txt" BenchmarkTimeNow-2 ns/op))"
+	echo "      + limiter.Decide $(bstat "$tmp/out.txt" BenchmarkLimiterDecide-2 ns/op) + the store's own work (at a fixed time, store and limiter: $fixed)"
 	awk -v hot="$hot" -v xtime="$xtime" -v k="$k100" -v g="$gl100" -v par="$par" -v a="$allocs" -v b="$bpk" 'BEGIN {
 		printf "core: hot=%.1f xtime=%.1f ratio=%.2f keys100k=%.1f golimiter100k=%.1f ratio100k=%.2f parallel=%.2f allocs=%d bytesperkey=%.1f\n",
 			hot, xtime, hot / xtime, k, g, k / g, par / hot, a, b
 	}'
 }
+
+run_gateway() { bash "$here/gateway.sh"; }
+run_redis() { bash "$here/redis.sh"; }
 
 # tmp is a scratch directory for every target, removed on exit.
 tmp=$(mktemp -d)

@@ -94,7 +94,8 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.limiter = lim
-	g.proxy = &httputil.ReverseProxy{Rewrite: g.rewrite, Transport: g.opts.Transport, ErrorHandler: g.upstreamFailed}
+	g.proxy = &httputil.ReverseProxy{Rewrite: g.rewrite, Transport: g.opts.Transport, ErrorHandler: g.upstreamFailed,
+		BufferPool: copyBuffers}
 	g.ready.Store(true)
 	return g, nil
 }
@@ -111,6 +112,22 @@ func withDefaults(o Options) Options {
 	}
 	return o
 }
+
+// copyBuffers recycles the proxy's 32 KiB copy buffers: without them every
+// response allocates (and zeroes) one, and garbage collection becomes the
+// gateway's largest cost.
+var copyBuffers = &bufferPool{}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.p.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // Handler returns the callers' side: limiter in front of the proxy.
 func (g *Gateway) Handler() http.Handler { return g.limiter.Handler(g.proxy) }
@@ -148,7 +165,7 @@ func (g *Gateway) observe(_ *http.Request, rep *httplimit.Report) {
 			"retry_after_s", rep.RetryAfter.Seconds())
 	case rep.Status == http.StatusUnauthorized && g.logGate.allow("unauthenticated"):
 		g.log.Info("unknown callers rejected", "client", rep.Client)
-	case rep.Err != nil && g.logGate.allow("store"):
+	case rep.Err != nil && !errors.Is(rep.Err, context.Canceled) && g.logGate.allow("store"):
 		g.log.Error("store failed", "err", rep.Err.Error())
 	}
 	for _, r := range rep.Rules {

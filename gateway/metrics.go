@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+	"errors"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,7 +94,7 @@ func (m *metrics) observe(rep *httplimit.Report) {
 		code = "503"
 	}
 	m.rejected.WithLabelValues(rep.Client, code).Inc()
-	if rep.Err != nil {
+	if rep.Err != nil && !errors.Is(rep.Err, context.Canceled) { // a caller that left is no store failure
 		m.storeErrors.Inc()
 	}
 }

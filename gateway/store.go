@@ -82,7 +82,7 @@ func (t *timedStore) DecideBatch(ctx context.Context, reqs []store.Request, now 
 	for _, r := range res {
 		failed = failed || r.Err != nil
 	}
-	if failed {
+	if failed && ctx.Err() == nil { // a caller that left is no Redis failure
 		t.m.sharedErrors.Inc()
 	}
 	return res, err

@@ -115,7 +115,15 @@ func serve(args []string, stderr io.Writer) int {
 	return 0
 }
 
+// gcPercent is the garbage collector's target for serve unless GOGC is set:
+// a proxy's live heap is small and its garbage plentiful, so the default
+// (100) collects hundreds of times a second for a few megabytes.
+const gcPercent = 400
+
 func serveConfig(cfg *config.File, log *slog.Logger) error {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log})
 	if err != nil {
 		return err

@@ -184,6 +184,12 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 	if err == nil && len(res) != len(batch) {
 		err = fmt.Errorf("failover: shared store returned %d results for %d requests", len(res), len(batch))
 	}
+	if ctx.Err() != nil {
+		// The caller left (or ran out of time) before the shared store
+		// answered: nobody waits for a decision, and it says nothing
+		// about the shared store's health.
+		return nil, fmt.Errorf("failover: %w", ctx.Err())
+	}
 	if err != nil {
 		s.failed()
 		return s.fail(ctx, reqs, pending, out, now, err)

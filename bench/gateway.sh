@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# bench/gateway.sh measures sluice as a gateway against nginx's limit_req,
+# both in front of one trivial upstream (bench/tools/upstream) on loopback,
+# with wrk as the load. In one run, in alternating rounds (the order
+# reversed every other round), it measures:
+#
+#   direct          wrk straight to the upstream (the ceiling)
+#   sluice          sluice serve, memory store, one gcra rule so generous
+#                   that every request is allowed: the allowed path
+#   nginx           nginx limit_req keyed by X-API-Key at a huge rate,
+#                   keepalive to the same upstream
+#   sluice_rej      sluice with fixed_window 1/d: after the first request
+#                   every answer is sluice's own 429
+#   nginx_rej       nginx limit_req at 1r/m, exhausted: every answer is 429
+#
+# and prints a table of medians and, as its last line,
+#
+#   gateway: allowed=<rps> nginx_allowed=<rps> ratio_allowed=<r> rejected=<rps> nginx_rejected=<rps> ratio_rejected=<r> direct=<rps> p99_ms=<ms> nginx_p99_ms=<ms>
+#
+# where the ratios are sluice/nginx of the medians and the p99s are wrk's
+# (--latency) on the allowed paths. Run it from anywhere in the repository:
+#
+#   bash bench/gateway.sh
+#
+# Environment: GATEWAY_ROUNDS (default 3), GATEWAY_DURATION (seconds per
+# wrk run, default 5), GATEWAY_THREADS and GATEWAY_CONNS (wrk -t and -c,
+# default 2 and 64). About 80 seconds with the defaults.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+rounds=${GATEWAY_ROUNDS:-3} duration=${GATEWAY_DURATION:-5}
+threads=${GATEWAY_THREADS:-2} conns=${GATEWAY_CONNS:-64}
+
+name=gateway
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+install_missing wrk:wrk nginx:nginx curl:curl
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+
+# wait_port waits until something listens on 127.0.0.1:$1 (10 s at most).
+wait_port() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "gateway: nothing listens on 127.0.0.1:$1; logs in $tmp:" >&2
+	tail -n 20 "$tmp"/*.log >&2 || true
+	return 1
+}
+
+echo "gateway: building sluice and the upstream" >&2
+go build -o "$tmp/sluice" ./cmd/sluice
+go build -o "$tmp/upstream" ./bench/tools/upstream
+
+free_port && up_port=$port
+"$tmp/upstream" -addr "127.0.0.1:$up_port" 2>"$tmp/upstream.log" &
+pids+=($!)
+
+# sluice_config NAME ALGORITHM RATE writes $tmp/NAME.yaml: the memory store,
+# one client (key-a) and one rule on every path keyed by client. It sets
+# listen to the port sluice will serve callers on.
+sluice_config() {
+	free_port
+	listen=$port
+	free_port
+	cat >"$tmp/$1.yaml" <<EOF
+listen: 127.0.0.1:$listen
+upstream: http://127.0.0.1:$up_port
+admin: 127.0.0.1:$port
+store:
+  type: memory
+clients:
+  key_header: X-API-Key
+  unknown: reject
+  list:
+    - id: partner-a
+      keys: [key-a]
+rules:
+  - name: bench
+    match: { path: / }
+    key: client
+    algorithm: $2
+    rate: $3
+EOF
+}
+sluice_config allowed gcra 1000000000/s
+sl_port=$listen
+sluice_config rejected fixed_window 1/d
+rej_port=$listen
+for name in allowed rejected; do
+	"$tmp/sluice" serve --config "$tmp/$name.yaml" 2>"$tmp/sluice-$name.log" &
+	pids+=($!)
+done
+
+free_port && ng_port=$port
+free_port && ngrej_port=$port
+mkdir -p "$tmp/nginx"
+cat >"$tmp/nginx.conf" <<EOF
+daemon off;
+worker_processes auto;
+pid $tmp/nginx.pid;
+error_log $tmp/nginx-error.log crit;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $tmp/nginx/body;
+    proxy_temp_path $tmp/nginx/proxy;
+    fastcgi_temp_path $tmp/nginx/fastcgi;
+    uwsgi_temp_path $tmp/nginx/uwsgi;
+    scgi_temp_path $tmp/nginx/scgi;
+    limit_req_zone \$http_x_api_key zone=open:10m rate=100000000r/s;
+    limit_req_zone \$http_x_api_key zone=closed:10m rate=1r/m;
+    upstream up {
+        server 127.0.0.1:$up_port;
+        keepalive 64;
+    }
+    server {
+        listen 127.0.0.1:$ng_port;
+        location / {
+            limit_req zone=open burst=1000 nodelay;
+            limit_req_status 429;
+            proxy_pass http://up;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+    server {
+        listen 127.0.0.1:$ngrej_port;
+        location / {
+            limit_req zone=closed burst=1 nodelay;
+            limit_req_status 429;
+            proxy_pass http://up;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+EOF
+"$nginx_bin" -e "$tmp/nginx-error.log" -c "$tmp/nginx.conf" -p "$tmp" 2>"$tmp/nginx.log" &
+pids+=($!)
+
+for p in "$up_port" "$sl_port" "$rej_port" "$ng_port" "$ngrej_port"; do wait_port "$p"; done
+
+# exhaust PORT sends requests until one is answered 429 (20 at most).
+exhaust() {
+	local i code
+	for ((i = 0; i < 20; i++)); do
+		code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-API-Key: key-a' "http://127.0.0.1:$1/")
+		[[ $code == 429 ]] && return 0
+	done
+	echo "gateway: 127.0.0.1:$1 never answered 429" >&2
+	return 1
+}
+exhaust "$rej_port"
+exhaust "$ngrej_port"
+for p in "$sl_port" "$ng_port"; do
+	code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-API-Key: key-a' "http://127.0.0.1:$p/")
+	[[ $code == 200 ]] || { echo "gateway: 127.0.0.1:$p answered $code, want 200" >&2; exit 1; }
+done
+
+targets=(direct sluice nginx sluice_rej nginx_rej)
+declare -A ports=([direct]=$up_port [sluice]=$sl_port [nginx]=$ng_port [sluice_rej]=$rej_port [nginx_rej]=$ngrej_port)
+
+# run TARGET runs wrk once against TARGET and appends its requests per
+# second and p99 (ms) to $tmp/TARGET.rps and $tmp/TARGET.p99. It warns when
+# an allowed path answered anything but 2xx, or a rejected one anything but
+# 429 (wrk counts both as non-2xx).
+run() {
+	local out=$tmp/wrk.out
+	wrk -t"$threads" -c"$conns" -d"${duration}s" --latency -H 'X-API-Key: key-a' \
+		"http://127.0.0.1:${ports[$1]}/" >"$out"
+	awk '/^Requests\/sec:/ {print $2}' "$out" >>"$tmp/$1.rps"
+	awk '$1 == "99%" { v = $2
+		if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 }
+		else if (v ~ /ms$/) { sub(/ms$/, "", v) }
+		else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000 }
+		print v }' "$out" >>"$tmp/$1.p99"
+	local total bad
+	total=$(awk '/requests in/ {print $1}' "$out")
+	bad=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' "$out")
+	bad=${bad:-0}
+	if [[ $1 == *_rej ]]; then
+		((bad * 100 >= total * 99)) || echo "gateway: warning: $1: only $bad of $total answers were rejections" >&2
+	else
+		((bad * 1000 <= total)) || echo "gateway: warning: $1: $bad of $total answers were not 2xx" >&2
+	fi
+	printf 'gateway: %-10s %10.0f req/s  p99 %s ms\n' "$1" "$(tail -1 "$tmp/$1.rps")" "$(tail -1 "$tmp/$1.p99")" >&2
+}
+
+for ((r = 1; r <= rounds; r++)); do
+	echo "gateway: round $r of $rounds" >&2
+	order=("${targets[@]}")
+	if ((r % 2 == 0)); then
+		order=()
+		for ((i = ${#targets[@]} - 1; i >= 0; i--)); do order+=("${targets[i]}"); done
+	fi
+	for t in "${order[@]}"; do run "$t"; done
+done
+
+# median FILE prints the median of the numbers in FILE, one a line.
+median() {
+	sort -g "$1" | awk '{v[NR] = $1} END {
+		if (NR == 0) { print "NaN"; exit }
+		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2
+	}'
+}
+
+printf '%-12s %14s %14s %14s %12s\n' target "median req/s" "min req/s" "max req/s" "median p99"
+for t in "${targets[@]}"; do
+	printf '%-12s %14.0f %14.0f %14.0f %9.2f ms\n' "$t" "$(median "$tmp/$t.rps")" \
+		"$(sort -g "$tmp/$t.rps" | head -1)" "$(sort -g "$tmp/$t.rps" | tail -1)" "$(median "$tmp/$t.p99")"
+done
+awk -v a="$(median "$tmp/sluice.rps")" -v na="$(median "$tmp/nginx.rps")" \
+	-v j="$(median "$tmp/sluice_rej.rps")" -v nj="$(median "$tmp/nginx_rej.rps")" \
+	-v d="$(median "$tmp/direct.rps")" -v p="$(median "$tmp/sluice.p99")" -v np="$(median "$tmp/nginx.p99")" 'BEGIN {
+	printf "gateway: allowed=%.0f nginx_allowed=%.0f ratio_allowed=%.2f rejected=%.0f nginx_rejected=%.0f ratio_rejected=%.2f direct=%.0f p99_ms=%.2f nginx_p99_ms=%.2f\n",
+		a, na, a / na, j, nj, j / nj, d, p, np
+}'

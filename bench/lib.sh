@@ -1,0 +1,53 @@
+# bench/lib.sh: what the benchmark scripts share. Source it after setting
+# `name` (the target, used in messages); it makes $tmp, removes it and stops
+# every process in the pids array on exit.
+
+# install_missing CMD:PKG... installs the Debian packages of the commands
+# not found (commands under /usr/sbin count too).
+install_missing() {
+	local pkgs=() cmd pkg pair
+	for pair in "$@"; do
+		cmd=${pair%%:*} pkg=${pair#*:}
+		command -v "$cmd" >/dev/null 2>&1 || [[ -x /usr/sbin/$cmd ]] || pkgs+=("$pkg")
+	done
+	if ((${#pkgs[@]} > 0)); then
+		echo "$name: installing ${pkgs[*]}" >&2
+		# No service may start on install (nginx would listen on *:80, redis
+		# on 6379): policy-rc.d answering 101 forbids it, as in containers.
+		local made=false
+		if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+			printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && made=true
+		fi
+		local ok=true
+		apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >&2 || ok=false
+		if $made; then rm -f /usr/sbin/policy-rc.d; fi
+		$ok
+	fi
+}
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# free_port sets port to a loopback port nothing listens on and no earlier
+# call returned (never 6379 or 80: the range starts at 20000).
+taken=" "
+free_port() {
+	local i
+	for ((i = 0; i < 500; i++)); do
+		port=$((20000 + RANDOM % 30000))
+		[[ $taken == *" $port "* ]] && continue
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			taken+="$port "
+			return 0
+		fi
+	done
+	echo "$name: no free port" >&2
+	return 1
+}
