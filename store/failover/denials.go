@@ -43,7 +43,8 @@ func (ds *denials) shard(key string) *denialShard {
 
 // lookup returns the local answer for a request if its key is known to be
 // denied at this same cost until later than now (a larger cost may have to
-// wait longer, so it is not answered from a smaller one's denial). A changed limit for the key
+// wait longer, so it is not answered from a smaller one's denial), or for a
+// look (cost 0) at such a key. A changed limit for the key
 // (after a reload) is not answered from the old denial.
 func (ds *denials) lookup(key string, cost int64, l limiter.Limit, now time.Time) (limiter.Decision, bool) {
 	sh := ds.shard(key)
@@ -54,10 +55,20 @@ func (ds *denials) lookup(key string, cost int64, l limiter.Limit, now time.Time
 		ok = false
 	}
 	sh.mu.Unlock()
-	if !ok || cost != e.cost || e.limit != l {
+	if !ok || e.limit != l || cost != e.cost && cost != 0 {
 		return limiter.Decision{}, false
 	}
 	d := e.d
+	if cost == 0 {
+		// A look (as httplimit makes before spending several rules) is
+		// allowed and sees the denial's Remaining, which is below the
+		// denied cost until the denial runs out: the look finds no room,
+		// and the spend that follows is denied from here too. So a limited
+		// caller on a path of several rules does not reach Redis either.
+		d.Allowed, d.RetryAfter = true, 0
+		d.Reset = max(0, d.Reset-now.Sub(e.at))
+		return d, true
+	}
 	if d.RetryAfter != limiter.Never {
 		d.RetryAfter = e.until.Sub(now)
 	}

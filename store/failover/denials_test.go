@@ -152,3 +152,24 @@ func TestCheapRejectionsAreBounded(t *testing.T) {
 		t.Errorf("%d of %d denied keys were still remembered, want at most MaxCached = %d", got, keys, maxCached)
 	}
 }
+
+// A look (cost 0) at a key with a remembered denial is answered locally: it
+// is allowed, and its Remaining is below the denied cost, so a caller
+// checking several rules before spending sees no room without asking Redis.
+func TestLookAtDeniedKeyAnsweredLocally(t *testing.T) {
+	f := newFixture(t, failover.Options{})
+	two := must(t, limiter.FixedWindow, 2, 10*time.Second, 0)
+	runSteps(t, f, []step{
+		{at: 0, key: "a", cost: 2, limit: two, allowed: true, reset: 10 * time.Second, calls: 1, reference: "both units"},
+		{at: time.Second, key: "a", cost: 1, limit: two, retry: 9 * time.Second, reset: 9 * time.Second, calls: 2,
+			reference: "denied and remembered"},
+		{at: 2 * time.Second, key: "a", cost: 0, limit: two, allowed: true, reset: 8 * time.Second, calls: 2,
+			reference: "a look: answered locally"},
+		{at: 10 * time.Second, key: "a", cost: 0, limit: two, allowed: true, reset: 0, calls: 3,
+			reference: "the denial has run out: the shared store is asked"},
+	})
+	d, err := f.decide("a", two, 0)
+	if err != nil || d.Remaining != 2 {
+		t.Fatalf("look after the window: %+v, %v; want Remaining 2", d, err)
+	}
+}

@@ -165,7 +165,9 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 	for i, r := range reqs {
 		if d, ok := s.denied.lookup(r.Key, r.Cost, r.Limit, local); ok {
 			out[i].Decision = d
-			s.stats.CachedRejections.Add(1)
+			if !d.Allowed { // a look is answered too, but rejects nothing
+				s.stats.CachedRejections.Add(1)
+			}
 			continue
 		}
 		pending = append(pending, i)
