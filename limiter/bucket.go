@@ -71,7 +71,7 @@ func gcra(l *Limit, s *State, t, cost int64) Decision {
 	capacity := l.burst * l.p
 	level := int64(0) // (TAT - t) in units
 	if s.A >= t {
-		if ahead := s.A - t; ahead > div(capacity, l.n) {
+		if ahead := s.A - t; ahead > l.full {
 			level = capacity
 		} else {
 			level = min(ahead*l.n+s.B, capacity)
@@ -85,7 +85,11 @@ func gcra(l *Limit, s *State, t, cost int64) Decision {
 		d.Allowed = true
 		if need > 0 {
 			level += need
-			s.A, s.B = t+div(level, l.n), level-div(level, l.n)*l.n
+			q := div(level, l.n)
+			s.A, s.B = t+q, level-q*l.n
+			d.Remaining = div(capacity-level, l.p)
+			d.Reset = usec(q + min(s.B, 1)) // ceil(level/n), from the one division
+			return d
 		}
 	default:
 		d.RetryAfter = usec(ceilDiv(level+need-capacity, l.n))

@@ -67,18 +67,27 @@ type Entry struct {
 // key is then as good as one never seen, and a store may forget it. For an
 // allowed sliding_log request, Decide reuses the backing array of s.Log.
 func Decide(l Limit, s State, now time.Time, cost int64) (Decision, State) {
+	d := l.Apply(&s, now, cost)
+	return d, s
+}
+
+// Apply is Decide for a state the caller holds: it decides and updates *s
+// in place, leaving it as it was when the request is denied. Stores use it
+// to save copying the limit and the state in and out on every decision.
+func (l *Limit) Apply(s *State, now time.Time, cost int64) Decision {
 	if l.IsZero() || cost < 0 {
-		return Decision{Limit: l.burst, RetryAfter: Never}, s
+		return Decision{Limit: l.burst, RetryAfter: Never}
 	}
-	next := s
-	d := decide(&l, &next, UnixMicro(now), cost)
+	next := *s
+	d := decide(l, &next, UnixMicro(now), cost)
 	switch {
-	case !d.Allowed:
-		return d, s // a denial changes nothing, not even what a late clock would see
+	case !d.Allowed: // a denial changes nothing, not even what a late clock would see
 	case d.Reset == 0:
-		return d, State{Log: next.Log[:0]} // as good as a key never seen
+		*s = State{Log: next.Log[:0]} // as good as a key never seen
+	default:
+		*s = next
 	}
-	return d, next
+	return d
 }
 
 // decide applies the algorithm to s in place; Decide keeps the caller's

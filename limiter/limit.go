@@ -81,6 +81,7 @@ type Limit struct {
 	// coprime. Bucket levels count in units of 1/n microsecond: one request
 	// is p units and every microsecond drains n units.
 	p, n int64
+	full int64 // burst*p/n: a full bucket's drain time in whole microseconds
 }
 
 // New validates and builds a limit of rate requests per period. burst is the
@@ -116,6 +117,9 @@ func New(alg Algorithm, rate int64, period time.Duration, burst int64) (Limit, e
 	l := Limit{alg: alg, rate: rate, burst: burst, period: us, p: us / g, n: rate / g}
 	if alg.HasBurst() && (l.burst > (exactLimit-l.n)/l.p || l.burst*l.p+l.n > exactLimit) { // the first test keeps the product from overflowing
 		return Limit{}, fmt.Errorf("limiter: %d/%v with burst %d cannot be computed exactly (burst x period/rate too fine; round the rate or period, or lower the burst)", rate, period, burst)
+	}
+	if alg.HasBurst() {
+		l.full = l.burst * l.p / l.n
 	}
 	return l, nil
 }

@@ -115,7 +115,7 @@ func (o Options) withDefaults() Options {
 }
 
 // Decide applies a request of cost to key under limit at now, atomically
-// for that key: it locks the key's shard, runs limiter.Decide on the key's
+// for that key: it locks the key's shard, runs the limit on the key's
 // state and stores the new state. A key the store does not hold starts
 // fresh. It returns store.ErrFull when the key is new, its shard is full
 // and every key in the shard is being limited (no key is forgotten then),
@@ -130,8 +130,9 @@ func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now t
 	// through one more call.
 	if i := sh.find(h, key, limit.Algorithm()); i >= 0 {
 		e := sh.tab.at(i)
-		d, next := limiter.Decide(limit, limiter.State{A: e.a, B: e.b}, now, cost)
-		sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, next.A, next.B, now)
+		st := limiter.State{A: e.a, B: e.b}
+		d := limit.Apply(&st, now, cost)
+		sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
 		sh.mu.Unlock()
 		return d, nil
 	}

@@ -63,7 +63,8 @@ func (sh *shardState) decide(h uint64, key string, l limiter.Limit, now time.Tim
 	if l.Algorithm() == limiter.SlidingLog {
 		st.Log = sh.logs[e.key] // A holds the log's total cost
 	}
-	d, next := limiter.Decide(l, st, now, cost)
+	next := st
+	d := l.Apply(&next, now, cost)
 	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, next.A, next.B, now)
 	if l.Algorithm() == limiter.SlidingLog {
 		sh.setLog(e.key, next.Log)
@@ -75,7 +76,8 @@ func (sh *shardState) decide(h uint64, key string, l limiter.Limit, now time.Tim
 // leaves the state as good as fresh (Reset 0: a denied or zero-cost
 // request) is not remembered, so it needs no room.
 func (sh *shardState) decideNew(h uint64, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
-	d, next := limiter.Decide(l, limiter.State{}, now, cost)
+	var next limiter.State
+	d := l.Apply(&next, now, cost)
 	if d.Reset == 0 {
 		return d, nil
 	}
