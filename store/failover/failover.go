@@ -161,17 +161,7 @@ func (s *Store) Decide(ctx context.Context, key string, l limiter.Limit, now tim
 func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	local := s.opts.Clock.Now()
 	out := make([]store.Result, len(reqs))
-	pending := make([]int, 0, len(reqs))
-	for i, r := range reqs {
-		if d, ok := s.denied.lookup(r.Key, r.Cost, r.Limit, local); ok {
-			out[i].Decision = d
-			if !d.Allowed { // a look is answered too, but rejects nothing
-				s.stats.CachedRejections.Add(1)
-			}
-			continue
-		}
-		pending = append(pending, i)
-	}
+	pending := s.answerCached(reqs, out, local)
 	if len(pending) == 0 {
 		return out, nil
 	}
@@ -196,9 +186,39 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 		s.failed()
 		return s.fail(ctx, reqs, pending, out, now, err)
 	}
-	// A store that pipelines reports failures per request (a timeout, a
-	// lost connection): those requests go to the failure policy too.
-	failed := pending[:0]
+	failed, err := s.takeShared(reqs, pending, res, out, local)
+	if len(failed) == 0 {
+		s.succeeded()
+		return out, nil
+	}
+	s.failed()
+	return s.fail(ctx, reqs, failed, out, now, err)
+}
+
+// answerCached answers from remembered denials what it can, into out, and
+// returns the indexes of the requests left for the shared store.
+func (s *Store) answerCached(reqs []store.Request, out []store.Result, now time.Time) []int {
+	pending := make([]int, 0, len(reqs))
+	for i, r := range reqs {
+		if d, ok := s.denied.lookup(r.Key, r.Cost, r.Limit, now); ok {
+			out[i].Decision = d
+			if !d.Allowed { // a look is answered too, but rejects nothing
+				s.stats.CachedRejections.Add(1)
+			}
+			continue
+		}
+		pending = append(pending, i)
+	}
+	return pending
+}
+
+// takeShared copies the shared store's answers into out, remembering its
+// denials, and returns the requests it failed (a store that pipelines
+// reports failures per request: a timeout, a lost connection) with the
+// last of their errors.
+func (s *Store) takeShared(reqs []store.Request, pending []int, res []store.Result, out []store.Result, now time.Time) ([]int, error) {
+	var failed []int
+	var err error
 	for k, i := range pending {
 		if res[k].Err != nil {
 			failed, err = append(failed, i), res[k].Err
@@ -206,15 +226,10 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 		}
 		out[i] = res[k]
 		if d := res[k].Decision; !d.Allowed && d.RetryAfter > 0 {
-			s.denied.remember(reqs[i].Key, reqs[i].Cost, reqs[i].Limit, d, local)
+			s.denied.remember(reqs[i].Key, reqs[i].Cost, reqs[i].Limit, d, now)
 		}
 	}
-	if len(failed) == 0 {
-		s.succeeded()
-		return out, nil
-	}
-	s.failed()
-	return s.fail(ctx, reqs, failed, out, now, err)
+	return failed, err
 }
 
 var errCircuitOpen = errors.New("failover: shared store unreachable (circuit open)")
