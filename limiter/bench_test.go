@@ -40,3 +40,25 @@ func BenchmarkUnixMicro(b *testing.B) {
 	}
 	_ = x
 }
+
+// BenchmarkApply is the stores' entry point on the allowed path of a gcra
+// limit, at a fixed time: the algorithm's own cost.
+func BenchmarkApply(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		limit limiter.Limit
+	}{
+		{"n=1", limiter.MustNew(limiter.GCRA, 1_000_000, time.Second, 1_000_000_000)},
+		{"n=1000", limiter.MustNew(limiter.GCRA, 1_000_000_000, time.Second, 1_000_000_000)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var s limiter.State
+			now := time.Unix(1_800_000_000, 0)
+			for b.Loop() {
+				if d := tc.limit.Apply(&s, now, 1); !d.Allowed {
+					b.Fatal("denied")
+				}
+			}
+		})
+	}
+}
