@@ -10,13 +10,10 @@ import (
 	"github.com/sluice-rl/sluice/store"
 )
 
-// call is one script call of a batch: which request, which script, its key
-// and arguments.
-type call struct {
-	req  int
-	sc   *script
-	key  string
-	args []string
+// batchCall is one script call of a batch and the request it decides.
+type batchCall struct {
+	call
+	req int
 }
 
 // DecideBatch decides several requests, each on its own key, in one round
@@ -28,50 +25,50 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
 	results := make([]store.Result, len(reqs))
-	calls := make([]call, 0, len(reqs))
+	calls := make([]batchCall, 0, len(reqs))
 	for i, r := range reqs {
 		if r.Limit.IsZero() || r.Cost < 0 {
 			results[i].Decision = limiter.Decision{Limit: r.Limit.Burst(), RetryAfter: limiter.Never}
 			continue
 		}
-		sc := scripts[r.Limit.Algorithm()]
-		calls = append(calls, call{req: i, sc: sc, key: redisKey(s.prefix, r.Key), args: s.args(r.Limit, r.Cost, now)})
+		calls = append(calls, batchCall{call: s.newCall(r.Key, r.Limit, r.Cost, now), req: i})
 	}
-	retry := s.run(ctx, calls, results, true)
+	if len(calls) == 0 {
+		return results, nil
+	}
+	tctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	retry := s.run(ctx, tctx, calls, results, true)
 	if len(retry) > 0 { // NOSCRIPT: the node lost the scripts; send them whole
-		s.run(ctx, retry, results, false)
+		s.run(ctx, tctx, retry, results, false)
 	}
 	return results, nil
 }
 
-// run sends calls in one pipeline, with EVALSHA if bySHA, else EVAL, and
-// puts each answer in results. With bySHA it returns the calls the server
-// answered with NOSCRIPT, which did not run, instead of failing them.
-func (s *Store) run(ctx context.Context, calls []call, results []store.Result, bySHA bool) []call {
-	if len(calls) == 0 {
-		return nil
-	}
+// run sends calls in one pipeline under tctx, with EVALSHA if bySHA, else
+// EVAL, and puts each answer in results; ctx is the caller's. With bySHA
+// it returns the calls the server answered with NOSCRIPT, which did not
+// run, instead of failing them.
+func (s *Store) run(ctx, tctx context.Context, calls []batchCall, results []store.Result, bySHA bool) []batchCall {
 	cmds := make(rueidis.Commands, len(calls))
-	for i, c := range calls {
+	for i := range calls {
 		if bySHA {
-			cmds[i] = s.client.B().Evalsha().Sha1(c.sc.sha).Numkeys(1).Key(c.key).Arg(c.args...).Build()
+			cmds[i] = calls[i].evalsha(s.client.B())
 		} else {
-			cmds[i] = s.client.B().Eval().Script(c.sc.src).Numkeys(1).Key(c.key).Arg(c.args...).Build()
+			cmds[i] = calls[i].eval(s.client.B())
 		}
 	}
-	var noScript []call
-	for i, res := range s.client.DoMulti(ctx, cmds...) {
+	var noScript []batchCall
+	for i, res := range s.client.DoMulti(tctx, cmds...) {
 		c := calls[i]
 		if bySHA && isNoScript(res.Error()) {
 			noScript = append(noScript, c)
 			continue
 		}
-		d, err := parseReply(res)
+		d, err := parseReply(res, c.burst)
 		if err != nil {
-			results[c.req] = store.Result{Err: s.failed(c.sc, err)}
+			results[c.req] = store.Result{Err: s.failed(ctx, c.sc, err)}
 			continue
 		}
 		results[c.req] = store.Result{Decision: d}

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -21,9 +22,17 @@ type diffCase struct {
 }
 
 const (
-	day      = 24 * time.Hour
-	maxTime  = int64(1) << 52
-	diffRuns = 100 // steps per case: 135 cases, 13500 decisions
+	day     = 24 * time.Hour
+	maxTime = int64(1) << 52
+)
+
+// The differential test's seed and length: fixed by default, so that a
+// failure reproduces; other seeds and longer runs explore further, as in
+//
+//	go test -run TestDifferential -diff.seed 7 -diff.steps 1000 ./store/redis/
+var (
+	diffSeed  = flag.Uint64("diff.seed", 42, "seed of TestDifferential's random steps")
+	diffSteps = flag.Int("diff.steps", 100, "steps per case of TestDifferential (135 cases)")
 )
 
 // diffCases returns the limits of the differential test for every
@@ -69,8 +78,8 @@ func (c diffCase) String() string {
 // TestDifferential replays random time steps (0, tiny, around one
 // emission interval or period, huge, backwards) and costs (0 to 3, up to
 // the limit, above it, huge) through limiter.Decide and the Redis store
-// with caller time: every decision must be identical. The seeds are fixed,
-// so a failure reproduces.
+// with caller time: every decision must be identical. The seeds are fixed
+// (see diffSeed), so a failure reproduces.
 func TestDifferential(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
@@ -79,8 +88,8 @@ func TestDifferential(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			l := mustLimit(t, c.alg, c.rate, c.period, c.burst)
-			rng := rand.New(rand.NewPCG(42, uint64(i)))
-			replay(t, s, "diff:"+c.String(), l, c.start, rng, diffRuns)
+			rng := rand.New(rand.NewPCG(*diffSeed, uint64(i)))
+			replay(t, s, "diff:"+c.String(), l, c.start, rng, *diffSteps)
 		})
 	}
 }

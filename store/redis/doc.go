@@ -32,27 +32,47 @@
 // braces, "sluice:{<key>}", with '%', '{' and '}' in the store key written
 // as %25, %7B and %7D. The braces make the whole store key the Redis Cluster
 // hash tag, so a key's state lives on one node whatever it contains. The
-// key is a hash: fields a and b, as limiter.State's A and B, except that
-// sliding_window keeps its two counts in fields prev and curr (Go packs them
-// into one int64, beyond 2^53), and gcra keeps the time of the last
-// admitted request and the bucket's level then, rather than Go's
+// key is a string of two numbers, as limiter.State's A and B, each a
+// big-endian IEEE-754 double (Lua's struct.pack('>dd')), which holds these
+// integers exactly and costs the script no parsing; except that
+// sliding_window keeps three, the window start and its two counts (Go packs
+// the counts into one int64, beyond 2^53), and gcra keeps the time of the
+// last admitted request and the bucket's level then, rather than Go's
 // theoretical arrival time, which can exceed 2^53 µs. sliding_log's key is
 // a list: the total cost, then a time and a cost per entry, oldest first,
-// so that a decision reads only the entries that expire, never the whole
-// log. The scripts in lua/ describe each layout.
+// as decimal integers, so that a decision reads only the entries that
+// expire, never the whole log. The scripts in lua/ describe each layout.
+//
+// Earlier versions kept the state in a hash (fields a and b, or a, prev and
+// curr): a script reads such a key as the same state and replaces it with
+// a string on the next admitted request. When a rule's algorithm changes,
+// a key of another type or layout than its new algorithm's (to or from
+// sliding_log, to or from sliding_window) reads as a fresh state; between
+// the other algorithms the two numbers are read as they stand, as they were
+// from the hash.
+//
+// Requests and replies travel the same way: the script gets the cost, the
+// time and the limit as five doubles in one argument, and answers allowed,
+// remaining, retry-after and reset as four doubles; the caller knows the
+// limit.
 //
 // # Expiry
 //
-// After each write the key gets a PEXPIRE of its Reset, rounded up to a
-// whole millisecond: once Reset has passed its state cannot change a
-// decision, so Redis forgets it by itself. With CallerTime the keys get no
-// TTL, as Redis's clock and the caller's have nothing in common.
+// Each write gives the key a TTL of its Reset, rounded up to a whole
+// millisecond (SET with PX, or PEXPIRE for sliding_log): once Reset has
+// passed its state cannot change a decision, so Redis forgets it by itself.
+// With CallerTime the keys get no TTL, as Redis's clock and the caller's
+// have nothing in common.
 //
 // # Timeouts and failures
 //
 // Every operation runs under Options.Timeout (default 50ms), on top of the
-// caller's context, so a dead or hung Redis costs each request at most that
-// long before it gets an error, and the caller's failure policy decides. An
+// caller's context (a deadline of the caller's that comes sooner is used as
+// it is), so a dead or hung Redis costs each request at most that long
+// before it gets an error, and the caller's failure policy decides. An
 // error never means "over the limit"; it means no decision was made. A
-// script that timed out may still have run.
+// script that timed out may still have run. When the caller's context is
+// canceled (the caller has gone), the error matches context.Canceled, even
+// if Redis missed the cancellation and the wait ended with the timeout, so
+// that it is not taken for a failure of Redis.
 package redis

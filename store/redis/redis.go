@@ -162,30 +162,50 @@ func (s *Store) Decide(ctx context.Context, key string, limit limiter.Limit, now
 	if limit.IsZero() || cost < 0 {
 		return limiter.Decision{Limit: limit.Burst(), RetryAfter: limiter.Never}, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	c := s.newCall(key, limit, cost, now)
+	tctx, cancel := s.withTimeout(ctx)
 	defer cancel()
-	sc := scripts[limit.Algorithm()]
-	res := sc.lua.Exec(ctx, s.client, []string{redisKey(s.prefix, key)}, s.args(limit, cost, now))
-	d, err := parseReply(res)
+	res := s.client.Do(tctx, c.evalsha(s.client.B()))
+	if isNoScript(res.Error()) { // the node lost the scripts; send it whole
+		res = s.client.Do(tctx, c.eval(s.client.B()))
+	}
+	d, err := parseReply(res, c.burst)
 	if err != nil {
-		return limiter.Decision{}, s.failed(sc, err)
+		return limiter.Decision{}, s.failed(ctx, c.sc, err)
 	}
 	return d, nil
 }
 
-// args returns the scripts' ARGV for one request.
-func (s *Store) args(l limiter.Limit, cost int64, now time.Time) []string {
+// newCall returns the script call deciding a request.
+func (s *Store) newCall(key string, l limiter.Limit, cost int64, now time.Time) call {
+	t := int64(useRedisTime)
 	if s.callerTime {
-		return scriptArgs(l, cost, callerTime(now), false)
+		t = limiter.UnixMicro(now)
 	}
-	return scriptArgs(l, cost, useRedisTime, true)
+	return newCall(l, redisKey(s.prefix, key), cost, t)
 }
 
-// failed wraps an error of script sc; a store closed meanwhile reports
-// store.ErrClosed.
-func (s *Store) failed(sc *script, err error) error {
+// withTimeout returns ctx bounded by Options.Timeout and what releases it.
+// A deadline of the caller's that comes first bounds it already: then ctx
+// is used as it is, which spares a timer per call.
+func (s *Store) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= s.timeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// failed wraps an error of script sc, for a caller whose context is
+// caller. A store closed meanwhile reports store.ErrClosed. If the caller
+// has gone (its context is canceled), the error matches context.Canceled,
+// whatever else it is (such as the timeout, when Redis did not notice the
+// cancellation), so that it is not taken for a failure of Redis.
+func (s *Store) failed(caller context.Context, sc *script, err error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
+	}
+	if errors.Is(caller.Err(), context.Canceled) && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("redis store: eval %s: %w (caller gone: %w)", sc.name, err, context.Canceled)
 	}
 	return fmt.Errorf("redis store: eval %s: %w", sc.name, err)
 }

@@ -3,9 +3,10 @@ package redis
 import (
 	"crypto/sha1"
 	"embed"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"strconv"
+	"math"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -16,13 +17,13 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// script is one algorithm's Lua script: the shared prelude (lua/common.lua)
-// followed by the algorithm's own file.
+// script is one algorithm's Lua script: the prelude (lua/common.lua), then
+// but for sliding_log the state reader (lua/state.lua), the algorithm's own
+// file and the writer (lua/save.lua).
 type script struct {
-	name string       // the algorithm's name, for errors
-	src  string       // the whole script, for EVAL
-	sha  string       // its SHA-1, for EVALSHA in pipelines
-	lua  *rueidis.Lua // EVALSHA with a fallback to EVAL on NOSCRIPT
+	name string // the algorithm's name, for errors
+	src  string // the whole script, for EVAL
+	sha  string // its SHA-1, for EVALSHA
 }
 
 // scripts holds the scripts, indexed by algorithm; index 0 is unused.
@@ -30,12 +31,16 @@ var scripts = loadScripts()
 
 // loadScripts builds each algorithm's script from the embedded files.
 func loadScripts() [limiter.LeakyBucket + 1]*script {
-	common := mustRead("lua/common.lua")
+	common, state, save := mustRead("lua/common.lua"), mustRead("lua/state.lua"), mustRead("lua/save.lua")
 	var out [limiter.LeakyBucket + 1]*script
 	for _, alg := range limiter.Algorithms {
-		src := common + mustRead("lua/"+alg.String()+".lua")
+		body := mustRead("lua/" + alg.String() + ".lua")
+		src := common + body
+		if alg != limiter.SlidingLog {
+			src = common + state + body + save
+		}
 		sum := sha1.Sum([]byte(src))
-		out[alg] = &script{name: alg.String(), src: src, sha: hex.EncodeToString(sum[:]), lua: rueidis.NewLuaScript(src)}
+		out[alg] = &script{name: alg.String(), src: src, sha: hex.EncodeToString(sum[:])}
 	}
 	return out
 }
@@ -50,65 +55,101 @@ func mustRead(name string) string {
 	return string(b)
 }
 
-// useRedisTime is the ARGV "now" that makes a script read Redis TIME.
-const useRedisTime = "-1"
+// useRedisTime is the request's "now" that makes a script read Redis TIME
+// (and give the key a TTL).
+const useRedisTime = -1
 
-// scriptArgs returns a script's ARGV for a request of cost under l (see
-// lua/common.lua). now is the caller's time in µs, clamped as limiter
-// clamps it, or useRedisTime. A cost above the burst is sent as burst+1:
-// every such cost is denied alike, and the scripts' numbers stay exact.
-func scriptArgs(l limiter.Limit, cost int64, now string, expire bool) []string {
-	p, n := l.Interval()
-	cost = min(cost, l.Burst()+1)
-	exp := "0"
-	if expire {
-		exp = "1"
-	}
-	return []string{
-		strconv.FormatInt(l.Rate(), 10),
-		strconv.FormatInt(l.Burst(), 10),
-		strconv.FormatInt(int64(l.Period()/time.Microsecond), 10),
-		strconv.FormatInt(p, 10),
-		strconv.FormatInt(n, 10),
-		strconv.FormatInt(cost, 10),
-		now,
-		exp,
-	}
+// call is one script call: the script, the Redis key and the request (see
+// lua/common.lua), and the limit's Burst, which the reply leaves out.
+type call struct {
+	sc    *script
+	key   string
+	req   string // ARGV[1]
+	burst int64
 }
 
-// callerTime formats t for a script as limiter.Decide takes it: whole
-// microseconds since the epoch, clamped to [1, 2^52].
-func callerTime(t time.Time) string {
-	return strconv.FormatInt(limiter.UnixMicro(t), 10)
+// requestLen is the length of a script's ARGV[1]: five doubles.
+const requestLen = 5 * 8
+
+// newCall returns the call deciding a request of cost on key (a Redis key)
+// under l. now is the caller's time in µs, clamped as limiter clamps it
+// (limiter.UnixMicro), or useRedisTime. A cost above the burst is sent as
+// burst+1: every such cost is denied alike, and the scripts' numbers stay
+// exact.
+func newCall(l limiter.Limit, key string, cost, now int64) call {
+	var b [requestLen]byte
+	putDouble(b[0:], min(cost, l.Burst()+1))
+	putDouble(b[8:], now)
+	if l.Algorithm().HasBurst() {
+		p, n := l.Interval()
+		putDouble(b[16:], l.Burst())
+		putDouble(b[24:], p)
+		putDouble(b[32:], n)
+	} else {
+		putDouble(b[16:], l.Rate())
+		putDouble(b[24:], int64(l.Period()/time.Microsecond))
+	}
+	return call{sc: scripts[l.Algorithm()], key: key, req: string(b[:]), burst: l.Burst()}
 }
 
-// replyLen is the number of integers in a script's reply.
-const replyLen = 5
+// evalsha and eval build the call's command, by the script's SHA-1 or with
+// the script itself (for a server that does not know it).
+func (c *call) evalsha(b rueidis.Builder) rueidis.Completed {
+	return b.Evalsha().Sha1(c.sc.sha).Numkeys(1).Key(c.key).Arg(c.req).Build()
+}
 
-// parseReply turns a script's reply, {allowed, limit, remaining,
-// retry_after µs (-1: never), reset µs}, into a Decision. It checks the
-// reply's shape rather than trusting it.
-func parseReply(res rueidis.RedisResult) (limiter.Decision, error) {
-	msgs, err := res.ToArray()
+func (c *call) eval(b rueidis.Builder) rueidis.Completed {
+	return b.Eval().Script(c.sc.src).Numkeys(1).Key(c.key).Arg(c.req).Build()
+}
+
+// putDouble writes v, an integer of at most 2^53 in magnitude, as the
+// scripts read a number: a big-endian IEEE-754 double, which holds it
+// exactly.
+func putDouble(b []byte, v int64) {
+	binary.BigEndian.PutUint64(b, math.Float64bits(float64(v)))
+}
+
+// getDouble reads a number as the scripts write it, a big-endian IEEE-754
+// double, from the start of s (8 bytes at least).
+func getDouble(s string) float64 {
+	_ = s[7]
+	return math.Float64frombits(uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
+		uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7]))
+}
+
+// replyLen is the length of a script's reply: four doubles.
+const replyLen = 4 * 8
+
+// maxExact is 2^53: integers up to it in magnitude are exact as doubles.
+const maxExact = 1 << 53
+
+// parseReply turns a script's reply, the doubles allowed, remaining,
+// retry_after µs (-1: never) and reset µs, into a Decision under a limit
+// of the given burst (its Limit). It checks the reply's shape rather than
+// trusting it.
+func parseReply(res rueidis.RedisResult, burst int64) (limiter.Decision, error) {
+	s, err := res.ToString()
 	if err != nil {
 		return limiter.Decision{}, err
 	}
-	if len(msgs) != replyLen {
-		return limiter.Decision{}, fmt.Errorf("reply has %d elements, want %d", len(msgs), replyLen)
+	if len(s) != replyLen {
+		return limiter.Decision{}, fmt.Errorf("reply has %d bytes, want %d", len(s), replyLen)
 	}
-	var v [replyLen]int64
-	for i := range msgs {
-		if v[i], err = msgs[i].ToInt64(); err != nil {
-			return limiter.Decision{}, fmt.Errorf("reply element %d: %w", i, err)
+	var v [replyLen / 8]int64
+	for i := range v {
+		f := getDouble(s[8*i:])
+		if f != math.Trunc(f) || math.Abs(f) > maxExact { // also NaN and infinities
+			return limiter.Decision{}, fmt.Errorf("reply element %d is %v, not an integer", i, f)
 		}
+		v[i] = int64(f)
 	}
-	allowed, limit, remaining, retry, reset := v[0], v[1], v[2], v[3], v[4]
+	allowed, remaining, retry, reset := v[0], v[1], v[2], v[3]
 	if allowed != 0 && allowed != 1 || retry < -1 || reset < 0 {
 		return limiter.Decision{}, fmt.Errorf("reply %v out of range", v)
 	}
 	d := limiter.Decision{
 		Allowed:    allowed == 1,
-		Limit:      limit,
+		Limit:      burst,
 		Remaining:  remaining,
 		RetryAfter: time.Duration(retry) * time.Microsecond,
 		Reset:      time.Duration(reset) * time.Microsecond,

@@ -51,9 +51,13 @@ func dump(t *testing.T, s *Store, rk string) string {
 	t.Helper()
 	typ, _ := do(t, s, s.client.B().Type().Key(rk).Build()).ToString()
 	var val any
-	if typ == "list" {
+	switch typ {
+	case "list":
 		val, _ = do(t, s, s.client.B().Lrange().Key(rk).Start(0).Stop(-1).Build()).AsStrSlice()
-	} else {
+	case "string":
+		v, _ := do(t, s, s.client.B().Get().Key(rk).Build()).ToString()
+		val = fmt.Sprintf("%x", v)
+	default:
 		val, _ = do(t, s, s.client.B().Hgetall().Key(rk).Build()).AsStrMap()
 	}
 	ttl, _ := do(t, s, s.client.B().Ttl().Key(rk).Build()).AsInt64()
@@ -110,12 +114,13 @@ func TestCostEdges(t *testing.T) {
 }
 
 // TestAlgorithmChanged reuses a key under another algorithm, as a reloaded
-// rule might: a key of the wrong type is replaced, not an error.
+// rule might: a key of the wrong type or layout is replaced, not an error.
 func TestAlgorithmChanged(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
-	order := []limiter.Algorithm{limiter.SlidingLog, limiter.GCRA, limiter.SlidingLog, limiter.SlidingWindow, limiter.SlidingLog}
+	order := []limiter.Algorithm{limiter.SlidingLog, limiter.GCRA, limiter.SlidingLog, limiter.SlidingWindow, limiter.SlidingLog,
+		limiter.GCRA, limiter.SlidingWindow, limiter.TokenBucket, limiter.FixedWindow, limiter.LeakyBucket, limiter.SlidingWindow}
 	for i, alg := range order {
 		l := mustLimit(t, alg, 3, time.Minute, 0)
 		if d := decide(t, s, "changed", l, epoch.Add(time.Duration(i)*time.Second), 1); !d.Allowed {

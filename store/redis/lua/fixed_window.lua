@@ -1,17 +1,19 @@
--- fixed_window: limiter.fixedWindow (limiter/window.go). The hash holds
--- a = window start (µs), b = count.
+-- fixed_window: limiter.fixedWindow (limiter/window.go). The state
+-- (state.lua) is s1 = window start (µs), s2 = count.
 
-local s = read_hash('a', 'b')
+local rate, period = l1, l2
+if width == 3 then -- sliding_window's (the rule's algorithm changed): fresh
+  s1, s2 = 0, 0
+end
 local start = t - math.fmod(t, period)
 local count = 0
-if start == s[1] then
-  count = s[2]
-elseif start < s[1] then -- the clock went back: keep counting in the newer window
-  start, t, count = s[1], s[1], s[2]
+if start == s1 then
+  count = s2
+elseif start < s1 then -- the clock went back: keep counting in the newer window
+  start, t, count = s1, s1, s2
 end
 local window_end = start + period
 
-local allowed, retry = 0, 0
 if cost > rate then
   retry = NEVER
 elseif count + cost <= rate then
@@ -20,12 +22,11 @@ elseif count + cost <= rate then
 else
   retry = window_end - t
 end
-local reset = 0
 if count > 0 then
   reset = window_end - t
 end
+remaining = rate - count
 
 if allowed == 1 then
-  save_hash(reset, 'a', int(start), 'b', int(count))
+  value = struct.pack('>dd', start, count)
 end
-return {allowed, rate, rate - count, retry, reset}

@@ -4,26 +4,33 @@
 -- Go keeps the theoretical arrival time as TAT (µs) plus a fraction f
 -- (units), that is TAT*n + f units. TAT can reach t + burst*p/n, beyond
 -- 2^53 for a large burst of a long period, where doubles are no longer
--- exact. So the hash holds the same quantity as a = the time of the last
--- admitted request t0 (µs) and b = the level then (units):
--- TAT*n + f = t0*n + b. The level at t is that less t*n, between 0 and the
+-- exact. So the state (state.lua) holds the same quantity as s1 = the time
+-- of the last admitted request t0 (µs) and s2 = the level then (units):
+-- TAT*n + f = t0*n + s2. The level at t is that less t*n, between 0 and the
 -- capacity, which is what Go computes from TAT and f:
---   t >= t0: b drained over t - t0 (0 once TAT has passed);
---   t <  t0: the clock went back and the key looks fuller, b + (t0-t)*n,
+--   t >= t0: s2 drained over t - t0 (0 once TAT has passed);
+--   t <  t0: the clock went back and the key looks fuller, s2 + (t0-t)*n,
 --            at most full.
+-- Ceilings are floor((a + b - 1) / b), limiter.ceilDiv, written out.
 
-local s = read_hash('a', 'b')
+local burst, p, n = l1, l2, l3
+if width == 3 then -- sliding_window's (the rule's algorithm changed): fresh
+  s1, s2 = 0, 0
+end
 local capacity = burst * p
 local level
-if t >= s[1] then
-  level = drain(s[2], t - s[1])
-elseif s[1] - t >= ceil_div(capacity - s[2], n) then
+if t >= s1 then -- limiter.drain
+  if t - s1 >= floor((s2 + n - 1) / n) then
+    level = 0
+  else
+    level = s2 - (t - s1) * n
+  end
+elseif s1 - t >= floor((capacity - s2 + n - 1) / n) then
   level = capacity
 else
-  level = s[2] + (s[1] - t) * n
+  level = s2 + (s1 - t) * n
 end
 
-local allowed, retry = 0, 0
 if cost > burst then
   retry = NEVER
 elseif cost * p <= capacity - level then
@@ -32,13 +39,13 @@ elseif cost * p <= capacity - level then
 else
   -- Go computes level + need - capacity; level + need can pass 2^53, so
   -- the same number is computed as need - (capacity - level).
-  retry = ceil_div(cost * p - (capacity - level), n)
+  retry = floor((cost * p - (capacity - level) + n - 1) / n)
 end
-local reset = ceil_div(level, n)
+reset = floor((level + n - 1) / n)
+remaining = floor((capacity - level) / p)
 
 -- Go leaves the state as it was for a cost of 0; so does this, but for
 -- deleting a key that has drained (Reset 0).
 if allowed == 1 and (cost > 0 or reset == 0) then
-  save_hash(reset, 'a', int(t), 'b', int(level))
+  value = struct.pack('>dd', t, level)
 end
-return {allowed, burst, math.floor((capacity - level) / p), retry, reset}

@@ -1,19 +1,26 @@
 -- leaky_bucket: limiter.leakyBucket (limiter/bucket.go), the leaky bucket as
 -- a meter. Levels count in units of 1/n microsecond: one request is p units.
--- The hash holds a = level (units), b = last update (µs).
+-- The state (state.lua) is s1 = level (units), s2 = last update (µs).
+-- Ceilings are floor((a + b - 1) / b), limiter.ceilDiv, written out.
 
-local s = read_hash('a', 'b')
+local burst, p, n = l1, l2, l3
+if width == 3 then -- sliding_window's (the rule's algorithm changed): fresh
+  s1, s2 = 0, 0
+end
 local capacity = burst * p
-local level, last = s[1], s[2]
+local level, last = s1, s2
 if last == 0 then
   level, last = 0, t
 end
 if t < last then -- the clock went back: no leak
   t = last
 end
-level = drain(level, t - last)
+if t - last >= floor((level + n - 1) / n) then -- limiter.drain
+  level = 0
+else
+  level = level - (t - last) * n
+end
 
-local allowed, retry = 0, 0
 if cost > burst then
   retry = NEVER
 elseif cost * p <= capacity - level then
@@ -22,11 +29,11 @@ elseif cost * p <= capacity - level then
 else
   -- Go computes level + need - capacity; level + need can pass 2^53, so
   -- the same number is computed as need - (capacity - level).
-  retry = ceil_div(cost * p - (capacity - level), n)
+  retry = floor((cost * p - (capacity - level) + n - 1) / n)
 end
-local reset = ceil_div(level, n)
+reset = floor((level + n - 1) / n)
+remaining = floor((capacity - level) / p)
 
 if allowed == 1 then
-  save_hash(reset, 'a', int(level), 'b', int(t))
+  value = struct.pack('>dd', level, t)
 end
-return {allowed, burst, math.floor((capacity - level) / p), retry, reset}

@@ -7,32 +7,46 @@
 -- newest entry and the entries that expire (each once), instead of the
 -- whole log: a hot key with a large rate must not stall Redis.
 
-local CHUNK = 32 -- entries read per LRANGE when scanning from the oldest
+local rate, period = l1, l2
+-- Reading the list costs Redis about as much per element as a call, so a
+-- decision reads little: first the head, the total and the HEAD oldest
+-- entries (for a short log the whole of it), then, for a longer one, its
+-- length and newest entry, and CHUNK entries at a time as far as entries
+-- expire (or a retry must look).
+local HEAD, CHUNK = 4, 32
 
+local head = redis.pcall('LRANGE', key, 0, 2 * HEAD)
+if head.err then -- a string or hash left by a rule whose algorithm changed
+  redis.call('DEL', key)
+  head = {}
+end
 local size, total = 0, 0 -- entries and their total cost
 local newest_at, newest_cost = 0, 0
-local len = redis.pcall('LLEN', key)
-if type(len) ~= 'number' then -- a hash left by a rule whose algorithm changed
-  redis.call('DEL', key)
-  len = 0
-end
+local len = #head
 if len >= 3 then
-  size = math.floor((len - 1) / 2)
-  total = tonumber(redis.call('LINDEX', key, 0))
-  local newest = redis.call('LRANGE', key, -2, -1)
-  newest_at, newest_cost = tonumber(newest[1]), tonumber(newest[2])
+  total = head[1] + 0
+  if len <= 2 * HEAD then
+    size = floor((len - 1) / 2)
+    newest_at, newest_cost = head[len - 1] + 0, head[len] + 0
+  else -- maybe longer
+    size = floor((redis.call('LLEN', key) - 1) / 2)
+    local newest = redis.call('LRANGE', key, -2, -1)
+    newest_at, newest_cost = newest[1] + 0, newest[2] + 0
+  end
 end
 
--- entry returns the time and cost of the i-th oldest entry, reading the
--- list CHUNK entries at a time.
-local chunk_first, chunk = 1, {}
+-- entry returns the time and cost of the i-th oldest entry, from the head
+-- or reading the list CHUNK entries at a time. Entry i is
+-- chunk[off + 2*(i - chunk_first) + 1 and + 2], off 1 in the head (whose
+-- first element is the total).
+local chunk, chunk_first, chunk_size, off = head, 1, floor((len - 1) / 2), 1
 local function entry(i)
-  if i < chunk_first or i >= chunk_first + #chunk / 2 then
-    chunk_first = i
+  if i < chunk_first or i >= chunk_first + chunk_size then
     chunk = redis.call('LRANGE', key, 2 * i - 1, 2 * (i + CHUNK - 1))
+    chunk_first, chunk_size, off = i, #chunk / 2, 0
   end
-  local j = 2 * (i - chunk_first)
-  return tonumber(chunk[j + 1]), tonumber(chunk[j + 2])
+  local j = off + 2 * (i - chunk_first)
+  return chunk[j + 1] + 0, chunk[j + 2] + 0
 end
 
 if size > 0 and t < newest_at then -- the clock went back
@@ -53,21 +67,6 @@ while expired < size do
   used = used - c
 end
 
--- log_retry returns how long until enough of the oldest live entries
--- expire to free excess units: limiter.logRetry.
-local function log_retry(excess)
-  local freed = 0
-  for i = expired + 1, size do
-    local at, c = entry(i)
-    freed = freed + c
-    if freed >= excess then
-      return at + period - t
-    end
-  end
-  return period -- unreachable while cost <= rate
-end
-
-local allowed, retry = 0, 0
 local live = size > expired -- whether the newest entry still counts
 if cost > rate then
   retry = NEVER
@@ -75,9 +74,19 @@ elseif used + cost <= rate then
   allowed = 1
   used = used + cost
 else
-  retry = log_retry(used + cost - rate)
+  -- limiter.logRetry: how long until enough of the oldest live entries
+  -- expire to free the excess.
+  local excess, freed = used + cost - rate, 0
+  retry = period -- unreachable while cost <= rate
+  for i = expired + 1, size do
+    local at, c = entry(i)
+    freed = freed + c
+    if freed >= excess then
+      retry = at + period - t
+      break
+    end
+  end
 end
-local reset = 0
 if allowed == 1 and cost > 0 then
   reset = period
 elseif live then
@@ -88,19 +97,27 @@ if allowed == 1 then
   if reset == 0 then
     redis.call('DEL', key)
   elseif not live then -- cost > 0: a log of this one entry
-    redis.call('DEL', key)
-    redis.call('RPUSH', key, int(used), int(t), int(cost))
+    if len > 0 then
+      redis.call('DEL', key)
+    end
+    redis.call('RPUSH', key, fmt('%d', used), fmt('%d', t), fmt('%d', cost))
   else
     if expired > 0 then -- drop them, keeping one element to hold the total
       redis.call('LTRIM', key, 2 * expired, -1)
     end
     if cost > 0 and newest_at == t then -- merge with the same microsecond
-      redis.call('LSET', key, -1, int(newest_cost + cost))
+      redis.call('LSET', key, -1, fmt('%d', newest_cost + cost))
     elseif cost > 0 then
-      redis.call('RPUSH', key, int(t), int(cost))
+      redis.call('RPUSH', key, fmt('%d', t), fmt('%d', cost))
     end
-    redis.call('LSET', key, 0, int(used))
+    redis.call('LSET', key, 0, fmt('%d', used))
   end
-  set_expiry(reset)
+  if reset > 0 and expire then
+    local ms = floor((reset + 999) / 1000)
+    if ms < 1 then
+      ms = 1
+    end
+    redis.call('PEXPIRE', key, fmt('%d', ms))
+  end
 end
-return {allowed, rate, rate - used, retry, reset}
+return struct.pack('>dddd', allowed, rate - used, retry, reset)

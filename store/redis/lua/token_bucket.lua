@@ -1,30 +1,39 @@
 -- token_bucket: limiter.tokenBucket (limiter/bucket.go). Levels count in
--- units of 1/n microsecond: one request is p units. The hash holds
--- a = tokens (units), b = last update (µs); a new key starts full.
+-- units of 1/n microsecond: one request is p units. The state (state.lua)
+-- is s1 = tokens (units), s2 = last update (µs); a new key starts full.
+-- Ceilings are floor((a + b - 1) / b), limiter.ceilDiv, written out.
 
-local s = read_hash('a', 'b')
+local burst, p, n = l1, l2, l3
+if width == 3 then -- sliding_window's (the rule's algorithm changed): fresh
+  s1, s2 = 0, 0
+end
 local capacity = burst * p
 local tokens, last = capacity, t
-if s[2] ~= 0 then
-  tokens, last = s[1], s[2]
+if s2 ~= 0 then
+  tokens, last = s1, s2
 end
 if t < last then -- the clock went back: no refill
   t = last
 end
-tokens = capacity - drain(capacity - tokens, t - last)
+-- limiter.drain of the empty part: it refills at n units a microsecond.
+local empty = capacity - tokens
+if t - last >= floor((empty + n - 1) / n) then
+  tokens = capacity
+else
+  tokens = capacity - (empty - (t - last) * n)
+end
 
-local allowed, retry = 0, 0
 if cost > burst then
   retry = NEVER
 elseif cost * p <= tokens then
   allowed = 1
   tokens = tokens - cost * p
 else
-  retry = ceil_div(cost * p - tokens, n)
+  retry = floor((cost * p - tokens + n - 1) / n)
 end
-local reset = ceil_div(capacity - tokens, n)
+reset = floor((capacity - tokens + n - 1) / n)
+remaining = floor(tokens / p)
 
 if allowed == 1 then
-  save_hash(reset, 'a', int(tokens), 'b', int(t))
+  value = struct.pack('>dd', tokens, t)
 end
-return {allowed, burst, math.floor(tokens / p), retry, reset}
