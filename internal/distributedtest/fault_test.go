@@ -148,12 +148,17 @@ func (f *faultFixture) checkLoad(t *testing.T, phases ...string) {
 	}
 }
 
+// settle lets requests that started in the phase before a fault finish
+// before the fault: a request counts in the phase it started in.
+func settle() { time.Sleep(200 * time.Millisecond) }
+
 // Redis dies (SIGKILL) under load, and is started again (empty).
 func TestRedisKilled(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			f := newFaultFixture(t, mode)
 			f.load.setPhase("down")
+			settle() // requests of the phase before must not meet the fault
 			f.srv.Stop()
 			_ = f.checkPolicy(t, "partner-a")
 			took := waitState(t, f.c, f.insts, f.degraded(), maxDegrade)
@@ -183,6 +188,7 @@ func TestRedisHung(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			f := newFaultFixture(t, mode)
 			f.load.setPhase("hung")
+			settle()
 			f.srv.Pause()
 			hungAt := time.Now()
 			client := "partner-a"
