@@ -59,6 +59,7 @@ type Gateway struct {
 	transport *http.Transport // made by the gateway, so Close releases it
 	reloadMu  sync.Mutex
 	ready     atomic.Bool
+	startSum  string // the config file's digest when New ran, for WatchConfig
 }
 
 // New builds a gateway from opts. It opens the store but starts no server.
@@ -76,6 +77,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g.logGate = newLogGate(opts.Clock, time.Second)
 	g.cfg.Store(opts.Config)
+	g.startSum = fileSum(opts.Config.Path)
 	if g.store == nil {
 		st, err := openStore(context.Background(), opts.Config, g.metrics, g.log)
 		if err != nil {

@@ -56,7 +56,7 @@ func (g *Gateway) WatchConfig(ctx context.Context, debounce time.Duration) error
 	if err := w.Add(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("gateway: watch %s: %w", path, err)
 	}
-	last := "" // unknown: the file may have changed since it was loaded
+	last := g.startSum // what the gateway started with (about when it was loaded)
 	var fire <-chan time.Time
 	for {
 		select {
