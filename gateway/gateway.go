@@ -7,6 +7,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -199,31 +200,24 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	go func() { errc <- serve(srv, ln) }()
 	go func() { errc <- serve(adm, admin) }()
 	var err error
+	running := 2
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
+		running--
 	}
 	g.ready.Store(false)
 	sctx, cancel := context.WithTimeout(context.Background(), g.opts.ShutdownTimeout)
 	defer cancel()
 	shutErr := srv.Shutdown(sctx) // drain callers first, admin (readyz 503) last
 	shutErr = errors.Join(shutErr, adm.Shutdown(sctx))
-	for range 2 - btoi(err != nil) {
-		if e := <-errc; err == nil {
-			err = e
-		}
+	for ; running > 0; running-- {
+		err = cmp.Or(err, <-errc) // the first error, if any
 	}
 	if err == nil && shutErr != nil {
 		err = fmt.Errorf("gateway: shutdown: %w", shutErr)
 	}
 	return err
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func serve(srv *http.Server, ln net.Listener) error {

@@ -24,8 +24,6 @@ type metrics struct {
 	storeErrors   prometheus.Counter
 	upstreamFails prometheus.Counter
 	storeLatency  prometheus.Histogram
-	sharedErrors  prometheus.Counter
-	degraded      prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -61,17 +59,9 @@ func newMetrics() *metrics {
 			Help:    "Latency of the shared store (Redis), one observation per batch of decisions.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
 		}),
-		sharedErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sluice_store_shared_errors_total",
-			Help: "Calls to the shared store (Redis) that failed or timed out.",
-		}),
-		degraded: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "sluice_store_degraded",
-			Help: "1 while the shared store is unreachable and on_failure decides, 0 while counting is shared.",
-		}),
 	}
 	m.registry.MustRegister(m.requests, m.rejected, m.decision, m.reloads, m.storeErrors, m.upstreamFails,
-		m.storeLatency, m.sharedErrors, m.degraded,
+		m.storeLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")

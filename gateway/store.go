@@ -34,10 +34,8 @@ func openStore(ctx context.Context, cfg *config.File, m *metrics, log *slog.Logg
 	_, err := shared.get(ctx)
 	if err != nil {
 		log.Warn("redis unreachable at start; on_failure decides until it answers", "err", err.Error())
-		m.degraded.Set(1)
 	}
-	fo := failover.Options{Shared: &timedStore{Store: shared, m: m}, Instances: sc.Instances, StartDegraded: err != nil,
-		OnStateChange: func(degraded bool) { m.degraded.Set(b2f(degraded)) }}
+	fo := failover.Options{Shared: &timedStore{Store: shared, m: m}, Instances: sc.Instances, StartDegraded: err != nil}
 	switch sc.OnFailure {
 	case config.FailClosed:
 		fo.Mode = failover.Closed
@@ -50,25 +48,37 @@ func openStore(ctx context.Context, cfg *config.File, m *metrics, log *slog.Logg
 		_ = shared.Close()
 		return nil, err
 	}
-	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "sluice_store_cached_rejections_total",
-		Help: "Rejections answered locally from the shared store's earlier denial, without asking it.",
-	}, func() float64 { return float64(fs.Stats().CachedRejections.Load()) }),
+	m.registerFailover(fs)
+	return fs, nil
+}
+
+// registerFailover exports the failover store's own state and counters, so
+// that the metrics never disagree with what the store does.
+func (m *metrics) registerFailover(fs *failover.Store) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sluice_store_degraded",
+		Help: "1 while the shared store is unreachable and on_failure decides, 0 while counting is shared.",
+	}, func() float64 {
+		if fs.Degraded() {
+			return 1
+		}
+		return 0
+	}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sluice_store_shared_errors_total",
+			Help: "Calls to the shared store (Redis) that failed or timed out (a caller that left is none).",
+		}, func() float64 { return float64(fs.Stats().SharedErrors.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "sluice_store_cached_rejections_total",
+			Help: "Rejections answered locally from the shared store's earlier denial, without asking it.",
+		}, func() float64 { return float64(fs.Stats().CachedRejections.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "sluice_store_degraded_decisions_total",
 			Help: "Decisions made by the failure policy (on_failure) while the shared store was unreachable.",
 		}, func() float64 { return float64(fs.Stats().Degraded.Load()) }))
-	return fs, nil
 }
 
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// timedStore measures the shared store's latency and errors.
+// timedStore measures the shared store's latency.
 type timedStore struct {
 	store.Store
 	m *metrics
@@ -78,13 +88,6 @@ func (t *timedStore) DecideBatch(ctx context.Context, reqs []store.Request, now 
 	start := time.Now()
 	res, err := t.Store.DecideBatch(ctx, reqs, now)
 	t.m.storeLatency.Observe(time.Since(start).Seconds())
-	failed := err != nil
-	for _, r := range res {
-		failed = failed || r.Err != nil
-	}
-	if failed && ctx.Err() == nil { // a caller that left is no Redis failure
-		t.m.sharedErrors.Inc()
-	}
 	return res, err
 }
 

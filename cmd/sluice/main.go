@@ -84,15 +84,8 @@ func check(args []string, stdout, stderr io.Writer) int {
 	}
 	p := cfg.Policy
 	fmt.Fprintf(stdout, "%s: ok: %d rules, %d clients, %d plans; listen %s, upstream %s, admin %s, store %s\n",
-		path, len(p.Rules), len(p.Clients.List), len(p.Plans), cfg.Listen, cfg.Upstream.Redacted(), cfg.Admin, storeName(cfg))
+		path, len(p.Rules), len(p.Clients.List), len(p.Plans), cfg.Listen, cfg.Upstream.Redacted(), cfg.Admin, cfg.Store.Type)
 	return 0
-}
-
-func storeName(cfg *config.File) string {
-	if cfg.Store.Type == "" {
-		return "memory"
-	}
-	return cfg.Store.Type
 }
 
 // serve runs the gateway until SIGTERM or SIGINT, reloading on SIGHUP and
