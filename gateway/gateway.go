@@ -150,7 +150,7 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 // upstreamFailed answers 502 when the upstream cannot be reached.
 func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
 	g.metrics.upstreamFails.Inc()
-	if g.logGate.allow("upstream") {
+	if g.logGate.allow(logSubject{kind: "upstream"}) {
 		g.log.Warn("upstream unreachable", "upstream", g.cfg.Load().Upstream.Redacted(), "err", err.Error())
 	}
 	if errors.Is(r.Context().Err(), context.Canceled) {
@@ -163,16 +163,16 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 func (g *Gateway) observe(_ *http.Request, rep *httplimit.Report) {
 	g.metrics.observe(rep)
 	switch {
-	case rep.Status == http.StatusTooManyRequests && g.logGate.allow("limited:"+rep.Client):
+	case rep.Status == http.StatusTooManyRequests && g.logGate.allow(logSubject{kind: "limited", client: rep.Client}):
 		g.log.Info("client limited", "client", rep.Client, "rules", limitedRules(rep),
 			"retry_after_s", rep.RetryAfter.Seconds())
-	case rep.Status == http.StatusUnauthorized && g.logGate.allow("unauthenticated"):
+	case rep.Status == http.StatusUnauthorized && g.logGate.allow(logSubject{kind: "unauthenticated"}):
 		g.log.Info("unknown callers rejected", "client", rep.Client)
-	case rep.Err != nil && !errors.Is(rep.Err, context.Canceled) && g.logGate.allow("store"):
+	case rep.Err != nil && !errors.Is(rep.Err, context.Canceled) && g.logGate.allow(logSubject{kind: "store"}):
 		g.log.Error("store failed", "err", rep.Err.Error())
 	}
 	for _, r := range rep.Rules {
-		if r.Outcome == httplimit.ShadowLimited && g.logGate.allow("shadow:"+rep.Client+":"+r.Rule) {
+		if r.Outcome == httplimit.ShadowLimited && g.logGate.allow(logSubject{kind: "shadow", client: rep.Client, rule: r.Rule}) {
 			g.log.Info("client over shadow limit", "client", rep.Client, "rule", r.Rule)
 		}
 	}

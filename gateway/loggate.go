@@ -15,17 +15,21 @@ type logGate struct {
 	clock    clock.Clock
 	interval time.Duration
 	mu       sync.Mutex
-	last     map[string]time.Time
+	last     map[logSubject]time.Time
 }
+
+// logSubject is what one log line is about: a kind of event and, for some,
+// the client and rule. A struct key spares building a string per 429.
+type logSubject struct{ kind, client, rule string }
 
 const maxSubjects = 10000
 
 func newLogGate(c clock.Clock, interval time.Duration) *logGate {
-	return &logGate{clock: c, interval: interval, last: map[string]time.Time{}}
+	return &logGate{clock: c, interval: interval, last: map[logSubject]time.Time{}}
 }
 
 // allow reports whether subject may log now, and if so starts its interval.
-func (g *logGate) allow(subject string) bool {
+func (g *logGate) allow(subject logSubject) bool {
 	now := g.clock.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"errors"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -127,11 +128,7 @@ func (l *Limiter) judge(w http.ResponseWriter, pol *policy.Compiled, caller *pol
 	return false
 }
 
-var errShortBatch = &shortBatchError{}
-
-type shortBatchError struct{}
-
-func (*shortBatchError) Error() string { return "httplimit: store returned too few results" }
+var errShortBatch = errors.New("httplimit: store returned too few results")
 
 // reject writes the 429. Retry-After is the longest wait among the violated
 // rules, in whole seconds rounded up; a cost no limit can ever allow gets
