@@ -37,18 +37,6 @@ source bench/lib.sh
 install_missing wrk:wrk nginx:nginx curl:curl
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 
-# wait_port waits until something listens on 127.0.0.1:$1 (10 s at most).
-wait_port() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.05
-	done
-	echo "gateway: nothing listens on 127.0.0.1:$1; logs in $tmp:" >&2
-	tail -n 20 "$tmp"/*.log >&2 || true
-	return 1
-}
-
 echo "gateway: building sluice and the upstream" >&2
 go build -o "$tmp/sluice" ./cmd/sluice
 go build -o "$tmp/upstream" ./bench/tools/upstream
@@ -197,14 +185,6 @@ for ((r = 1; r <= rounds; r++)); do
 	fi
 	for t in "${order[@]}"; do run "$t"; done
 done
-
-# median FILE prints the median of the numbers in FILE, one a line.
-median() {
-	sort -g "$1" | awk '{v[NR] = $1} END {
-		if (NR == 0) { print "NaN"; exit }
-		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2
-	}'
-}
 
 printf '%-12s %14s %14s %14s %12s\n' target "median req/s" "min req/s" "max req/s" "median p99"
 for t in "${targets[@]}"; do

@@ -51,3 +51,24 @@ free_port() {
 	echo "$name: no free port" >&2
 	return 1
 }
+
+# wait_port waits until something listens on 127.0.0.1:$1 (10 s at most).
+wait_port() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "$name: nothing listens on 127.0.0.1:$1; logs in $tmp:" >&2
+	tail -n 20 "$tmp"/*.log >&2 || true
+	return 1
+}
+
+# median [FILE] prints the median of the numbers in FILE (or standard
+# input), one a line.
+median() {
+	sort -g "$@" | awk '{v[NR] = $1} END {
+		if (NR == 0) { print "NaN"; exit }
+		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2
+	}'
+}

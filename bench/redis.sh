@@ -35,26 +35,6 @@ name=redis
 source bench/lib.sh
 install_missing redis-server:redis-server redis-cli:redis-tools wrk:wrk curl:curl
 
-# wait_port waits until something listens on 127.0.0.1:$1 (10 s at most).
-wait_port() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.05
-	done
-	echo "redis: nothing listens on 127.0.0.1:$1; logs in $tmp:" >&2
-	tail -n 20 "$tmp"/*.log >&2 || true
-	return 1
-}
-
-# median FILE prints the median of the numbers in FILE, one a line.
-median() {
-	sort -g "$1" | awk '{v[NR] = $1} END {
-		if (NR == 0) { print "NaN"; exit }
-		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2
-	}'
-}
-
 # order ROUND NAME... sets order to the names, reversed in even rounds.
 order() {
 	local r=$1 i

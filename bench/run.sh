@@ -16,20 +16,15 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+name=bench
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh" # median, and $tmp: a scratch directory removed on exit
 targets=(core gateway redis) # add a target: a run_NAME function and its name here
 
 usage() {
 	local IFS='|'
 	echo "usage: bench/run.sh [${targets[*]}]...   (no target: all)" >&2
 	exit 2
-}
-
-# median reads numbers, one a line, and prints their median.
-median() {
-	sort -g | awk '{v[NR] = $1} END {
-		if (NR == 0) { print "NaN"; exit }
-		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2
-	}'
 }
 
 # bstat FILE BENCH UNIT prints the median of BENCH's UNIT column (such as
@@ -87,9 +82,6 @@ run_core() {
 run_gateway() { bash "$here/gateway.sh"; }
 run_redis() { bash "$here/redis.sh"; }
 
-# tmp is a scratch directory for every target, removed on exit.
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 main() {
 	(($# > 0)) || set -- "${targets[@]}"
