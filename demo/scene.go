@@ -150,6 +150,10 @@ func (s *scene) tearDown(stopGateway context.CancelFunc) error {
 	if closeErr != nil {
 		closeErr = fmt.Errorf("demo: close sluice: %w", closeErr)
 	}
+	// sluice's connections to the claims service go first: one dialled for
+	// a request that was then cancelled has carried nothing, and the
+	// server's Shutdown would wait 5 s for such a "new" connection.
+	s.upstream.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	shutErr := s.claimsSrv.Shutdown(ctx)
@@ -157,7 +161,6 @@ func (s *scene) tearDown(stopGateway context.CancelFunc) error {
 		shutErr = fmt.Errorf("demo: shut down claims service: %w", shutErr)
 	}
 	<-s.claimsStopped
-	s.upstream.CloseIdleConnections()
 	return errors.Join(s.gwErr, closeErr, shutErr, s.claimsErr)
 }
 
