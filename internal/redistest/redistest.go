@@ -6,8 +6,8 @@
 // Tests share a server safely by giving every key a KeyPrefix instead of
 // flushing the database.
 //
-// The package needs redis-server and redis-cli on PATH; `make test`
-// installs them. Without them the tests fail rather than skip, so a missing
+// The package needs redis-server on PATH; `make test` installs it
+// (with redis-cli). Without it the tests fail rather than skip, so a missing
 // Redis cannot pass for a green run.
 package redistest
 
