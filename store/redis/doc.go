@@ -56,6 +56,18 @@
 // remaining, retry-after and reset as four doubles; the caller knows the
 // limit.
 //
+// # A hot key
+//
+// While a decision on a key is in flight, the store's next decisions on
+// that key (same limit) wait for it and then go together in one call of
+// the algorithm's batch script, which decides them one after another at
+// one Redis time, exactly as separate calls would: one flooding caller
+// costs Redis one script call per round trip instead of one per request.
+// Nothing waits when nothing is in flight. A waiting request whose context
+// ends leaves at once and is left out of the batch if it has not gone yet.
+// sliding_log, whose script reads and writes a list, decides one request
+// per call.
+//
 // # Expiry
 //
 // Each write gives the key a TTL of its Reset, rounded up to a whole

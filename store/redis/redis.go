@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,10 @@ type Store struct {
 	prefix     string
 	callerTime bool
 	closed     atomic.Bool
+
+	mu      sync.Mutex         // guards flights, and orders Close against wg.Add
+	flights map[string]*flight // keys with a call in flight (coalesce.go)
+	wg      sync.WaitGroup     // batch calls in flight
 }
 
 var _ store.Store = (*Store)(nil)
@@ -124,7 +129,8 @@ func newStore(client rueidis.Client, owns bool, opts Options) (*Store, error) {
 	if strings.ContainsAny(opts.Prefix, "{}") {
 		return nil, fmt.Errorf("redis store: prefix %q contains '{' or '}' (they would break the keys' cluster hash tags)", opts.Prefix)
 	}
-	s := &Store{client: client, ownsClient: owns, timeout: opts.Timeout, prefix: opts.Prefix, callerTime: opts.CallerTime}
+	s := &Store{client: client, ownsClient: owns, timeout: opts.Timeout, prefix: opts.Prefix, callerTime: opts.CallerTime,
+		flights: make(map[string]*flight)}
 	if s.timeout == 0 {
 		s.timeout = DefaultTimeout
 	}
@@ -137,14 +143,21 @@ func newStore(client rueidis.Client, owns bool, opts Options) (*Store, error) {
 // loadScripts loads every script on every node, so that the first
 // decisions need no EVAL fallback.
 func (s *Store) loadScripts(ctx context.Context) error {
+	var all []*script
+	for _, alg := range limiter.Algorithms {
+		all = append(all, scripts[alg])
+		if b := scripts[alg].batch; b != nil {
+			all = append(all, b)
+		}
+	}
 	for addr, node := range s.client.Nodes() {
-		cmds := make(rueidis.Commands, 0, len(limiter.Algorithms))
-		for _, alg := range limiter.Algorithms {
-			cmds = append(cmds, node.B().ScriptLoad().Script(scripts[alg].src).Build())
+		cmds := make(rueidis.Commands, 0, len(all))
+		for _, sc := range all {
+			cmds = append(cmds, node.B().ScriptLoad().Script(sc.src).Build())
 		}
 		for i, res := range node.DoMulti(ctx, cmds...) {
 			if err := res.Error(); err != nil {
-				return fmt.Errorf("redis store: load script %s on %s: %w", limiter.Algorithms[i], addr, err)
+				return fmt.Errorf("redis store: load script %s on %s: %w", all[i].name, addr, err)
 			}
 		}
 	}
@@ -163,17 +176,30 @@ func (s *Store) Decide(ctx context.Context, key string, limit limiter.Limit, now
 		return limiter.Decision{Limit: limit.Burst(), RetryAfter: limiter.Never}, nil
 	}
 	c := s.newCall(key, limit, cost, now)
+	if c.sc.batch == nil {
+		return s.decideOne(ctx, c)
+	}
+	return s.coalesce(ctx, c)
+}
+
+// decideOne decides c in a call of its own, under ctx and Options.Timeout.
+func (s *Store) decideOne(ctx context.Context, c call) (limiter.Decision, error) {
 	tctx, cancel := s.withTimeout(ctx)
 	defer cancel()
-	res := s.client.Do(tctx, c.evalsha(s.client.B()))
-	if isNoScript(res.Error()) { // the node lost the scripts; send it whole
-		res = s.client.Do(tctx, c.eval(s.client.B()))
-	}
-	d, err := parseReply(res, c.burst)
+	d, err := s.eval(tctx, c)
 	if err != nil {
 		return limiter.Decision{}, s.failed(ctx, c.sc, err)
 	}
 	return d, nil
+}
+
+// eval runs c's script under tctx and reads its decision.
+func (s *Store) eval(tctx context.Context, c call) (limiter.Decision, error) {
+	res := s.client.Do(tctx, c.evalsha(s.client.B()))
+	if isNoScript(res.Error()) { // the node lost the scripts; send it whole
+		res = s.client.Do(tctx, c.eval(s.client.B()))
+	}
+	return parseReply(res, c.burst)
 }
 
 // newCall returns the script call deciding a request.
@@ -214,11 +240,15 @@ func (s *Store) failed(caller context.Context, sc *script, err error) error {
 // client. Decisions after Close return store.ErrClosed. Closing twice does
 // nothing.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	s.mu.Lock()
+	already := s.closed.Swap(true)
+	s.mu.Unlock()
+	if already {
 		return nil
 	}
 	if s.ownsClient {
 		s.client.Close()
 	}
+	s.wg.Wait() // batch calls end with the client, or within Options.Timeout
 	return nil
 }

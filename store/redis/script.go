@@ -24,25 +24,36 @@ type script struct {
 	name string // the algorithm's name, for errors
 	src  string // the whole script, for EVAL
 	sha  string // its SHA-1, for EVALSHA
+	// batch decides several requests on one key in one call (see
+	// lua/batch_begin.lua); nil for sliding_log, whose script decides one.
+	batch *script
 }
 
 // scripts holds the scripts, indexed by algorithm; index 0 is unused.
 var scripts = loadScripts()
 
-// loadScripts builds each algorithm's script from the embedded files.
+// loadScripts builds each algorithm's script, and its batch script, from
+// the embedded files.
 func loadScripts() [limiter.LeakyBucket + 1]*script {
 	common, state, save := mustRead("lua/common.lua"), mustRead("lua/state.lua"), mustRead("lua/save.lua")
+	begin, end := mustRead("lua/batch_begin.lua"), mustRead("lua/batch_end.lua")
 	var out [limiter.LeakyBucket + 1]*script
 	for _, alg := range limiter.Algorithms {
 		body := mustRead("lua/" + alg.String() + ".lua")
-		src := common + body
-		if alg != limiter.SlidingLog {
-			src = common + state + body + save
+		if alg == limiter.SlidingLog {
+			out[alg] = newScript(alg.String(), common+body)
+			continue
 		}
-		sum := sha1.Sum([]byte(src))
-		out[alg] = &script{name: alg.String(), src: src, sha: hex.EncodeToString(sum[:])}
+		out[alg] = newScript(alg.String(), common+state+body+save)
+		out[alg].batch = newScript(alg.String()+" batch", common+state+begin+body+end+save)
 	}
 	return out
+}
+
+// newScript returns the script of src.
+func newScript(name, src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
 }
 
 // mustRead reads an embedded script. The files are compiled into the
@@ -102,6 +113,17 @@ func (c *call) eval(b rueidis.Builder) rueidis.Completed {
 	return b.Eval().Script(c.sc.src).Numkeys(1).Key(c.key).Arg(c.req).Build()
 }
 
+// batchCommand builds the command of the call's batch script deciding the
+// call's request and then, in order, requests of the costs packed in more
+// (one double each; see lua/batch_begin.lua): by SHA-1 if bySHA, else with
+// the script itself.
+func (c *call) batchCommand(b rueidis.Builder, more string, bySHA bool) rueidis.Completed {
+	if bySHA {
+		return b.Evalsha().Sha1(c.sc.batch.sha).Numkeys(1).Key(c.key).Arg(c.req, more).Build()
+	}
+	return b.Eval().Script(c.sc.batch.src).Numkeys(1).Key(c.key).Arg(c.req, more).Build()
+}
+
 // putDouble writes v, an integer of at most 2^53 in magnitude, as the
 // scripts read a number: a big-endian IEEE-754 double, which holds it
 // exactly.
@@ -135,6 +157,30 @@ func parseReply(res rueidis.RedisResult, burst int64) (limiter.Decision, error) 
 	if len(s) != replyLen {
 		return limiter.Decision{}, fmt.Errorf("reply has %d bytes, want %d", len(s), replyLen)
 	}
+	return parseDecision(s, burst)
+}
+
+// parseBatchReply is parseReply for a batch script's reply: n decisions
+// one after another.
+func parseBatchReply(res rueidis.RedisResult, burst int64, n int) ([]limiter.Decision, error) {
+	s, err := res.ToString()
+	if err != nil {
+		return nil, err
+	}
+	if len(s) != n*replyLen {
+		return nil, fmt.Errorf("batch reply has %d bytes, want %d for %d decisions", len(s), n*replyLen, n)
+	}
+	ds := make([]limiter.Decision, n)
+	for i := range ds {
+		if ds[i], err = parseDecision(s[i*replyLen:(i+1)*replyLen], burst); err != nil {
+			return nil, fmt.Errorf("decision %d of %d: %w", i+1, n, err)
+		}
+	}
+	return ds, nil
+}
+
+// parseDecision reads one decision, replyLen bytes.
+func parseDecision(s string, burst int64) (limiter.Decision, error) {
 	var v [replyLen / 8]int64
 	for i := range v {
 		f := getDouble(s[8*i:])

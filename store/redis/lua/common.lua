@@ -51,6 +51,6 @@ elseif t > MAX_TIME then
 end
 
 -- Each algorithm sets these; save.lua stores value (nil: nothing to store)
--- and replies with the decision.
+-- and replies with the decision, or with reply when a batch set it.
 local allowed, remaining, retry, reset = 0, 0, 0, 0
-local value
+local value, reply

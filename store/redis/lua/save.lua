@@ -2,7 +2,8 @@
 -- its Reset rounded up to a whole millisecond (once Reset has passed the
 -- state cannot change a decision); or, when Reset is 0 and the state is as
 -- good as a fresh one, deletes the key. A denied request leaves value nil:
--- it changes nothing. Then replies with the decision.
+-- it changes nothing. Then replies with the decision, or with the
+-- decisions of a batch (batch_end.lua).
 
 if value then
   if reset == 0 then
@@ -17,4 +18,4 @@ if value then
     redis.call('SET', key, value)
   end
 end
-return struct.pack('>dddd', allowed, remaining, retry, reset)
+return reply or struct.pack('>dddd', allowed, remaining, retry, reset)

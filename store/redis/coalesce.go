@@ -1,0 +1,165 @@
+package redis
+
+import (
+	"context"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// Coalescing a hot key's decisions.
+//
+// One caller flooding one key (seed 000's buggy partner) makes many
+// concurrent decisions on one Redis key. Each alone costs Redis a script
+// call whose fixed part (EVALSHA, TIME, reading and writing the key) is
+// most of the work. So while a call on a key is in flight, the next
+// requests on that key wait for it and then go together, in one call of
+// the algorithm's batch script (lua/batch_begin.lua), which decides them
+// one after another at one Redis time, each exactly as its own call would
+// have been. A key with nothing in flight goes at once: coalescing adds no
+// wait of its own; a request waits for the call before it, as it would
+// have waited behind it in Redis.
+
+// maxBatch bounds the requests of one batch call: its script holds Redis
+// for a few microseconds per request.
+const maxBatch = 128
+
+// flight is a key with a call in flight, and the requests waiting for it.
+type flight struct {
+	call    call // the first call; only requests with its time and limit join
+	waiting []*waiter
+}
+
+// waiter is a request waiting for the call in flight on its key.
+type waiter struct {
+	ctx  context.Context
+	cost int64        // capped as newCall caps it
+	done chan outcome // buffered: delivering never blocks
+}
+
+// outcome is a waiter's answer.
+type outcome struct {
+	d   limiter.Decision
+	err error
+}
+
+// coalesce decides c at once if nothing is in flight on its key, else
+// waits to go with the next batch on the key.
+func (s *Store) coalesce(ctx context.Context, c call) (limiter.Decision, error) {
+	s.mu.Lock()
+	f, busy := s.flights[c.key]
+	if !busy {
+		s.flights[c.key] = &flight{call: c}
+		s.mu.Unlock()
+		d, err := s.decideOne(ctx, c)
+		s.land(c.key)
+		return d, err
+	}
+	if f.call.req[8:] != c.req[8:] { // another limit, or with CallerTime another time
+		s.mu.Unlock()
+		return s.decideOne(ctx, c)
+	}
+	w := &waiter{ctx: ctx, cost: int64(getDouble(c.req)), done: make(chan outcome, 1)}
+	f.waiting = append(f.waiting, w)
+	s.mu.Unlock()
+	select {
+	case o := <-w.done:
+		return o.d, o.err
+	case <-ctx.Done():
+		return limiter.Decision{}, s.failed(ctx, c.sc, ctx.Err())
+	}
+}
+
+// land ends the call in flight on key: the key is free again, or the
+// requests that waited go, from a goroutine of their own, as the next call.
+func (s *Store) land(key string) {
+	if c, batch := s.next(key, true); batch != nil {
+		go s.fly(key, c, batch)
+	}
+}
+
+// fly decides batch, then whatever waited meanwhile, until the key is free.
+func (s *Store) fly(key string, c call, batch []*waiter) {
+	defer s.wg.Done()
+	for batch != nil {
+		s.decideBatch(c, batch)
+		c, batch = s.next(key, false)
+	}
+}
+
+// next takes the next batch of key's waiters, at most maxBatch, leaving
+// out those whose callers have gone. With none left it frees the key and
+// returns nil. After Close it answers them all with store.ErrClosed. With
+// spawn, a batch is counted in s.wg for the goroutine the caller starts.
+func (s *Store) next(key string, spawn bool) (call, []*waiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := s.flights[key]
+	var batch []*waiter
+	for len(f.waiting) > 0 && len(batch) < maxBatch {
+		w := f.waiting[0]
+		f.waiting[0] = nil
+		f.waiting = f.waiting[1:]
+		switch {
+		case s.closed.Load():
+			w.done <- outcome{err: store.ErrClosed}
+		case w.ctx.Err() == nil:
+			batch = append(batch, w)
+		}
+	}
+	if len(batch) == 0 {
+		delete(s.flights, key)
+		return call{}, nil
+	}
+	if spawn {
+		s.wg.Add(1) // under s.mu, which Close takes before it waits
+	}
+	return f.call, batch
+}
+
+// decideBatch decides the waiters' requests in one call and answers each.
+// It runs under Options.Timeout alone: the batch is not any one caller's,
+// and each waiter leaves when its own context ends.
+func (s *Store) decideBatch(c call, batch []*waiter) {
+	tctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	first := c.withCost(batch[0].cost)
+	if len(batch) == 1 {
+		d, err := s.eval(tctx, first)
+		batch[0].answer(d, err, s, c.sc)
+		return
+	}
+	more := make([]byte, 8*(len(batch)-1))
+	for i, w := range batch[1:] {
+		putDouble(more[8*i:], w.cost)
+	}
+	res := s.client.Do(tctx, first.batchCommand(s.client.B(), string(more), true))
+	if isNoScript(res.Error()) { // the node lost the scripts; send it whole
+		res = s.client.Do(tctx, first.batchCommand(s.client.B(), string(more), false))
+	}
+	ds, err := parseBatchReply(res, c.burst, len(batch))
+	for i, w := range batch {
+		var d limiter.Decision
+		if err == nil {
+			d = ds[i]
+		}
+		w.answer(d, err, s, c.sc.batch)
+	}
+}
+
+// answer delivers a decision, or err as s.failed wraps it for the waiter.
+func (w *waiter) answer(d limiter.Decision, err error, s *Store, sc *script) {
+	if err != nil {
+		w.done <- outcome{err: s.failed(w.ctx, sc, err)}
+		return
+	}
+	w.done <- outcome{d: d}
+}
+
+// withCost returns c with its request's cost replaced.
+func (c call) withCost(cost int64) call {
+	var b [8]byte
+	putDouble(b[:], cost)
+	c.req = string(b[:]) + c.req[8:]
+	return c
+}

@@ -1,0 +1,294 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/internal/redistest"
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// decideBatchNow runs the batch script for requests of costs on key at now
+// (caller time) and returns their outcomes.
+func decideBatchNow(s *Store, key string, l limiter.Limit, now time.Time, costs []int64) []outcome {
+	c := s.newCall(key, l, costs[0], now)
+	batch := make([]*waiter, len(costs))
+	for i, cost := range costs {
+		batch[i] = &waiter{ctx: context.Background(), cost: min(cost, l.Burst()+1), done: make(chan outcome, 1)}
+	}
+	s.decideBatch(c, batch)
+	out := make([]outcome, len(batch))
+	for i, w := range batch {
+		out[i] = <-w.done
+	}
+	return out
+}
+
+// TestBatchDifferential replays random batches (one to eight requests at
+// one time, random costs) through the batch scripts and through
+// limiter.Decide one request after another: every decision must be
+// identical, as must the state a batch leaves for the next. sliding_log
+// has no batch script.
+func TestBatchDifferential(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	for i, c := range diffCases() {
+		if c.alg == limiter.SlidingLog {
+			continue
+		}
+		t.Run(c.String(), func(t *testing.T) {
+			t.Parallel()
+			l := mustLimit(t, c.alg, c.rate, c.period, c.burst)
+			rng := rand.New(rand.NewPCG(*diffSeed, 1000+uint64(i)))
+			key := "batchdiff:" + c.String()
+			var m model
+			var history strings.Builder
+			now := c.start
+			period := int64(l.Period() / time.Microsecond)
+			p, n := l.Interval()
+			for step := range *diffSteps / 2 {
+				now = nextTime(rng, now, period, max(p/n, 1))
+				costs := make([]int64, 1+rng.IntN(8))
+				for j := range costs {
+					costs[j] = nextCost(rng, l.Burst())
+				}
+				at := time.UnixMicro(now)
+				got := decideBatchNow(s, key, l, at, costs)
+				for j, cost := range costs {
+					want := m.decide(l, at, cost)
+					fmt.Fprintf(&history, "  step %d.%d: now %d cost %d -> %+v\n", step, j, now, cost, want)
+					if got[j].err != nil || got[j].d != want {
+						t.Fatalf("%v: step %d, request %d of %v (now %d µs):\n redis %+v (%v)\n go    %+v\nsteps so far (go):\n%s",
+							l, step, j, costs, now, got[j].d, got[j].err, want, history.String())
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestBatchNoScript flushes the script cache: a batch must fall back to
+// EVAL.
+func TestBatchNoScript(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	l := mustLimit(t, limiter.GCRA, 3, time.Minute, 0)
+	do(t, s, s.client.B().ScriptFlush().Build())
+	got := decideBatchNow(s, "noscript", l, epoch, []int64{1, 1, 1, 1})
+	for i, o := range got {
+		if o.err != nil || o.d.Allowed != (i < 3) {
+			t.Fatalf("request %d after SCRIPT FLUSH: %+v, %v; want allowed %v", i, o.d, o.err, i < 3)
+		}
+	}
+}
+
+// evalCalls returns how many EVALSHA and EVAL calls the server has run.
+func evalCalls(t *testing.T, s *Store) int {
+	t.Helper()
+	info, err := do(t, s, s.client.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for line := range strings.Lines(info) {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if rest, ok := strings.CutPrefix(line, cmd); ok {
+				n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+				if err != nil {
+					t.Fatalf("INFO commandstats line %q: %v", line, err)
+				}
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// waitFor polls cond until it holds, for at most 10 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 1000 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// waiting returns how many requests wait on key's call in flight, or -1
+// when nothing is in flight.
+func (s *Store) waiting(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.flights[key]
+	if !ok {
+		return -1
+	}
+	return len(f.waiting)
+}
+
+// holdKey pauses Redis and starts a decision on key that stays in flight
+// until resume is called; done receives its outcome.
+func holdKey(t *testing.T, srv *redistest.Server, s *Store, key string, l limiter.Limit) (done chan outcome, resume func()) {
+	t.Helper()
+	srv.Pause()
+	var once sync.Once
+	resume = func() { once.Do(srv.Resume) }
+	t.Cleanup(resume)
+	done = make(chan outcome, 1)
+	go func() {
+		d, err := s.Decide(context.Background(), key, l, epoch, 1)
+		done <- outcome{d, err}
+	}()
+	waitFor(t, "the first call to be in flight", func() bool { return s.waiting(redisKey(s.prefix, key)) == 0 })
+	return done, resume
+}
+
+// TestCoalescing holds a call on a key in flight (Redis paused) while ten
+// more requests on the key arrive: they must go together in one script
+// call once Redis answers, and be decided exactly as one after another.
+func TestCoalescing(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	l := mustLimit(t, limiter.FixedWindow, 5, time.Minute, 0)
+	before := evalCalls(t, s)
+	first, resume := holdKey(t, srv, s, "hot", l)
+
+	results := make(chan outcome, 10)
+	for range 10 {
+		go func() {
+			d, err := s.Decide(context.Background(), "hot", l, epoch, 1)
+			results <- outcome{d, err}
+		}()
+	}
+	waitFor(t, "ten requests to wait", func() bool { return s.waiting(redisKey(s.prefix, "hot")) == 10 })
+	resume()
+
+	if o := <-first; o.err != nil || !o.d.Allowed || o.d.Remaining != 4 {
+		t.Fatalf("first request: %+v, %v; want allowed with 4 remaining", o.d, o.err)
+	}
+	allowed, remaining := 0, map[int64]bool{}
+	for range 10 {
+		o := <-results
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		if o.d.Allowed {
+			allowed++
+			remaining[o.d.Remaining] = true
+		}
+	}
+	if allowed != 4 || len(remaining) != 4 || !remaining[0] || !remaining[3] {
+		t.Errorf("%d of the ten waiting requests allowed, remaining %v; want 4 with remaining 3, 2, 1, 0", allowed, remaining)
+	}
+	if calls := evalCalls(t, s) - before; calls != 2 {
+		t.Errorf("11 requests took %d script calls, want 2 (one, then one batch)", calls)
+	}
+	if n := s.waiting(redisKey(s.prefix, "hot")); n != -1 {
+		t.Errorf("key still marked in flight (%d waiting) after every request was answered", n)
+	}
+}
+
+// TestCoalescingCallerGone cancels some waiting requests: they get
+// context.Canceled and are left out of the batch, so they spend nothing.
+func TestCoalescingCallerGone(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
+	first, resume := holdKey(t, srv, s, "gone", l)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := s.Decide(ctx, "gone", l, epoch, 1)
+			errs <- err
+		}()
+	}
+	waitFor(t, "three requests to wait", func() bool { return s.waiting(redisKey(s.prefix, "gone")) == 3 })
+	cancel()
+	for range 3 {
+		if err := <-errs; !errors.Is(err, context.Canceled) {
+			t.Errorf("waiting request whose caller left: error %v, want context.Canceled", err)
+		}
+	}
+	resume()
+	if o := <-first; o.err != nil || o.d.Remaining != 9 {
+		t.Fatalf("first request: %+v, %v", o.d, o.err)
+	}
+	if d := decide(t, s, "gone", l, epoch, 1); d.Remaining != 8 {
+		t.Errorf("after one request and three that left: %+v, want remaining 8", d)
+	}
+}
+
+// TestCoalescingClose closes the store while requests wait: they get
+// store.ErrClosed, and no goroutine is left (TestMain checks).
+func TestCoalescingClose(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	l := mustLimit(t, limiter.TokenBucket, 10, time.Minute, 0)
+	first, resume := holdKey(t, srv, s, "close", l)
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := s.Decide(context.Background(), "close", l, epoch, 1)
+			errs <- err
+		}()
+	}
+	waitFor(t, "three requests to wait", func() bool { return s.waiting(redisKey(s.prefix, "close")) == 3 })
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	resume()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	<-first
+	for range 3 {
+		if err := <-errs; !errors.Is(err, store.ErrClosed) {
+			t.Errorf("request waiting at Close: error %v, want store.ErrClosed", err)
+		}
+	}
+}
+
+// TestCoalescingOtherLimit sends a request with another limit on a key in
+// flight: it must not join the batch (its script and numbers differ).
+func TestCoalescingOtherLimit(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
+	first, resume := holdKey(t, srv, s, "other", l)
+	other := make(chan outcome, 1)
+	go func() {
+		d, err := s.Decide(context.Background(), "other", mustLimit(t, limiter.GCRA, 20, time.Minute, 0), epoch, 1)
+		other <- outcome{d, err}
+	}()
+	// It goes on its own and waits in Redis's queue; nothing joins.
+	time.Sleep(50 * time.Millisecond)
+	if n := s.waiting(redisKey(s.prefix, "other")); n != 0 {
+		t.Fatalf("a request with another limit joined the batch (%d waiting)", n)
+	}
+	resume()
+	// Either may reach Redis first: the first request's call is marked in
+	// flight before it is written.
+	if o := <-first; o.err != nil || !o.d.Allowed {
+		t.Fatalf("first request: %+v, %v", o.d, o.err)
+	}
+	if o := <-other; o.err != nil || !o.d.Allowed || o.d.Limit != 20 {
+		t.Fatalf("request with another limit: %+v, %v", o.d, o.err)
+	}
+}
