@@ -160,8 +160,8 @@ func Parse(name string, data []byte) (*File, error) {
 	return f, nil
 }
 
-var topFields = []string{"listen", "upstream", "admin", "trusted_proxies", "ipv6_prefix",
-	"legacy_headers", "store", "clients", "plans", "rules"}
+var topFields = []string{"listen", "upstream", "admin", "trusted_proxies", "forwarded_header",
+	"ipv6_prefix", "legacy_headers", "store", "clients", "plans", "rules"}
 
 // decodeFile decodes the top-level mapping.
 func (d *decoder) decodeFile(root *yaml.Node) *File {

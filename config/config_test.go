@@ -30,7 +30,7 @@ func TestDesignFile(t *testing.T) {
 		t.Errorf("store = %+v, want %+v", f.Store, wantStore)
 	}
 	p := f.Policy
-	if len(p.TrustedProxies) != 0 || p.IPv6Prefix != 64 || p.Clients.KeyHeader != "X-API-Key" ||
+	if len(p.TrustedProxies) != 0 || p.ForwardedHeader != policy.XForwardedFor || p.IPv6Prefix != 64 || p.Clients.KeyHeader != "X-API-Key" ||
 		p.Clients.Unknown != policy.UnknownReject || len(p.Clients.List) != 3 || len(p.Plans) != 2 {
 		t.Errorf("policy: %+v", p)
 	}
@@ -92,6 +92,7 @@ upstream: https://claims.internal:8443/api
 admin: "[::1]:9191"
 legacy_headers: true
 trusted_proxies: [10.1.2.3/8, 192.0.2.7, "2001:db8::/32", "::ffff:198.51.100.0/120"]
+forwarded_header: forwarded
 ipv6_prefix: 56
 store:
   type: redis
@@ -131,7 +132,7 @@ func TestEverySetting(t *testing.T) {
 	}
 	p := f.Policy
 	nets := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"), netip.MustParsePrefix("2001:db8::/32"), netip.MustParsePrefix("198.51.100.0/24")}
-	if !slices.Equal(p.TrustedProxies, nets) || p.IPv6Prefix != 56 || p.Clients.Unknown != policy.UnknownAnonymous {
+	if !slices.Equal(p.TrustedProxies, nets) || p.ForwardedHeader != policy.Forwarded || p.IPv6Prefix != 56 || p.Clients.Unknown != policy.UnknownAnonymous {
 		t.Errorf("policy: %+v", p)
 	}
 	r := f.Compiled.Rule(0)
@@ -157,6 +158,24 @@ func TestKeyDefaultsToClientWithClients(t *testing.T) {
 	f := mustParse(t, minimal+"clients: {list: [{id: a, keys: [k]}]}\n")
 	if k := f.Compiled.Rule(0).Key; k.Kind != policy.KeyClient {
 		t.Errorf("key = %v, want client", k)
+	}
+}
+
+// forwarded_header names a header, so its case does not matter; absent or
+// empty, it is X-Forwarded-For.
+func TestForwardedHeader(t *testing.T) {
+	for text, want := range map[string]policy.ForwardedHeader{
+		"":                                    policy.XForwardedFor,
+		"forwarded_header:\n":                 policy.XForwardedFor,
+		"forwarded_header: x-forwarded-for\n": policy.XForwardedFor,
+		"forwarded_header: X-Forwarded-For\n": policy.XForwardedFor,
+		"forwarded_header: forwarded\n":       policy.Forwarded,
+		"forwarded_header: Forwarded\n":       policy.Forwarded,
+	} {
+		f := mustParse(t, "trusted_proxies: [10.0.0.0/8]\n"+text+minimal)
+		if got := f.Compiled.ForwardedHeader(); got != want {
+			t.Errorf("%q: reads %v, want %v", text, got, want)
+		}
 	}
 }
 
@@ -273,7 +292,7 @@ func TestWriteSummaryEverySetting(t *testing.T) {
 	}
 	want := `listen :8080 -> upstream https://claims.internal:8443/api; admin [::1]:9191
 store: redis r1:6379, r2:6379 (timeout 20ms, prefix "gw:", TLS); on store failure: local (each of 4 instances allows limit/4)
-trusted proxies: [10.0.0.0/8 192.0.2.7/32 2001:db8::/32 198.51.100.0/24]
+trusted proxies: [10.0.0.0/8 192.0.2.7/32 2001:db8::/32 198.51.100.0/24]; callers read from Forwarded only
 clients: 1, recognised by Authorization; unknown callers: counted by IP, plan anonymous
 rule api: GET,POST /, by header:X-Tenant, gcra 10/s burst 20, shadow, cost 2
   a: 50/s burst 100 (plan gold)

@@ -18,6 +18,7 @@ func (d *decoder) policy(m map[string]*yaml.Node, root *yaml.Node) policy.Policy
 			p.TrustedProxies = append(p.TrustedProxies, pfx)
 		}
 	}
+	p.ForwardedHeader = d.forwardedHeader(m["forwarded_header"], "forwarded_header")
 	p.IPv6Prefix = int(d.integer(m["ipv6_prefix"], "ipv6_prefix", 1, 128, DefaultIPv6Prefix, "1 to 128; default 64"))
 	p.Clients = d.clients(m["clients"], "clients")
 	p.Plans = d.plans(m["plans"], "plans")
@@ -33,6 +34,27 @@ func (d *decoder) policy(m map[string]*yaml.Node, root *yaml.Node) policy.Policy
 		}
 	}
 	return p
+}
+
+// forwardedHeaders are the values forwarded_header accepts.
+var forwardedHeaders = []string{"x-forwarded-for", "forwarded"}
+
+// forwardedHeader decodes the one header trusted proxies write the caller's
+// address in. Like header names, it is case-insensitive.
+func (d *decoder) forwardedHeader(n *yaml.Node, path string) policy.ForwardedHeader {
+	s, ok := d.scalar(n, path, "x-forwarded-for or forwarded")
+	if !ok {
+		return policy.XForwardedFor
+	}
+	switch strings.ToLower(s) {
+	case "x-forwarded-for":
+		return policy.XForwardedFor
+	case "forwarded":
+		return policy.Forwarded
+	}
+	d.fail(n, path, "unknown value %q (%saccepted: %s; default x-forwarded-for)",
+		clip(s), didYouMean(s, forwardedHeaders), strings.Join(forwardedHeaders, ", "))
+	return policy.XForwardedFor
 }
 
 // prefix decodes a CIDR or a bare IP address (a /32 or /128).

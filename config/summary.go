@@ -19,7 +19,7 @@ func (f *File) WriteSummary(w io.Writer) error {
 	b.WriteString(f.Store.summary())
 	p := f.Policy
 	if len(p.TrustedProxies) > 0 {
-		fmt.Fprintf(&b, "trusted proxies: %v\n", p.TrustedProxies)
+		fmt.Fprintf(&b, "trusted proxies: %v; callers read from %v only\n", p.TrustedProxies, p.ForwardedHeader)
 	}
 	c := f.Compiled
 	if c.IdentifiesByKey() {

@@ -49,57 +49,52 @@ func TestManyRandomKeysNeverReachStore(t *testing.T) {
 	}
 }
 
-// Forwarded and X-Forwarded-For from a trusted proxy may hold anything the
+// X-Forwarded-For and Forwarded from a trusted proxy may hold anything the
 // client wrote before it: the limiter must not panic and must count the
 // request under a sane address.
-func TestMalformedForwardedFromTrustedProxy(t *testing.T) {
-	many := func(hop string, n int) string { return strings.TrimSuffix(strings.Repeat(hop+", ", n), ", ") }
-	cases := []struct {
-		name   string
-		header http.Header
-		want   string // the address it must be counted as
-	}{
-		{"garbage XFF", http.Header{"X-Forwarded-For": {"!!garbage!!"}}, "10.0.0.1"},
-		{"garbage right of an address", http.Header{"X-Forwarded-For": {"203.0.113.9, garbage"}}, "10.0.0.1"},
-		{"garbage left of an address", http.Header{"X-Forwarded-For": {"garbage, 203.0.113.9"}}, "203.0.113.9"},
-		{"empty XFF", http.Header{"X-Forwarded-For": {""}}, "10.0.0.1"},
-		{"only commas", http.Header{"X-Forwarded-For": {",,,, ,"}}, "10.0.0.1"},
-		{"bad port", http.Header{"X-Forwarded-For": {"203.0.113.9:99999"}}, "10.0.0.1"},
-		{"bracketed IPv4", http.Header{"X-Forwarded-For": {"[203.0.113.9]"}}, "203.0.113.9"},
-		{"5000 untrusted hops", http.Header{"X-Forwarded-For": {many("198.51.100.1", 4999) + ", 203.0.113.9"}}, "203.0.113.9"},
-		{"5000 trusted hops", http.Header{"X-Forwarded-For": {"203.0.113.9, " + many("10.0.0.2", 5000)}}, "10.0.0.2"},
-		{"5000 garbage hops", http.Header{"X-Forwarded-For": {many("x", 5000)}}, "10.0.0.1"},
-		{"5000 header lines", http.Header{"X-Forwarded-For": strings.Split(many("198.51.100.1", 5000), ", ")}, "198.51.100.1"},
-		{"64 KiB hop", http.Header{"X-Forwarded-For": {strings.Repeat("9", 64<<10)}}, "10.0.0.1"},
-		{"NUL and newlines", http.Header{"X-Forwarded-For": {"203.0.113.9\x00, \r\n1.2.3.4"}}, "1.2.3.4"},
-		{"IPv6 zone in Forwarded", http.Header{"Forwarded": {`for="[2001:db8:1::9%25eth0]"`}}, "2001:db8:1::9"},
-		{"IPv6 zone and port in Forwarded", http.Header{"Forwarded": {`for="[2001:db8:1::9%eth0]:80"`}}, "2001:db8:1::9"},
-		{"IPv6 zone in XFF", http.Header{"X-Forwarded-For": {"2001:db8:1::9%eth0"}}, "2001:db8:1::9"},
-		{"unbalanced bracket", http.Header{"Forwarded": {`for="[2001:db8:1::9"`}}, "2001:db8:1::9"},
-		{"for=unknown", http.Header{"Forwarded": {"for=unknown"}}, "10.0.0.1"},
-		{"obfuscated id", http.Header{"Forwarded": {"for=_hidden, for=\"_SEVKISEK\""}}, "10.0.0.1"},
-		{"obfuscated id with port", http.Header{"Forwarded": {`for="_hidden:_port"`}}, "10.0.0.1"},
-		{"empty for", http.Header{"Forwarded": {"for="}}, "10.0.0.1"},
-		{"for without value", http.Header{"Forwarded": {"for"}}, "10.0.0.1"},
-		{"Forwarded without for, garbage", http.Header{"Forwarded": {";;;,,,===;by"}}, "10.0.0.1"},
-		{"Forwarded garbage, XFF good", http.Header{"Forwarded": {"nonsense"}, "X-Forwarded-For": {"203.0.113.9"}}, "203.0.113.9"},
-		{"5000 Forwarded elements", http.Header{"Forwarded": {many("for=198.51.100.1;proto=http", 5000)}}, "198.51.100.1"},
-		{"unterminated quote", http.Header{"Forwarded": {`for="203.0.113.9`}}, "203.0.113.9"},
-		{"uppercase FOR", http.Header{"Forwarded": {`FOR=203.0.113.9`}}, "203.0.113.9"},
-		{"mapped IPv4", http.Header{"X-Forwarded-For": {"::ffff:203.0.113.9"}}, "203.0.113.9"},
-		{"unspecified", http.Header{"X-Forwarded-For": {"0.0.0.0"}}, "0.0.0.0"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, trustedPolicy())
-			got := h.keyOf(req{remote: "10.0.0.1:1", header: c.header})
-			want := h.keyOf(req{remote: netip.AddrPortFrom(netip.MustParseAddr(c.want), 9).String()})
-			if got != want {
-				t.Errorf("counted under %q, want as %s (%q)", got, c.want, want)
-			}
-		})
-	}
+func TestMalformedXForwardedForFromTrustedProxy(t *testing.T) {
+	checkCountedAs(t, trustedPolicy(policy.XForwardedFor), []countedAs{
+		{"garbage XFF", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"!!garbage!!"}}, "10.0.0.1"},
+		{"garbage right of an address", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"203.0.113.9, garbage"}}, "10.0.0.1"},
+		{"garbage left of an address", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"garbage, 203.0.113.9"}}, "203.0.113.9"},
+		{"empty XFF", "10.0.0.1:1", http.Header{"X-Forwarded-For": {""}}, "10.0.0.1"},
+		{"only commas", "10.0.0.1:1", http.Header{"X-Forwarded-For": {",,,, ,"}}, "10.0.0.1"},
+		{"bad port", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"203.0.113.9:99999"}}, "10.0.0.1"},
+		{"bracketed IPv4", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"[203.0.113.9]"}}, "203.0.113.9"},
+		{"5000 untrusted hops", "10.0.0.1:1", http.Header{"X-Forwarded-For": {many("198.51.100.1", 4999) + ", 203.0.113.9"}}, "203.0.113.9"},
+		{"5000 trusted hops", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"203.0.113.9, " + many("10.0.0.2", 5000)}}, "10.0.0.2"},
+		{"5000 garbage hops", "10.0.0.1:1", http.Header{"X-Forwarded-For": {many("x", 5000)}}, "10.0.0.1"},
+		{"5000 header lines", "10.0.0.1:1", http.Header{"X-Forwarded-For": strings.Split(many("198.51.100.1", 5000), ", ")}, "198.51.100.1"},
+		{"64 KiB hop", "10.0.0.1:1", http.Header{"X-Forwarded-For": {strings.Repeat("9", 64<<10)}}, "10.0.0.1"},
+		{"NUL and newlines", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"203.0.113.9\x00, \r\n1.2.3.4"}}, "1.2.3.4"},
+		{"IPv6 zone in XFF", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"2001:db8:1::9%eth0"}}, "2001:db8:1::9"},
+		{"XFF garbage, Forwarded good", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"nonsense"}, "Forwarded": {"for=203.0.113.9"}}, "10.0.0.1"},
+		{"mapped IPv4", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"::ffff:203.0.113.9"}}, "203.0.113.9"},
+		{"unspecified", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"0.0.0.0"}}, "0.0.0.0"},
+	})
 }
+
+func TestMalformedForwardedFromTrustedProxy(t *testing.T) {
+	checkCountedAs(t, trustedPolicy(policy.Forwarded), []countedAs{
+		{"IPv6 zone in Forwarded", "10.0.0.1:1", http.Header{"Forwarded": {`for="[2001:db8:1::9%25eth0]"`}}, "2001:db8:1::9"},
+		{"IPv6 zone and port in Forwarded", "10.0.0.1:1", http.Header{"Forwarded": {`for="[2001:db8:1::9%eth0]:80"`}}, "2001:db8:1::9"},
+		{"unbalanced bracket", "10.0.0.1:1", http.Header{"Forwarded": {`for="[2001:db8:1::9"`}}, "2001:db8:1::9"},
+		{"for=unknown", "10.0.0.1:1", http.Header{"Forwarded": {"for=unknown"}}, "10.0.0.1"},
+		{"obfuscated id", "10.0.0.1:1", http.Header{"Forwarded": {"for=_hidden, for=\"_SEVKISEK\""}}, "10.0.0.1"},
+		{"obfuscated id with port", "10.0.0.1:1", http.Header{"Forwarded": {`for="_hidden:_port"`}}, "10.0.0.1"},
+		{"empty for", "10.0.0.1:1", http.Header{"Forwarded": {"for="}}, "10.0.0.1"},
+		{"for without value", "10.0.0.1:1", http.Header{"Forwarded": {"for"}}, "10.0.0.1"},
+		{"Forwarded without for, garbage", "10.0.0.1:1", http.Header{"Forwarded": {";;;,,,===;by"}}, "10.0.0.1"},
+		{"Forwarded garbage, XFF good", "10.0.0.1:1", http.Header{"Forwarded": {"nonsense"}, "X-Forwarded-For": {"203.0.113.9"}}, "10.0.0.1"},
+		{"5000 Forwarded elements", "10.0.0.1:1", http.Header{"Forwarded": {many("for=198.51.100.1;proto=http", 5000)}}, "198.51.100.1"},
+		{"unterminated quote", "10.0.0.1:1", http.Header{"Forwarded": {`for="203.0.113.9`}}, "203.0.113.9"},
+		{"uppercase FOR", "10.0.0.1:1", http.Header{"Forwarded": {`FOR=203.0.113.9`}}, "203.0.113.9"},
+		{"mapped IPv4", "10.0.0.1:1", http.Header{"Forwarded": {`for="[::ffff:203.0.113.9]"`}}, "203.0.113.9"},
+	})
+}
+
+// many returns n copies of hop joined by ", ".
+func many(hop string, n int) string { return strings.TrimSuffix(strings.Repeat(hop+", ", n), ", ") }
 
 // A peer address net/http could not have written still gets an answer.
 func TestUnreadableRemoteAddr(t *testing.T) {

@@ -15,9 +15,10 @@ import (
 	"github.com/sluice-rl/sluice/policy"
 )
 
-func fuzzPolicy(t testing.TB) *policy.Compiled {
+func fuzzPolicy(t testing.TB, from policy.ForwardedHeader) *policy.Compiled {
 	t.Helper()
 	c, err := policy.Compile(policy.Policy{
+		ForwardedHeader: from,
 		TrustedProxies: []netip.Prefix{
 			netip.MustParsePrefix("10.0.0.0/8"),
 			netip.MustParsePrefix("2001:db8:ffff::/48"),
@@ -34,8 +35,9 @@ func fuzzPolicy(t testing.TB) *policy.Compiled {
 
 // FuzzClientAddr: whatever the peer and the forwarding headers say,
 // clientAddr does not panic and returns either the peer's address or one
-// written in the headers, and the latter only when the peer is trusted.
-// Header arguments hold several field lines separated by '\n'.
+// written in the header the policy reads (never the other one), and the
+// latter only when the peer is trusted. Header arguments hold several field
+// lines separated by '\n'.
 func FuzzClientAddr(f *testing.F) {
 	seeds := [][3]string{
 		{"192.0.2.1:1234", "", ""},
@@ -57,7 +59,13 @@ func FuzzClientAddr(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s[0], s[1], s[2])
 	}
-	pol := fuzzPolicy(f)
+	readers := []struct {
+		pol    *policy.Compiled
+		header string
+	}{
+		{fuzzPolicy(f, policy.XForwardedFor), "X-Forwarded-For"},
+		{fuzzPolicy(f, policy.Forwarded), "Forwarded"},
+	}
 	f.Fuzz(func(t *testing.T, remote, fwd, xff string) {
 		r := &http.Request{RemoteAddr: remote, Header: http.Header{}}
 		if fwd != "" {
@@ -66,22 +74,25 @@ func FuzzClientAddr(f *testing.F) {
 		if xff != "" {
 			r.Header["X-Forwarded-For"] = strings.Split(xff, "\n")
 		}
-		got := clientAddr(pol, r)
 		peer, err := netip.ParseAddrPort(remote)
-		if err != nil {
-			if got.IsValid() {
-				t.Fatalf("unreadable peer %q: got %v, want the zero Addr", remote, got)
+		for _, rd := range readers {
+			got := clientAddr(rd.pol, r)
+			if err != nil {
+				if got.IsValid() {
+					t.Fatalf("unreadable peer %q: got %v, want the zero Addr", remote, got)
+				}
+				continue
 			}
-			return
-		}
-		if got == peer.Addr().Unmap().WithZone("") {
-			return
-		}
-		if !pol.TrustedProxy(peer.Addr()) {
-			t.Fatalf("untrusted peer %q: got %v from its headers", remote, got)
-		}
-		if !writtenIn(got, fwd+"\n"+xff) {
-			t.Fatalf("peer %q, Forwarded %q, X-Forwarded-For %q: got %v, which is neither the peer nor in the headers", remote, fwd, xff, got)
+			if got == peer.Addr().Unmap().WithZone("") {
+				continue
+			}
+			if !rd.pol.TrustedProxy(peer.Addr()) {
+				t.Fatalf("untrusted peer %q: got %v from its headers", remote, got)
+			}
+			if !writtenIn(got, strings.Join(r.Header.Values(rd.header), "\n")) {
+				t.Fatalf("reading %s: peer %q, Forwarded %q, X-Forwarded-For %q: got %v, which is neither the peer nor in %s",
+					rd.header, remote, fwd, xff, got, rd.header)
+			}
 		}
 	})
 }
@@ -107,24 +118,32 @@ func writtenIn(addr netip.Addr, text string) bool {
 }
 
 // maxHops promises that "a forged header of thousands of entries costs
-// nothing": reading the client address from a 64 KiB X-Forwarded-For
-// (net/http accepts up to 1 MiB of headers) must not allocate in proportion
-// to it.
+// nothing": reading the client address from a 64 KiB X-Forwarded-For or
+// Forwarded (net/http accepts up to 1 MiB of headers) must not allocate in
+// proportion to it.
 func TestForwardedHopsCostBounded(t *testing.T) {
-	pol := fuzzPolicy(t)
-	xff := strings.Repeat("1,", 32<<10) + "203.0.113.9"
-	r := &http.Request{RemoteAddr: "10.0.0.1:1", Header: http.Header{"X-Forwarded-For": {xff}}}
-	if got := clientAddr(pol, r); got != netip.MustParseAddr("203.0.113.9") {
-		t.Fatalf("got %v", got)
-	}
-	const runs = 3
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range runs {
-		clientAddr(pol, r)
-	}
-	runtime.ReadMemStats(&after)
-	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 32<<10 {
-		t.Errorf("clientAddr allocates %d KiB for a 64 KiB X-Forwarded-For; it reads at most %d hops", per>>10, maxHops)
+	for _, c := range []struct {
+		from   policy.ForwardedHeader
+		header string
+		value  string
+	}{
+		{policy.XForwardedFor, "X-Forwarded-For", strings.Repeat("1,", 32<<10) + "203.0.113.9"},
+		{policy.Forwarded, "Forwarded", strings.Repeat("for=1,", 11<<10) + "for=203.0.113.9"},
+	} {
+		pol := fuzzPolicy(t, c.from)
+		r := &http.Request{RemoteAddr: "10.0.0.1:1", Header: http.Header{c.header: {c.value}}}
+		if got := clientAddr(pol, r); got != netip.MustParseAddr("203.0.113.9") {
+			t.Fatalf("%s: got %v", c.header, got)
+		}
+		const runs = 3
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			clientAddr(pol, r)
+		}
+		runtime.ReadMemStats(&after)
+		if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 32<<10 {
+			t.Errorf("clientAddr allocates %d KiB for a %d KiB %s; it reads at most %d hops", per>>10, len(c.value)>>10, c.header, maxHops)
+		}
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/sluice-rl/sluice/policy"
 )
 
-// maxHops bounds how many proxy hops are read from Forwarded or
-// X-Forwarded-For, so a forged header of thousands of entries costs nothing.
+// maxHops bounds how many proxy hops are read from the forwarded header, so
+// a forged header of thousands of entries costs nothing.
 const maxHops = 32
 
 // identify returns the caller of r, or nil if the policy rejects it (an
@@ -31,9 +31,9 @@ func identify(pol *policy.Compiled, r *http.Request) *policy.Caller {
 }
 
 // clientAddr returns the caller's IP address: the peer's, unless the peer is
-// a trusted proxy, in which case the right-most address of Forwarded (or, if
-// absent, X-Forwarded-For) that is not itself a trusted proxy. It returns the
-// zero Addr if the peer address cannot be read.
+// a trusted proxy, in which case the right-most address of the policy's
+// forwarded header (X-Forwarded-For or Forwarded) that is not itself a
+// trusted proxy. It returns the zero Addr if the peer address cannot be read.
 func clientAddr(pol *policy.Compiled, r *http.Request) netip.Addr {
 	peer, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
@@ -43,7 +43,7 @@ func clientAddr(pol *policy.Compiled, r *http.Request) netip.Addr {
 	if !pol.TrustedProxy(addr) {
 		return addr
 	}
-	for _, h := range forwardedFor(r.Header) {
+	for _, h := range forwardedFor(r.Header, pol.ForwardedHeader()) {
 		hop, ok := parseHop(h)
 		if !ok {
 			return addr // a hop we cannot read: count the proxy that sent it
@@ -56,13 +56,16 @@ func clientAddr(pol *policy.Compiled, r *http.Request) netip.Addr {
 	return addr
 }
 
-// forwardedFor returns at most maxHops for= values of the Forwarded header
-// (RFC 7239), or if there is none of X-Forwarded-For, the nearest hop
-// first. It reads from the right, so a forged header of thousands of
-// entries costs no more than maxHops.
-func forwardedFor(h http.Header) []string {
-	if hops := lastHops(h.Values("Forwarded"), forValue); len(hops) > 0 {
-		return hops
+// forwardedFor returns at most maxHops hops of the one header from names,
+// the nearest first: the values of X-Forwarded-For, or the for= values of
+// Forwarded (RFC 7239). The other header is never read: a proxy that appends to one
+// passes the other on from the client untouched, and believing it would
+// let the client choose the address it is counted under. It reads from the
+// right, so a forged header of thousands of entries costs no more than
+// maxHops.
+func forwardedFor(h http.Header, from policy.ForwardedHeader) []string {
+	if from == policy.Forwarded {
+		return lastHops(h.Values("Forwarded"), forValue)
 	}
 	return lastHops(h.Values("X-Forwarded-For"), strings.TrimSpace)
 }

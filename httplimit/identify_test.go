@@ -239,41 +239,98 @@ func TestKeyIPSpoofedForwardedIgnoredFromUntrustedPeer(t *testing.T) {
 	}
 }
 
-// trustedPolicy trusts 10.0.0.0/8 and 2001:db8:ffff::/48 as proxies.
-func trustedPolicy() policy.Policy {
+// trustedPolicy trusts 10.0.0.0/8 and 2001:db8:ffff::/48 as proxies that
+// write the caller's address in header from.
+func trustedPolicy(from policy.ForwardedHeader) policy.Policy {
 	p := byIP(1000)
 	p.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:ffff::/48")}
+	p.ForwardedHeader = from
 	return p
 }
 
+// countedAs is a request from remote with header, and the address it must
+// be counted as.
+type countedAs struct {
+	name   string
+	remote string
+	header http.Header
+	want   string
+}
+
+func checkCountedAs(t *testing.T, p policy.Policy, cases []countedAs) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, p)
+			got := h.keyOf(req{remote: c.remote, header: c.header})
+			want := h.keyOf(req{remote: netip.AddrPortFrom(netip.MustParseAddr(c.want), 9).String()})
+			if got != want {
+				t.Errorf("counted under %q, want as %s (%q)", got, c.want, want)
+			}
+		})
+	}
+}
+
+// By default a trusted proxy's callers are read from X-Forwarded-For only:
+// proxies that append to it pass a client's own Forwarded on untouched.
 func TestKeyIPBehindTrustedProxies(t *testing.T) {
-	cases := []struct {
-		name   string
-		remote string
-		header http.Header
-		want   string // the address the request must be counted as
-	}{
+	checkCountedAs(t, trustedPolicy(policy.XForwardedFor), []countedAs{
 		{"XFF from a trusted proxy", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"203.0.113.9"}}, "203.0.113.9"},
 		{"right-most untrusted XFF", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"198.51.100.1, 203.0.113.9, 10.0.0.7"}}, "203.0.113.9"},
 		{"XFF over several lines", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"198.51.100.1", "203.0.113.9", "10.0.0.7"}}, "203.0.113.9"},
 		{"XFF with a port", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"203.0.113.9:4711"}}, "203.0.113.9"},
-		{"Forwarded", "10.0.0.1:1", http.Header{"Forwarded": {`for=198.51.100.1, for=203.0.113.9;proto=https, for=10.0.0.7`}}, "203.0.113.9"},
-		{"Forwarded quoted IPv6 with port", "10.0.0.1:1", http.Header{"Forwarded": {`For="[2001:db8:1::9]:4711"`}}, "2001:db8:1::9"},
-		{"Forwarded beats XFF", "10.0.0.1:1", http.Header{"Forwarded": {"for=203.0.113.9"}, "X-Forwarded-For": {"198.51.100.1"}}, "203.0.113.9"},
-		{"Forwarded without for: XFF", "10.0.0.1:1", http.Header{"Forwarded": {"proto=https;by=10.0.0.1"}, "X-Forwarded-For": {"203.0.113.9"}}, "203.0.113.9"},
+		{"forged Forwarded ignored", "10.0.0.1:1", http.Header{"Forwarded": {"for=198.51.100.1"}, "X-Forwarded-For": {"203.0.113.9"}}, "203.0.113.9"},
+		{"Forwarded alone ignored", "10.0.0.1:1", http.Header{"Forwarded": {"for=198.51.100.1"}}, "10.0.0.1"},
 		{"no header: the proxy", "10.0.0.1:1", nil, "10.0.0.1"},
 		{"every hop trusted: the left-most", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"10.0.0.3, 10.0.0.2"}}, "10.0.0.3"},
 		{"IPv6 proxy", "[2001:db8:ffff::1]:1", http.Header{"X-Forwarded-For": {"2001:db8:1::9"}}, "2001:db8:1::9"},
 		{"IPv4-mapped proxy", "[::ffff:10.0.0.1]:1", http.Header{"X-Forwarded-For": {"203.0.113.9"}}, "203.0.113.9"},
 		{"IPv4-mapped hop", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"::ffff:203.0.113.9"}}, "203.0.113.9"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, trustedPolicy())
-			got := h.keyOf(req{remote: c.remote, header: c.header})
-			want := h.keyOf(req{remote: netip.AddrPortFrom(netip.MustParseAddr(c.want), 9).String()})
-			if got != want {
-				t.Errorf("counted under %q, want as %s (%q)", got, c.want, want)
+	})
+}
+
+// With forwarded_header: forwarded, the reverse: Forwarded only.
+func TestKeyIPBehindTrustedProxiesWritingForwarded(t *testing.T) {
+	checkCountedAs(t, trustedPolicy(policy.Forwarded), []countedAs{
+		{"Forwarded", "10.0.0.1:1", http.Header{"Forwarded": {`for=198.51.100.1, for=203.0.113.9;proto=https, for=10.0.0.7`}}, "203.0.113.9"},
+		{"Forwarded over several lines", "10.0.0.1:1", http.Header{"Forwarded": {"for=198.51.100.1", "for=203.0.113.9", "for=10.0.0.7"}}, "203.0.113.9"},
+		{"Forwarded quoted IPv6 with port", "10.0.0.1:1", http.Header{"Forwarded": {`For="[2001:db8:1::9]:4711"`}}, "2001:db8:1::9"},
+		{"forged XFF ignored", "10.0.0.1:1", http.Header{"Forwarded": {"for=203.0.113.9"}, "X-Forwarded-For": {"198.51.100.1"}}, "203.0.113.9"},
+		{"XFF alone ignored", "10.0.0.1:1", http.Header{"X-Forwarded-For": {"198.51.100.1"}}, "10.0.0.1"},
+		{"Forwarded without for: the proxy", "10.0.0.1:1", http.Header{"Forwarded": {"proto=https;by=10.0.0.1"}, "X-Forwarded-For": {"198.51.100.1"}}, "10.0.0.1"},
+		{"every hop trusted: the left-most", "10.0.0.1:1", http.Header{"Forwarded": {"for=10.0.0.3, for=10.0.0.2"}}, "10.0.0.3"},
+		{"IPv6 proxy", "[2001:db8:ffff::1]:1", http.Header{"Forwarded": {`for="[2001:db8:1::9]"`}}, "2001:db8:1::9"},
+	})
+}
+
+// A client behind a trusted proxy writes whatever it likes in both headers;
+// the proxy appends the client's real address to the one it writes. The
+// client must stay on its own counter however it forges the other header.
+func TestKeyIPForgedOtherHeaderFromTrustedProxy(t *testing.T) {
+	const client = "198.51.100.7"
+	for _, m := range []struct {
+		name    string
+		from    policy.ForwardedHeader
+		proxied func(forged string) http.Header
+	}{
+		{"x-forwarded-for", policy.XForwardedFor, func(forged string) http.Header {
+			return http.Header{"X-Forwarded-For": {forged + ", " + client}, "Forwarded": {"for=" + forged}}
+		}},
+		{"forwarded", policy.Forwarded, func(forged string) http.Header {
+			return http.Header{"Forwarded": {"for=" + forged + ", for=" + client}, "X-Forwarded-For": {forged}}
+		}},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			p := trustedPolicy(m.from)
+			p.Rules[0].Rate.N = 1
+			h := newHarness(t, p)
+			wantStatus(t, h.do(req{remote: "10.0.0.1:1", header: m.proxied("192.0.2.200")}), http.StatusOK, "first")
+			for i, forged := range []string{"203.0.113.1", "203.0.113.2", "2001:db8:1::9"} {
+				w := h.do(req{remote: "10.0.0.1:1", header: m.proxied(forged)})
+				wantStatus(t, w, http.StatusTooManyRequests, "forged "+forged)
+				if i == 0 && !strings.HasPrefix(readProblem(t, w, 429).Detail, client+" exceeded") {
+					t.Errorf("detail does not name the client %s", client)
+				}
 			}
 		})
 	}

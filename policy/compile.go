@@ -73,6 +73,9 @@ func Compile(p Policy) (*Compiled, error) {
 	if c.ipv6Bits < 1 || c.ipv6Bits > 128 {
 		fail("ipv6_prefix", "%d out of range (1 to 128)", p.IPv6Prefix)
 	}
+	if p.ForwardedHeader != XForwardedFor && p.ForwardedHeader != Forwarded {
+		fail("forwarded_header", "%v is not a known header (XForwardedFor or Forwarded)", p.ForwardedHeader)
+	}
 	if len(p.Rules) == 0 {
 		fail("rules", "no rules (at least one rule is required)")
 	}
@@ -293,6 +296,10 @@ func planNames(plans map[string]Plan) string {
 	slices.Sort(s)
 	return strings.Join(s, ", ")
 }
+
+// ForwardedHeader returns the one header trusted proxies' callers are read
+// from.
+func (c *Compiled) ForwardedHeader() ForwardedHeader { return c.src.ForwardedHeader }
 
 // TrustedProxy reports whether addr is in a trusted proxy network.
 func (c *Compiled) TrustedProxy(addr netip.Addr) bool {

@@ -173,6 +173,8 @@ func TestCompileErrors(t *testing.T) {
 		{"ipv6_prefix 129", func(p *policy.Policy) { p.IPv6Prefix = 129 }, []string{"ipv6_prefix"}},
 		{"ipv6_prefix 1", func(p *policy.Policy) { p.IPv6Prefix = 1 }, nil},
 		{"ipv6_prefix 128", func(p *policy.Policy) { p.IPv6Prefix = 128 }, nil},
+		{"forwarded_header Forwarded", func(p *policy.Policy) { p.ForwardedHeader = policy.Forwarded }, nil},
+		{"forwarded_header unknown", func(p *policy.Policy) { p.ForwardedHeader = policy.Forwarded + 1 }, []string{"forwarded_header"}},
 		{"key_header with space", func(p *policy.Policy) { p.Clients.KeyHeader = "X API Key" }, []string{"clients.key_header"}},
 		{"key_header with colon", func(p *policy.Policy) { p.Clients.KeyHeader = "Authorization:" }, []string{"clients.key_header"}},
 		{"key_header fine", func(p *policy.Policy) { p.Clients.KeyHeader = "Authorization" }, nil},
@@ -231,6 +233,7 @@ func addRule(name string) func(p *policy.Policy) {
 func TestCompileReportsEverythingAtOnce(t *testing.T) {
 	p := base()
 	p.IPv6Prefix = 200
+	p.ForwardedHeader = 200
 	p.Rules = append(p.Rules,
 		policy.Rule{Name: "", Rate: rate(1, time.Second)},
 		policy.Rule{Name: "bad", Match: policy.Match{Path: "x", Methods: []string{"get"}}, Cost: -2,
@@ -253,6 +256,7 @@ func TestCompileReportsEverythingAtOnce(t *testing.T) {
 		"clients.list[3].plan",
 		"clients.list[4].id",
 		"clients.list[4].keys",
+		"forwarded_header",
 		"ipv6_prefix",
 		"plans.large.api",
 		"plans.large.nope",

@@ -170,6 +170,28 @@ func TestTrustedProxy(t *testing.T) {
 	}
 }
 
+// The compiled policy reads callers from the one header it was given,
+// X-Forwarded-For unless told otherwise.
+func TestForwardedHeader(t *testing.T) {
+	p := base()
+	if got := mustCompile(t, p).ForwardedHeader(); got != policy.XForwardedFor {
+		t.Errorf("default ForwardedHeader() = %v, want X-Forwarded-For", got)
+	}
+	p.ForwardedHeader = policy.Forwarded
+	if got := mustCompile(t, p).ForwardedHeader(); got != policy.Forwarded {
+		t.Errorf("ForwardedHeader() = %v, want Forwarded", got)
+	}
+	for h, want := range map[policy.ForwardedHeader]string{
+		policy.XForwardedFor: "X-Forwarded-For",
+		policy.Forwarded:     "Forwarded",
+		7:                    "ForwardedHeader(7)",
+	} {
+		if got := h.String(); got != want {
+			t.Errorf("ForwardedHeader(%d).String() = %q, want %q", uint8(h), got, want)
+		}
+	}
+}
+
 func TestCallerLookups(t *testing.T) {
 	c := mustCompile(t, base())
 	for key, id := range map[string]string{"k-acme": "acme", "k-bolt-1": "bolt", "k-bolt-2": "bolt", "k-corp": "corp"} {

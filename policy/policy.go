@@ -16,10 +16,13 @@ import (
 
 // Policy is the whole set of rules. Only Rules is required.
 type Policy struct {
-	// TrustedProxies are the networks whose Forwarded / X-Forwarded-For
-	// headers are believed when a rule counts by IP. Default: none, so the
-	// peer address is always the caller.
+	// TrustedProxies are the networks whose ForwardedHeader is believed
+	// when a rule counts by IP. Default: none, so the peer address is
+	// always the caller.
 	TrustedProxies []netip.Prefix
+	// ForwardedHeader is the one header the trusted proxies write the
+	// caller's address in; the other is never read. Default XForwardedFor.
+	ForwardedHeader ForwardedHeader
 	// IPv6Prefix groups IPv6 callers by this many leading bits when
 	// counting by IP (one household or host gets one /64). Default 64;
 	// 128 counts every address apart.
@@ -31,6 +34,31 @@ type Policy struct {
 	// Rules are applied in order; every matching rule decides and a request
 	// passes only if all of them allow it.
 	Rules []Rule
+}
+
+// ForwardedHeader names the header trusted proxies write the caller's
+// address in. Only one is read: a proxy that appends to one of them passes
+// the other on from the client untouched, so believing both would let a
+// client choose its own address.
+type ForwardedHeader uint8
+
+const (
+	// XForwardedFor is X-Forwarded-For, which nginx, HAProxy, Envoy and
+	// most cloud load balancers append to (the default).
+	XForwardedFor ForwardedHeader = iota
+	// Forwarded is the for= parameters of Forwarded (RFC 7239).
+	Forwarded
+)
+
+// String returns the header's name: "X-Forwarded-For" or "Forwarded".
+func (h ForwardedHeader) String() string {
+	switch h {
+	case XForwardedFor:
+		return "X-Forwarded-For"
+	case Forwarded:
+		return "Forwarded"
+	}
+	return fmt.Sprintf("ForwardedHeader(%d)", h)
 }
 
 // Clients says how callers are recognised by access key.
