@@ -6,18 +6,18 @@ package limiter
 // p units and one microsecond is n units (see Limit), so refill is exact.
 
 // tokenBucket holds tokens that refill continuously up to the burst; a
-// request takes cost tokens. A new key starts full.
-func tokenBucket(l *Limit, s *State, t, cost int64) Decision {
+// request takes cost tokens. A new key starts full. Its counters are the
+// tokens and the time they were counted at, 0 for a new key.
+func tokenBucket(l *Limit, tokens, last, t, cost int64, d *Decision) (int64, int64) {
 	capacity := l.burst * l.p
-	tokens, last := capacity, t
-	if s.B != 0 {
-		tokens, last = s.A, s.B
+	if last == 0 {
+		tokens, last = capacity, t
 	}
 	if t < last { // the clock went back: no refill
 		t = last
 	}
 	tokens = capacity - drain(capacity-tokens, t-last, l.n)
-	d := Decision{Limit: l.burst}
+	*d = Decision{Limit: l.burst}
 	switch need := cost * l.p; {
 	case cost > l.burst:
 		d.RetryAfter = Never
@@ -29,16 +29,15 @@ func tokenBucket(l *Limit, s *State, t, cost int64) Decision {
 	}
 	d.Remaining = div(tokens, l.p)
 	d.Reset = usec(ceilDiv(capacity-tokens, l.n))
-	s.A, s.B = tokens, t
-	return d
+	return tokens, t
 }
 
 // leakyBucket is the leaky bucket as a meter: every request pours cost into a
 // bucket that leaks at the rate; a request that would overflow it is
-// rejected (queueing the overflow instead is throttling's business).
-func leakyBucket(l *Limit, s *State, t, cost int64) Decision {
+// rejected (queueing the overflow instead is throttling's business). Its
+// counters are the level and the time it was measured at, 0 for a new key.
+func leakyBucket(l *Limit, level, last, t, cost int64, d *Decision) (int64, int64) {
 	capacity := l.burst * l.p
-	level, last := s.A, s.B
 	if last == 0 {
 		level, last = 0, t
 	}
@@ -46,7 +45,7 @@ func leakyBucket(l *Limit, s *State, t, cost int64) Decision {
 		t = last
 	}
 	level = drain(level, t-last, l.n)
-	d := Decision{Limit: l.burst}
+	*d = Decision{Limit: l.burst}
 	switch need := cost * l.p; {
 	case cost > l.burst:
 		d.RetryAfter = Never
@@ -58,26 +57,26 @@ func leakyBucket(l *Limit, s *State, t, cost int64) Decision {
 	}
 	d.Remaining = div(capacity-level, l.p)
 	d.Reset = usec(ceilDiv(level, l.n))
-	s.A, s.B = level, t
-	return d
+	return level, t
 }
 
 // gcra is the generic cell rate algorithm: it remembers only the theoretical
-// arrival time (TAT) of the next request, as whole microseconds plus a
-// fraction in units of 1/n. A request fits if the TAT, pushed on by its cost,
-// stays within burst intervals of now. Without a last-update time, a clock
-// that goes back makes the key look fuller, never emptier (at most full).
-func gcra(l *Limit, s *State, t, cost int64) Decision {
+// arrival time (TAT) of the next request, as whole microseconds (tat) plus a
+// fraction in units of 1/n (frac). A request fits if the TAT, pushed on by
+// its cost, stays within burst intervals of now. Without a last-update time,
+// a clock that goes back makes the key look fuller, never emptier (at most
+// full).
+func gcra(l *Limit, tat, frac, t, cost int64, d *Decision) (int64, int64) {
 	capacity := l.burst * l.p
 	level := int64(0) // (TAT - t) in units
-	if s.A >= t {
-		if ahead := s.A - t; ahead > l.full {
+	if tat >= t {
+		if ahead := tat - t; ahead > l.full {
 			level = capacity
 		} else {
-			level = min(ahead*l.n+s.B, capacity)
+			level = min(ahead*l.n+frac, capacity)
 		}
 	}
-	d := Decision{Limit: l.burst}
+	*d = Decision{Limit: l.burst}
 	switch need := cost * l.p; {
 	case cost > l.burst:
 		d.RetryAfter = Never
@@ -86,17 +85,17 @@ func gcra(l *Limit, s *State, t, cost int64) Decision {
 		if need > 0 {
 			level += need
 			q := div(level, l.n)
-			s.A, s.B = t+q, level-q*l.n
+			frac = level - q*l.n
 			d.Remaining = div(capacity-level, l.p)
-			d.Reset = usec(q + min(s.B, 1)) // ceil(level/n), from the one division
-			return d
+			d.Reset = usec(q + min(frac, 1)) // ceil(level/n), from the one division
+			return t + q, frac
 		}
 	default:
 		d.RetryAfter = usec(ceilDiv(level+need-capacity, l.n))
 	}
 	d.Remaining = div(capacity-level, l.p)
 	d.Reset = usec(ceilDiv(level, l.n))
-	return d
+	return tat, frac
 }
 
 // drain returns level less what elapsed microseconds take away at n units

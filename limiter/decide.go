@@ -66,8 +66,8 @@ type Entry struct {
 // whose Reset is 0 returns the zero State (with s.Log's array, emptied): the
 // key is then as good as one never seen, and a store may forget it. For an
 // allowed sliding_log request, Decide reuses the backing array of s.Log.
-func Decide(l Limit, s State, now time.Time, cost int64) (Decision, State) {
-	d := l.Apply(&s, now, cost)
+func Decide(l Limit, s State, now time.Time, cost int64) (d Decision, next State) {
+	l.ApplyInto(&s, now, cost, &d)
 	return d, s
 }
 
@@ -75,37 +75,46 @@ func Decide(l Limit, s State, now time.Time, cost int64) (Decision, State) {
 // in place, leaving it as it was when the request is denied. Stores use it
 // to save copying the limit and the state in and out on every decision.
 func (l *Limit) Apply(s *State, now time.Time, cost int64) Decision {
-	if l.IsZero() || cost < 0 {
-		return Decision{Limit: l.burst, RetryAfter: Never}
-	}
-	next := *s
-	d := decide(l, &next, UnixMicro(now), cost)
-	switch {
-	case !d.Allowed: // a denial changes nothing, not even what a late clock would see
-	case d.Reset == 0:
-		*s = State{Log: next.Log[:0]} // as good as a key never seen
-	default:
-		*s = next
-	}
+	var d Decision
+	l.ApplyInto(s, now, cost, &d)
 	return d
 }
 
-// decide applies the algorithm to s in place; Decide keeps the caller's
-// copy for a denial. Pointers here save copying three structs per call.
-func decide(l *Limit, s *State, t, cost int64) Decision {
+// ApplyInto is Apply writing the decision to *d instead of returning it.
+// A Decision is too large for the compiler to keep in registers, so every
+// return by value copies it through memory; a store's hot path that calls
+// ApplyInto with the Decision it will return saves that copy.
+func (l *Limit) ApplyInto(s *State, now time.Time, cost int64, d *Decision) {
+	if l.alg == 0 || cost < 0 { // l.IsZero() would copy *l
+		*d = Decision{Limit: l.burst, RetryAfter: Never}
+		return
+	}
+	t := UnixMicro(now)
+	// The counters travel in registers: only sliding_log, which has a Log,
+	// copies its State in and out.
+	var next State
 	switch l.alg {
 	case FixedWindow:
-		return fixedWindow(l, s, t, cost)
+		next.A, next.B = fixedWindow(l, s.A, s.B, t, cost, d)
 	case SlidingWindow:
-		return slidingWindow(l, s, t, cost)
+		next.A, next.B = slidingWindow(l, s.A, s.B, t, cost, d)
 	case SlidingLog:
-		return slidingLog(l, s, t, cost)
+		next = slidingLog(l, *s, t, cost, d)
 	case TokenBucket:
-		return tokenBucket(l, s, t, cost)
+		next.A, next.B = tokenBucket(l, s.A, s.B, t, cost, d)
 	case GCRA:
-		return gcra(l, s, t, cost)
+		next.A, next.B = gcra(l, s.A, s.B, t, cost, d)
 	default:
-		return leakyBucket(l, s, t, cost)
+		next.A, next.B = leakyBucket(l, s.A, s.B, t, cost, d)
+	}
+	switch {
+	case !d.Allowed: // a denial changes nothing, not even what a late clock would see
+	case d.Reset == 0:
+		*s = State{Log: s.Log[:0]} // as good as a key never seen
+	case l.alg == SlidingLog:
+		*s = next
+	default: // the other algorithms leave the Log alone
+		s.A, s.B = next.A, next.B
 	}
 }
 
@@ -135,10 +144,16 @@ func ceilDiv(a, b int64) int64 {
 	return (a + b - 1) / b
 }
 
-// div returns a/b for a >= 0, b > 0, skipping the division for b == 1.
+// div returns a/b for a >= 0, b > 0, skipping the division for b == 1 and
+// for a < b (such as a gcra key of more than one request per microsecond
+// whose bucket is all but empty). A state that is not one the algorithms
+// left can make a negative: it is divided as before.
 func div(a, b int64) int64 {
-	if b == 1 {
+	switch {
+	case b == 1:
 		return a
+	case 0 <= a && a < b:
+		return 0
 	}
 	return a / b
 }

@@ -3,8 +3,8 @@ package limiter
 // slidingLog keeps one entry per admitted request and counts exactly those of
 // the last period: an entry made at time a counts while t < a + period.
 // State.A keeps the entries' total cost, so a decision reads only the
-// entries that expire, not the whole log.
-func slidingLog(l *Limit, s *State, t, cost int64) Decision {
+// entries that expire, not the whole log. It returns the new state.
+func slidingLog(l *Limit, s State, t, cost int64, d *Decision) State {
 	log := s.Log
 	if n := len(log); n > 0 && t < log[n-1].At { // the clock went back
 		t = log[n-1].At
@@ -15,7 +15,7 @@ func slidingLog(l *Limit, s *State, t, cost int64) Decision {
 		expired++
 	}
 	log = log[expired:]
-	d := Decision{Limit: l.rate}
+	*d = Decision{Limit: l.rate}
 	switch {
 	case cost > l.rate: // checked first: used+cost must not overflow
 		d.RetryAfter = Never
@@ -32,8 +32,7 @@ func slidingLog(l *Limit, s *State, t, cost int64) Decision {
 	if n := len(log); n > 0 {
 		d.Reset = usec(log[n-1].At + l.period - t)
 	}
-	*s = State{A: used, Log: log}
-	return d
+	return State{A: used, Log: log}
 }
 
 // appendEntry records an admitted request, merging it with an entry of the

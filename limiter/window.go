@@ -7,18 +7,19 @@ import "math"
 // instances agree on them.
 func windowStart(t, period int64) int64 { return t - t%period }
 
-// fixedWindow counts requests in epoch-aligned windows of one period.
-func fixedWindow(l *Limit, s *State, t, cost int64) Decision {
+// fixedWindow counts requests in epoch-aligned windows of one period. Its
+// counters are the window's start and its count.
+func fixedWindow(l *Limit, last, lastCount, t, cost int64, d *Decision) (int64, int64) {
 	start := windowStart(t, l.period)
 	count := int64(0)
 	switch {
-	case start == s.A:
-		count = s.B
-	case start < s.A: // the clock went back: keep counting in the newer window
-		start, t, count = s.A, s.A, s.B
+	case start == last:
+		count = lastCount
+	case start < last: // the clock went back: keep counting in the newer window
+		start, t, count = last, last, lastCount
 	}
 	end := start + l.period
-	d := Decision{Limit: l.rate}
+	*d = Decision{Limit: l.rate}
 	switch {
 	case cost > l.rate: // checked first: count+cost must not overflow
 		d.RetryAfter = Never
@@ -32,22 +33,22 @@ func fixedWindow(l *Limit, s *State, t, cost int64) Decision {
 	if count > 0 {
 		d.Reset = usec(end - t)
 	}
-	s.A, s.B = start, count
-	return d
+	return start, count
 }
 
 // slidingWindow estimates the count over the last period from two
 // epoch-aligned window counters: all of the current window's and the share
 // of the previous window's that the sliding period still covers, assuming
-// the previous window's requests were spread evenly.
-func slidingWindow(l *Limit, s *State, t, cost int64) Decision {
+// the previous window's requests were spread evenly. Its counters are the
+// current window's start and both counts, packed as previous<<32 | current.
+func slidingWindow(l *Limit, last, counts, t, cost int64, d *Decision) (int64, int64) {
 	start := windowStart(t, l.period)
-	prev, curr := s.B>>32, s.B&0xffffffff
+	prev, curr := counts>>32, counts&0xffffffff
 	switch {
-	case start == s.A:
-	case start < s.A: // the clock went back: stay in the newer window
-		start, t = s.A, s.A
-	case start == s.A+l.period:
+	case start == last:
+	case start < last: // the clock went back: stay in the newer window
+		start, t = last, last
+	case start == last+l.period:
 		prev, curr = curr, 0
 	default:
 		prev, curr = 0, 0
@@ -56,7 +57,7 @@ func slidingWindow(l *Limit, s *State, t, cost int64) Decision {
 	// A clock gone back within the window weighs the previous window more
 	// and can push the estimate past the rate: stay at the rate then.
 	used := min(weighted(prev, e, l.period)+curr, l.rate)
-	d := Decision{Limit: l.rate}
+	*d = Decision{Limit: l.rate}
 	switch {
 	case cost > l.rate: // checked first: used+cost must not overflow
 		d.RetryAfter = Never
@@ -74,8 +75,7 @@ func slidingWindow(l *Limit, s *State, t, cost int64) Decision {
 	case prev > 0:
 		d.Reset = usec(start + l.period - t)
 	}
-	s.A, s.B = start, prev<<32|curr
-	return d
+	return start, prev<<32 | curr
 }
 
 // weighted is the previous window's share of the sliding period at elapsed

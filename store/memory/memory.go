@@ -121,7 +121,7 @@ func (o Options) withDefaults() Options {
 // and every key in the shard is being limited (no key is forgotten then),
 // and store.ErrClosed after Close. The context is not consulted: a decision
 // does no I/O and waits only for the shard's lock.
-func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
@@ -131,12 +131,12 @@ func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now t
 	if i := sh.find(h, key, limit.Algorithm()); i >= 0 {
 		e := sh.tab.at(i)
 		st := limiter.State{A: e.a, B: e.b}
-		d := limit.Apply(&st, now, cost)
+		limit.ApplyInto(&st, now, cost, &d)
 		sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
 		sh.mu.Unlock()
 		return d, nil
 	}
-	d, err := sh.decide(h, key, limit, now, cost)
+	d, err = sh.decide(h, key, limit, now, cost)
 	sh.mu.Unlock()
 	return d, err
 }
