@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -91,6 +92,20 @@ func (t *timedStore) DecideBatch(ctx context.Context, reqs []store.Request, now 
 	return res, err
 }
 
+// DecideAll passes store.AllOrNothing on, timed like DecideBatch.
+func (t *timedStore) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	all, ok := t.Store.(store.AllOrNothing)
+	if !ok {
+		return nil, store.ErrNotAtomic
+	}
+	start := time.Now()
+	res, err := all.DecideAll(ctx, reqs, now)
+	if !errors.Is(err, store.ErrNotAtomic) {
+		t.m.storeLatency.Observe(time.Since(start).Seconds())
+	}
+	return res, err
+}
+
 // dialingStore stands in for the Redis store until Redis has answered once,
 // so that an instance started during an outage serves by its on_failure
 // policy instead of not starting. Until connected, every call (at most one
@@ -135,6 +150,19 @@ func (d *dialingStore) DecideBatch(ctx context.Context, reqs []store.Request, no
 		return nil, err
 	}
 	return st.DecideBatch(ctx, reqs, now)
+}
+
+// DecideAll passes store.AllOrNothing on to the Redis store.
+func (d *dialingStore) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	st, err := d.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, ok := st.(store.AllOrNothing)
+	if !ok {
+		return nil, store.ErrNotAtomic
+	}
+	return all.DecideAll(ctx, reqs, now)
 }
 
 func (d *dialingStore) Close() error {

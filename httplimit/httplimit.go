@@ -153,22 +153,31 @@ func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr net
 			s.report.Rules = append(s.report.Rules, RuleResult{Rule: rule.Name, Outcome: Exempt})
 			continue
 		}
-		s.reqs = append(s.reqs, store.Request{Key: stateKey(pol, caller, i, addr, r), Limit: caller.Limit(i), Cost: rule.Cost})
+		s.reqs = append(s.reqs, store.Request{Key: stateKey(pol, caller, i, addr, r), Limit: caller.Limit(i), Cost: rule.Cost,
+			Shadow: rule.Mode != policy.Enforce})
 		s.index = append(s.index, i)
 	}
 }
 
 // decideAll asks the store for every rule's decision. With one enforcing
 // rule that is one batch. With several, a request that one rule rejects
-// must spend nothing of the others, so the rules are first only looked at
-// (cost 0): if every one has room, a second batch spends; otherwise the
-// rules without room are asked with their cost (a denial spends nothing)
-// for their Retry-After. Two concurrent requests may both see room and one
-// then be rejected after spending some rules: the race is narrow, and it
-// errs on the side of the service.
+// must spend nothing of the others. A store that can decide them all or
+// nothing (store.AllOrNothing: Redis) does so in one round trip. Otherwise
+// the rules are first only looked at (cost 0): if every enforcing one has
+// room, a second batch spends; otherwise the rules without room are asked
+// with their cost (a denial spends nothing) for their Retry-After. Two
+// concurrent requests may then both see room and one be rejected after
+// spending some rules: the race is narrow, and it errs on the side of the
+// service.
 func (l *Limiter) decideAll(ctx context.Context, pol *policy.Compiled, s *scratch, now time.Time) ([]store.Result, error) {
 	if enforcing(pol, s.index) < 2 {
 		return l.opts.Store.DecideBatch(ctx, s.reqs, now)
+	}
+	if all, ok := l.opts.Store.(store.AllOrNothing); ok {
+		res, err := all.DecideAll(ctx, s.reqs, now)
+		if !errors.Is(err, store.ErrNotAtomic) {
+			return res, err
+		}
 	}
 	s.again = append(s.again[:0], s.reqs...)
 	for k := range s.again {
@@ -179,12 +188,14 @@ func (l *Limiter) decideAll(ctx context.Context, pol *policy.Compiled, s *scratc
 		return looks, err
 	}
 	s.again, s.denied = s.again[:0], s.denied[:0]
+	blocked := false
 	for k, res := range looks {
-		if res.Err == nil && pol.Rule(s.index[k]).Mode == policy.Enforce && res.Decision.Remaining < s.reqs[k].Cost {
+		if res.Err == nil && res.Decision.Remaining < s.reqs[k].Cost {
 			s.again, s.denied = append(s.again, s.reqs[k]), append(s.denied, k)
+			blocked = blocked || !s.reqs[k].Shadow
 		}
 	}
-	if len(s.denied) == 0 {
+	if !blocked { // a shadow rule without room stops nothing: spend, and it reports its denial
 		return l.opts.Store.DecideBatch(ctx, s.reqs, now)
 	}
 	again, err := l.opts.Store.DecideBatch(ctx, s.again, now)

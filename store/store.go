@@ -33,11 +33,33 @@ type Store interface {
 	Close() error
 }
 
-// Request is one decision asked of DecideBatch.
+// AllOrNothing is implemented by stores that can decide the requests of
+// one HTTP request (one per matching rule) together, in one step: one
+// round trip for a store over a network.
+type AllOrNothing interface {
+	// DecideAll decides reqs, each on its own distinct key, as one: if every
+	// request not marked Shadow is allowed, every allowed request spends;
+	// otherwise none spends, and the denied requests carry their denial and
+	// the others the decision of a look (cost 0). It returns ErrNotAtomic,
+	// having decided nothing, when it cannot decide these requests so (the
+	// caller then decides them another way); another error means the store
+	// could not decide, as for DecideBatch.
+	DecideAll(ctx context.Context, reqs []Request, now time.Time) ([]Result, error)
+}
+
+// ErrNotAtomic is DecideAll's answer for requests it cannot decide all or
+// nothing (keys on different Redis Cluster nodes, an algorithm it cannot
+// combine, a store that is not using its shared counters right now).
+var ErrNotAtomic = errors.New("store: these requests cannot be decided all or nothing here")
+
+// Request is one decision asked of DecideBatch or DecideAll.
 type Request struct {
 	Key   string
 	Limit limiter.Limit
 	Cost  int64
+	// Shadow marks a shadow rule's request for DecideAll: it is decided,
+	// but its denial stops no other request. DecideBatch ignores it.
+	Shadow bool
 }
 
 // Result is the answer to one Request: a decision, or why there is none.

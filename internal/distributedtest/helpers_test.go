@@ -51,6 +51,7 @@ type setup struct {
 	onFailure string   // open | closed | local
 	instances int
 	rate      string // the standard plan's rate, such as 100/m
+	rules     string // rules: instead of the one claims rule (rate is then unused)
 }
 
 // yaml is the configuration of s: one rule, claims, counting per client
@@ -84,7 +85,15 @@ plans:
   standard: {}
   large: { claims: 10000/m }
 rules:
-  - name: claims
+` + s.rulesYAML()
+}
+
+// rulesYAML returns s.rules, or the one claims rule at s.rate.
+func (s setup) rulesYAML() string {
+	if s.rules != "" {
+		return s.rules
+	}
+	return `  - name: claims
     match: { path: /claims, methods: [GET] }
     key: client
     algorithm: sliding_log

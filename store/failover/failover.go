@@ -280,3 +280,50 @@ func (s *Store) share(l limiter.Limit) limiter.Limit {
 	s.scaled.Store(l, part)
 	return part
 }
+
+var _ store.AllOrNothing = (*Store)(nil)
+
+// DecideAll decides a request's rules all or nothing in the shared store,
+// when the shared store can (a store.AllOrNothing) and counting is shared.
+// It returns store.ErrNotAtomic, having decided nothing, while degraded,
+// and when an enforcing request has a remembered denial: the whole request
+// is denied, and DecideBatch answers that without the shared store. (A
+// shadow request's remembered denial stops nothing, so it goes along.) A failure of the shared store counts towards
+// the circuit and is answered by the failure policy, as in DecideBatch.
+func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	shared, ok := s.opts.Shared.(store.AllOrNothing)
+	if !ok || s.degraded.Load() {
+		return nil, store.ErrNotAtomic
+	}
+	local := s.opts.Clock.Now()
+	for _, r := range reqs {
+		if _, ok := s.denied.lookup(r.Key, r.Cost, r.Limit, local); ok && !r.Shadow {
+			return nil, store.ErrNotAtomic
+		}
+	}
+	res, err := shared.DecideAll(ctx, reqs, now)
+	if errors.Is(err, store.ErrNotAtomic) {
+		return nil, err
+	}
+	if err == nil && len(res) != len(reqs) {
+		err = fmt.Errorf("failover: shared store returned %d results for %d requests", len(res), len(reqs))
+	}
+	if ctx.Err() != nil { // the caller left: see DecideBatch
+		return nil, fmt.Errorf("failover: %w", ctx.Err())
+	}
+	all := make([]int, len(reqs))
+	for i := range all {
+		all[i] = i
+	}
+	if err != nil {
+		s.failed()
+		return s.fail(ctx, reqs, all, make([]store.Result, len(reqs)), now, err)
+	}
+	out := make([]store.Result, len(reqs))
+	if failed, err := s.takeShared(reqs, all, res, out, local); len(failed) > 0 {
+		s.failed()
+		return s.fail(ctx, reqs, failed, out, now, err)
+	}
+	s.succeeded()
+	return out, nil
+}

@@ -30,9 +30,10 @@ var errDown = errors.New("shared: connection refused")
 // calls it receives and fails on demand.
 type sharedStore struct {
 	store.Store
-	calls atomic.Int64 // DecideBatch calls
-	asked atomic.Int64 // requests in them
-	down  atomic.Bool  // fail every call
+	calls    atomic.Int64 // DecideBatch calls
+	allCalls atomic.Int64 // DecideAll calls
+	asked    atomic.Int64 // requests in them
+	down     atomic.Bool  // fail every call
 	// perResult makes a failure come back as store/redis reports one: a
 	// nil error and every Result carrying its Err.
 	perResult atomic.Bool
@@ -60,6 +61,35 @@ func (s *sharedStore) DecideBatch(ctx context.Context, reqs []store.Request, now
 		out[i].Err = errDown
 	}
 	return out, nil
+}
+
+// DecideAll makes the stand-in a store.AllOrNothing (as store/redis is),
+// deciding with the memory store in two steps, as httplimit would: a test
+// is single-threaded, so the steps cannot interleave with others.
+func (s *sharedStore) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	s.allCalls.Add(1)
+	if s.down.Load() {
+		return nil, errDown
+	}
+	looks := make([]store.Request, len(reqs))
+	for i, r := range reqs {
+		looks[i], looks[i].Cost = r, 0
+	}
+	res, err := s.Store.DecideBatch(ctx, looks, now)
+	if err != nil {
+		return nil, err
+	}
+	pass := true
+	for i, r := range reqs {
+		pass = pass && (r.Shadow || res[i].Decision.Remaining >= r.Cost)
+	}
+	for i, r := range reqs {
+		if pass || res[i].Decision.Remaining < r.Cost {
+			d, err := s.Store.Decide(ctx, r.Key, r.Limit, now, r.Cost)
+			res[i] = store.Result{Decision: d, Err: err}
+		}
+	}
+	return res, nil
 }
 
 // fixture is a failover store on a fake clock, its shared store and, for

@@ -37,6 +37,10 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 	if len(calls) == 0 {
 		return results, nil
 	}
+	if c := calls[0]; len(calls) == 1 && c.sc.batch != nil { // one request: it may join its key's batch
+		results[c.req].Decision, results[c.req].Err = s.coalesce(ctx, c.call)
+		return results, nil
+	}
 	tctx, cancel := s.withTimeout(ctx)
 	defer cancel()
 	retry := s.run(ctx, tctx, calls, results, true)

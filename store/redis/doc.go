@@ -68,6 +68,15 @@
 // sliding_log, whose script reads and writes a list, decides one request
 // per call.
 //
+// # Several rules, one call
+//
+// DecideAll (store.AllOrNothing) decides the rules of one HTTP request in
+// one call of a script that combines the algorithms (lua/multi.lua): if
+// every enforcing request is allowed every allowed one spends, otherwise
+// none does. It needs all the keys on one node, so on a Redis Cluster it
+// answers store.ErrNotAtomic, as it does for sliding_log; the caller then
+// looks first and spends after, in two round trips.
+//
 // # Expiry
 //
 // Each write gives the key a TTL of its Reset, rounded up to a whole

@@ -143,7 +143,7 @@ func newStore(client rueidis.Client, owns bool, opts Options) (*Store, error) {
 // loadScripts loads every script on every node, so that the first
 // decisions need no EVAL fallback.
 func (s *Store) loadScripts(ctx context.Context) error {
-	var all []*script
+	all := []*script{multiScript}
 	for _, alg := range limiter.Algorithms {
 		all = append(all, scripts[alg])
 		if b := scripts[alg].batch; b != nil {

@@ -17,9 +17,9 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// script is one algorithm's Lua script: the prelude (lua/common.lua), then
-// but for sliding_log the state reader (lua/state.lua), the algorithm's own
-// file and the writer (lua/save.lua).
+// script is a Lua script: one algorithm's (lua/lib.lua, lua/common.lua,
+// but for sliding_log lua/state.lua, the algorithm's own file, and but
+// for sliding_log lua/save.lua), its batch form, or the multi-rule script.
 type script struct {
 	name string // the algorithm's name, for errors
 	src  string // the whole script, for EVAL
@@ -30,24 +30,31 @@ type script struct {
 }
 
 // scripts holds the scripts, indexed by algorithm; index 0 is unused.
-var scripts = loadScripts()
+// multiScript decides the rules of one HTTP request all or nothing (see
+// lua/multi.lua).
+var scripts, multiScript = loadScripts()
 
-// loadScripts builds each algorithm's script, and its batch script, from
-// the embedded files.
-func loadScripts() [limiter.LeakyBucket + 1]*script {
-	common, state, save := mustRead("lua/common.lua"), mustRead("lua/state.lua"), mustRead("lua/save.lua")
+// loadScripts builds each algorithm's script, and its batch script, and
+// the multi-rule script, from the embedded files.
+func loadScripts() ([limiter.LeakyBucket + 1]*script, *script) {
+	lib, common := mustRead("lua/lib.lua"), mustRead("lua/common.lua")
+	state, save := mustRead("lua/state.lua"), mustRead("lua/save.lua")
 	begin, end := mustRead("lua/batch_begin.lua"), mustRead("lua/batch_end.lua")
 	var out [limiter.LeakyBucket + 1]*script
+	multi := lib + "local decide = {}\n"
 	for _, alg := range limiter.Algorithms {
 		body := mustRead("lua/" + alg.String() + ".lua")
 		if alg == limiter.SlidingLog {
-			out[alg] = newScript(alg.String(), common+body)
+			out[alg] = newScript(alg.String(), lib+common+body)
 			continue
 		}
-		out[alg] = newScript(alg.String(), common+state+body+save)
-		out[alg].batch = newScript(alg.String()+" batch", common+state+begin+body+end+save)
+		out[alg] = newScript(alg.String(), lib+common+state+body+save)
+		out[alg].batch = newScript(alg.String()+" batch", lib+common+state+begin+body+end+save)
+		multi += fmt.Sprintf("\n-- %s\ndecide[%d] = function(key, cost, t, l1, l2, l3)\n", alg, alg) +
+			"local allowed, remaining, retry, reset, value = 0, 0, 0, 0, nil\n" +
+			state + body + "return allowed, remaining, retry, reset, value\nend\n"
 	}
-	return out
+	return out, newScript("multi-rule", multi+mustRead("lua/multi.lua"))
 }
 
 // newScript returns the script of src.

@@ -1,0 +1,69 @@
+package distributedtest
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/sluice-rl/sluice/internal/redistest"
+)
+
+// threeRules are two enforcing rules and a shadow one on /claims, each of
+// an algorithm the multi-rule script combines.
+const threeRules = `  - name: all
+    key: client
+    algorithm: gcra
+    rate: 5/m
+  - name: claims
+    match: { path: /claims, methods: [GET] }
+    key: client
+    algorithm: fixed_window
+    rate: 3/m
+  - name: audit
+    match: { path: /claims }
+    key: client
+    mode: shadow
+    algorithm: token_bucket
+    rate: 1/m
+`
+
+// TestSeveralRulesOneRoundTrip checks issue 4's "when one request matches
+// several rules, their decisions cost one round trip": on standalone Redis
+// each request under three rules is one script call, all or nothing. The
+// request claims rejects spends nothing of all, and the shadow rule's
+// denials stop nothing.
+func TestSeveralRulesOneRoundTrip(t *testing.T) {
+	srv := redistest.StartServer(t)
+	up := newUpstream(t)
+	s := setup{addrs: []string{srv.Addr}, prefix: redistest.KeyPrefix(t), timeout: "5s", onFailure: "closed", instances: 1, rules: threeRules}
+	inst := startInstance(t, s, up)
+	c := newClient(t)
+
+	before := evalshaCalls(t, srv.Addr)
+	for i, want := range []int{200, 200, 200, 429} {
+		if a := get(c, inst, "partner-a"); a.err != nil || a.status != want {
+			t.Fatalf("request %d: status %d (%v), want %d", i, a.status, a.err, want)
+		}
+	}
+	if calls := evalshaCalls(t, srv.Addr) - before; calls != 4 {
+		t.Errorf("4 requests under 3 rules took %d script calls, want 4 (one round trip each)", calls)
+	}
+	if got := up.count("partner-a"); got != 3 {
+		t.Errorf("%d requests reached the upstream, want 3 (the shadow rule's denials stop nothing)", got)
+	}
+	// all has spent 3 of 5 (the rejected request nothing); this spends a
+	// fourth.
+	req, err := http.NewRequest(http.MethodGet, inst.url+"/other", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-API-Key", keys["partner-a"])
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("RateLimit"); resp.StatusCode != 200 || !strings.HasPrefix(got, `"all";r=1;`) {
+		t.Errorf("/other after 3 passed requests and 1 rejected: status %d, RateLimit %q, want 200 and \"all\";r=1", resp.StatusCode, got)
+	}
+}

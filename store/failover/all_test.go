@@ -1,0 +1,110 @@
+package failover_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/store/failover"
+)
+
+// rulesOf returns the requests of one HTTP request under two rules: a wide
+// one and a narrow one (2 per minute).
+func rulesOf(t *testing.T) []store.Request {
+	return []store.Request{
+		{Key: "wide", Limit: must(t, limiter.GCRA, 10, time.Minute, 0), Cost: 1},
+		{Key: "narrow", Limit: must(t, limiter.FixedWindow, 2, time.Minute, 0), Cost: 1},
+	}
+}
+
+// TestDecideAllGoesToTheSharedStore checks that DecideAll is one call of
+// the shared store's DecideAll, and that the denial it brings back is
+// remembered: the next identical request is not sent (it falls back to
+// DecideBatch, which answers the denied rule locally).
+func TestDecideAllGoesToTheSharedStore(t *testing.T) {
+	f := newFixture(t, failover.Options{})
+	reqs := rulesOf(t)
+	for i := range 3 {
+		res, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now())
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if pass := i < 2; res[1].Decision.Allowed != pass || !res[0].Decision.Allowed {
+			t.Fatalf("request %d: %+v, want narrow allowed=%v", i, res, pass)
+		}
+	}
+	if got := f.shared.allCalls.Load(); got != 3 || f.shared.calls.Load() != 0 {
+		t.Errorf("3 requests: %d DecideAll and %d DecideBatch calls of the shared store, want 3 and 0", got, f.shared.calls.Load())
+	}
+	if _, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now()); !errors.Is(err, store.ErrNotAtomic) {
+		t.Errorf("with narrow's denial remembered: error %v, want store.ErrNotAtomic", err)
+	}
+	if got := f.shared.allCalls.Load(); got != 3 {
+		t.Errorf("a request with a remembered denial reached the shared store (%d DecideAll calls)", got)
+	}
+}
+
+// TestDecideAllFailure takes the shared store down: DecideAll answers by
+// the failure policy (closed: 503), opens the circuit after Threshold
+// failures, and then steps aside with store.ErrNotAtomic so that
+// DecideBatch's degraded path decides.
+func TestDecideAllFailure(t *testing.T) {
+	f := newFixture(t, failover.Options{Mode: failover.Closed, Threshold: 2})
+	reqs := rulesOf(t)
+	f.shared.down.Store(true)
+	for i := range 2 {
+		_, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now())
+		var unavailable *store.UnavailableError
+		if !errors.As(err, &unavailable) || !errors.Is(err, errDown) {
+			t.Fatalf("failure %d: error %v, want *store.UnavailableError wrapping the shared store's", i, err)
+		}
+	}
+	if !f.fo.Degraded() {
+		t.Fatal("two failures with Threshold 2 did not open the circuit")
+	}
+	if _, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now()); !errors.Is(err, store.ErrNotAtomic) {
+		t.Errorf("degraded: error %v, want store.ErrNotAtomic", err)
+	}
+	if got := f.shared.allCalls.Load(); got != 2 {
+		t.Errorf("degraded DecideAll reached the shared store (%d calls, want 2)", got)
+	}
+}
+
+// TestDecideAllCallerGone cancels the caller's context: the error says so,
+// and it does not count against the shared store.
+func TestDecideAllCallerGone(t *testing.T) {
+	f := newFixture(t, failover.Options{Threshold: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f.shared.down.Store(true)
+	if _, err := f.fo.DecideAll(ctx, rulesOf(t), f.clk.Now()); !errors.Is(err, context.Canceled) {
+		t.Errorf("caller gone: error %v, want context.Canceled", err)
+	}
+	if f.fo.Degraded() {
+		t.Error("a caller that left opened the circuit")
+	}
+}
+
+// TestDecideAllWithAShadowDenialRemembered checks that a shadow rule's
+// remembered denial does not keep a request from DecideAll: it stops
+// nothing, so the request still goes in one call.
+func TestDecideAllWithAShadowDenialRemembered(t *testing.T) {
+	f := newFixture(t, failover.Options{})
+	reqs := rulesOf(t)
+	reqs[1].Shadow = true
+	for i := range 4 {
+		res, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now())
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if !res[0].Decision.Allowed || res[1].Decision.Allowed != (i < 2) {
+			t.Fatalf("request %d: %+v", i, res)
+		}
+	}
+	if got := f.shared.allCalls.Load(); got != 4 {
+		t.Errorf("4 requests with a shadow rule: %d DecideAll calls, want 4", got)
+	}
+}

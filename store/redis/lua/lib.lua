@@ -1,0 +1,60 @@
+-- lib.lua: what every sluice script starts with. Each script the store
+-- loads is this file, then common.lua (read the request), then for every
+-- algorithm but sliding_log state.lua (read the key), then the
+-- algorithm's own file, then save.lua (write the key and reply), so that
+-- the algorithm reads like its Go counterpart in package limiter, which is
+-- the reference: the scripts must return the same Decision for the same
+-- inputs. (batch_begin.lua and multi.lua describe the two other shapes.)
+--
+-- Numbers in Redis's Lua 5.1 are IEEE-754 doubles. Every value computed here
+-- is an integer below 2^53 (limiter.New guarantees burst*p + n <= 2^53 and
+-- times are clamped to 2^52), so the arithmetic is exact and agrees with
+-- Go's int64 arithmetic. Integer division is floor(a / b), which is exact
+-- for 0 <= a < 2^53; remainders use math.fmod, which is always exact.
+--
+-- The scripts run once per decision, so they are written for Redis's CPU:
+-- numbers travel as big-endian IEEE-754 doubles (struct.pack('>d')), exact
+-- for these integers and converted without parsing or printing;
+-- library functions are held in locals; no closures on the common path.
+
+local floor, fmt = math.floor, string.format
+
+local NEVER = -1
+local MAX_TIME = 4503599627370496 -- 2^52 µs, about the year 2112
+
+-- decision_time returns the time of a decision in whole microseconds, and
+-- whether keys written get a TTL. t is the caller's time, or -1: read Redis
+-- TIME, the one clock all instances share (its value is below 2^53 µs, so
+-- sec*1000000 + usec is exact), and give keys a TTL (the caller's time
+-- gives none). The time is clamped like limiter.clampTime.
+local function decision_time(t)
+  local expire = t == -1
+  if expire then
+    t = redis.call('TIME')
+    t = t[1] * 1000000 + t[2]
+  end
+  if t < 1 then
+    t = 1
+  elseif t > MAX_TIME then
+    t = MAX_TIME
+  end
+  return t, expire
+end
+
+-- save stores value, the state of an allowed request, in key with a TTL
+-- of its reset rounded up to a whole millisecond (once reset has passed
+-- the state cannot change a decision); or, when reset is 0 and the state
+-- is as good as a fresh one, deletes the key.
+local function save(key, value, reset, expire)
+  if reset == 0 then
+    redis.call('DEL', key)
+  elseif expire then
+    local ms = floor((reset + 999) / 1000)
+    if ms < 1 then
+      ms = 1
+    end
+    redis.call('SET', key, value, 'PX', fmt('%d', ms))
+  else
+    redis.call('SET', key, value)
+  end
+end

@@ -1,0 +1,47 @@
+-- multi.lua: decides the rules of one HTTP request together, all or
+-- nothing, in one script call. The script is lib.lua, then for every
+-- algorithm but sliding_log a function decide[alg](key, cost, t, l1, l2,
+-- l3) made of state.lua and the algorithm's file, returning allowed,
+-- remaining, retry, reset and value (see common.lua), then this file.
+--
+-- KEYS     one distinct key per rule
+-- ARGV[1]  the time as common.lua's now (µs, or -1 for Redis TIME), then
+--          per key six doubles: the algorithm (limiter.Algorithm), the
+--          cost, 1 if the rule enforces (0: shadow), and the limit's three
+--          numbers as in common.lua.
+--
+-- If every enforcing rule allows, every allowed rule stores its new state
+-- (a shadow rule's denial stops nothing). Otherwise nothing is stored: the
+-- rules that deny answer their denial, the others what a look (cost 0)
+-- answers, which reads the unchanged key again.
+--
+-- Reply: four doubles per key, as common.lua's, in the order of KEYS.
+
+local args = ARGV[1]
+local t, expire = decision_time(struct.unpack('>d', args))
+local decisions, values = {}, {}
+local pass = true
+for i = 1, #KEYS do
+  local alg, cost, enforce, l1, l2, l3 = struct.unpack('>dddddd', args, 48 * i - 39)
+  local allowed, remaining, retry, reset, value = decide[alg](KEYS[i], cost, t, l1, l2, l3)
+  if allowed == 0 and enforce == 1 then
+    pass = false
+  end
+  decisions[i] = { allowed, remaining, retry, reset }
+  values[i] = value
+end
+
+local replies = {}
+for i = 1, #KEYS do
+  local d = decisions[i]
+  if pass then
+    if values[i] then
+      save(KEYS[i], values[i], d[4], expire)
+    end
+  elseif d[1] == 1 then
+    local alg, _, _, l1, l2, l3 = struct.unpack('>dddddd', args, 48 * i - 39)
+    d = { decide[alg](KEYS[i], 0, t, l1, l2, l3) }
+  end
+  replies[i] = struct.pack('>dddd', d[1], d[2], d[3], d[4])
+end
+return table.concat(replies)

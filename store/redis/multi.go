@@ -1,0 +1,84 @@
+package redis
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+var _ store.AllOrNothing = (*Store)(nil)
+
+// multiEntryLen is the length of one request in the multi-rule script's
+// ARGV[1]: six doubles (see lua/multi.lua).
+const multiEntryLen = 6 * 8
+
+// DecideAll decides the requests of one HTTP request all or nothing in one
+// script call (lua/multi.lua), as store.AllOrNothing says. It returns
+// store.ErrNotAtomic on a Redis Cluster (each key is its own hash tag, so a
+// request's keys live on different nodes), for sliding_log, a zero limit, a
+// negative cost or keys that repeat.
+func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if s.client.Mode() == rueidis.ClientModeCluster || !combinable(reqs) {
+		return nil, store.ErrNotAtomic
+	}
+	t := int64(useRedisTime)
+	if s.callerTime {
+		t = limiter.UnixMicro(now)
+	}
+	keys := make([]string, len(reqs))
+	args := make([]byte, 8+multiEntryLen*len(reqs))
+	putDouble(args, t)
+	for i, r := range reqs {
+		keys[i] = redisKey(s.prefix, r.Key)
+		c := newCall(r.Limit, keys[i], r.Cost, t) // the request as the one-key script reads it
+		e := args[8+multiEntryLen*i:]
+		putDouble(e, int64(r.Limit.Algorithm()))
+		copy(e[8:], c.req[:8]) // the cost, capped
+		enforce := int64(1)
+		if r.Shadow {
+			enforce = 0
+		}
+		putDouble(e[16:], enforce)
+		copy(e[24:], c.req[16:]) // the limit's three numbers
+	}
+	tctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	b := s.client.B()
+	res := s.client.Do(tctx, b.Evalsha().Sha1(multiScript.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(string(args)).Build())
+	if isNoScript(res.Error()) { // the node lost the scripts; send it whole
+		res = s.client.Do(tctx, b.Eval().Script(multiScript.src).Numkeys(int64(len(keys))).Key(keys...).Arg(string(args)).Build())
+	}
+	ds, err := parseBatchReply(res, 0, len(reqs))
+	if err != nil {
+		return nil, s.failed(ctx, multiScript, err)
+	}
+	out := make([]store.Result, len(reqs))
+	for i, d := range ds {
+		d.Limit = reqs[i].Limit.Burst()
+		out[i].Decision = d
+	}
+	return out, nil
+}
+
+// combinable reports whether the multi-rule script can decide reqs: every
+// algorithm but sliding_log, valid limits and costs, distinct keys.
+func combinable(reqs []store.Request) bool {
+	for i, r := range reqs {
+		if r.Limit.IsZero() || r.Cost < 0 || r.Limit.Algorithm() == limiter.SlidingLog {
+			return false
+		}
+		for _, o := range reqs[:i] {
+			if o.Key == r.Key {
+				return false
+			}
+		}
+	}
+	return true
+}

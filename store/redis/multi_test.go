@@ -1,0 +1,159 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/internal/redistest"
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// decideAllModel is store.AllOrNothing's DecideAll in Go, on models: the
+// reference the multi-rule script must match.
+func decideAllModel(models []*model, reqs []store.Request, now time.Time) []limiter.Decision {
+	ds := make([]limiter.Decision, len(reqs))
+	pass := true
+	for i, r := range reqs {
+		s := models[i].state
+		s.Log = nil
+		ds[i], _ = limiter.Decide(r.Limit, s, now, r.Cost)
+		if !ds[i].Allowed && !r.Shadow {
+			pass = false
+		}
+	}
+	for i, r := range reqs {
+		switch {
+		case pass:
+			ds[i] = models[i].decide(r.Limit, now, r.Cost)
+		case ds[i].Allowed:
+			ds[i], _ = limiter.Decide(r.Limit, models[i].state, now, 0)
+		}
+	}
+	return ds
+}
+
+// TestDecideAllDifferential replays random requests over two to four
+// rules (random algorithms but sliding_log, limits, costs, shadow rules)
+// through DecideAll and through its Go model: every decision must be
+// identical, and so the states, which the next steps read.
+func TestDecideAllDifferential(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	var algs []limiter.Algorithm
+	for _, a := range limiter.Algorithms {
+		if a != limiter.SlidingLog {
+			algs = append(algs, a)
+		}
+	}
+	lims := []struct {
+		rate   int64
+		period time.Duration
+		burst  int64
+	}{{3, time.Second, 0}, {5, 10 * time.Millisecond, 2}, {1, time.Minute, 0}, {100, time.Minute, 10}, {7, 3 * time.Millisecond, 0}}
+	for scenario := range 40 {
+		t.Run(fmt.Sprint(scenario), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(*diffSeed, 2000+uint64(scenario)))
+			rules := make([]store.Request, 2+rng.IntN(3))
+			models := make([]*model, len(rules))
+			for i := range rules {
+				l, alg := lims[rng.IntN(len(lims))], algs[rng.IntN(len(algs))]
+				if !alg.HasBurst() {
+					l.burst = 0
+				}
+				rules[i] = store.Request{
+					Key:    fmt.Sprintf("multi:%d:%d", scenario, i),
+					Limit:  mustLimit(t, alg, l.rate, l.period, l.burst),
+					Shadow: rng.IntN(4) == 0,
+				}
+				models[i] = &model{}
+			}
+			var history strings.Builder
+			now := epoch.UnixMicro()
+			for step := range *diffSteps {
+				now = nextTime(rng, now, 1_000_000, 1000)
+				reqs := append([]store.Request(nil), rules...)
+				for i := range reqs {
+					reqs[i].Cost = nextCost(rng, reqs[i].Limit.Burst())
+				}
+				at := time.UnixMicro(now)
+				want := decideAllModel(models, reqs, at)
+				got, err := s.DecideAll(context.Background(), reqs, at)
+				if err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				fmt.Fprintf(&history, "  step %d: now %d:", step, now)
+				for i, r := range reqs {
+					fmt.Fprintf(&history, " [%v cost %d shadow %v -> %+v]", r.Limit, r.Cost, r.Shadow, want[i])
+				}
+				history.WriteByte('\n')
+				for i := range reqs {
+					if got[i].Err != nil || got[i].Decision != want[i] {
+						t.Fatalf("step %d, rule %d:\n redis %+v (%v)\n go    %+v\nsteps so far (go):\n%s",
+							step, i, got[i].Decision, got[i].Err, want[i], history.String())
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDecideAllOneCall checks what DecideAll is for: a request's rules
+// cost one script call whether they pass or not, and a rejected request
+// spends nothing of the rules that had room.
+func TestDecideAllOneCall(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	wide := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
+	narrow := mustLimit(t, limiter.FixedWindow, 2, time.Minute, 0)
+	reqs := []store.Request{{Key: "wide", Limit: wide, Cost: 1}, {Key: "narrow", Limit: narrow, Cost: 1}}
+	before := evalCalls(t, s)
+	wideLeft := []int64{9, 8, 8, 8} // the third and fourth spend nothing: narrow denies
+	for i := range 4 {
+		res, err := s.DecideAll(context.Background(), reqs, epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pass := i < 2; !res[0].Decision.Allowed || res[1].Decision.Allowed != pass || res[0].Decision.Remaining != wideLeft[i] {
+			t.Fatalf("request %d: %+v, want wide allowed with %d left, narrow allowed=%v", i, res, wideLeft[i], pass)
+		}
+	}
+	if calls := evalCalls(t, s) - before; calls != 4 {
+		t.Errorf("4 requests of 2 rules took %d script calls, want 4", calls)
+	}
+}
+
+// TestDecideAllNotAtomic lists what DecideAll refuses with
+// store.ErrNotAtomic, deciding nothing.
+func TestDecideAllNotAtomic(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
+	for name, reqs := range map[string][]store.Request{
+		"sliding_log": {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: mustLimit(t, limiter.SlidingLog, 10, time.Minute, 0), Cost: 1}},
+		"zero limit":  {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Cost: 1}},
+		"negative":    {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: -1}},
+		"same key":    {{Key: "a", Limit: l, Cost: 1}, {Key: "a", Limit: l, Cost: 1}},
+	} {
+		if _, err := s.DecideAll(context.Background(), reqs, epoch); !errors.Is(err, store.ErrNotAtomic) {
+			t.Errorf("%s: error %v, want store.ErrNotAtomic", name, err)
+		}
+	}
+	if d := decide(t, s, "a", l, epoch, 0); d.Remaining != 10 {
+		t.Errorf("a refused DecideAll spent: %+v", d)
+	}
+	c := redistest.StartCluster(t)
+	cs := open(t, c.Addrs, true)
+	if _, err := cs.DecideAll(context.Background(), []store.Request{{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: 1}}, epoch); !errors.Is(err, store.ErrNotAtomic) {
+		t.Errorf("on a cluster: error %v, want store.ErrNotAtomic", err)
+	}
+}
