@@ -17,6 +17,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -141,11 +143,34 @@ func (g *Gateway) Handler() http.Handler { return g.limiter.Handler(g.proxy) }
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	cfg := g.cfg.Load()
 	pr.SetURL(cfg.Upstream)
-	if peer, err := netip.ParseAddrPort(pr.In.RemoteAddr); err == nil && cfg.Compiled.TrustedProxy(peer.Addr()) {
+	// From a trusted proxy, the header sluice reads the caller from goes on
+	// as the proxy wrote it (the other one may be the caller's own), and
+	// the peer is added to it. ReverseProxy has removed both from pr.Out.
+	peer, err := netip.ParseAddrPort(pr.In.RemoteAddr)
+	trusted := err == nil && cfg.Compiled.TrustedProxy(peer.Addr())
+	if cfg.Compiled.ForwardedHeader() == policy.Forwarded {
+		var hops []string
+		if trusted {
+			hops = slices.Clone(pr.In.Header["Forwarded"])
+		}
+		if err == nil {
+			pr.Out.Header["Forwarded"] = append(hops, forwardedFor(peer.Addr()))
+		}
+	} else if trusted {
 		pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
 	}
 	pr.SetXForwarded()
 	pr.Out.Host = pr.In.Host
+}
+
+// forwardedFor returns the RFC 7239 Forwarded element naming addr:
+// for=192.0.2.1, or for="[2001:db8::1]" (an IPv6 address is quoted).
+func forwardedFor(addr netip.Addr) string {
+	addr = addr.Unmap().WithZone("")
+	if addr.Is6() {
+		return `for="[` + addr.String() + `]"`
+	}
+	return "for=" + addr.String()
 }
 
 // upstreamFailed answers 502 when the upstream cannot be reached.

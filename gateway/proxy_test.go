@@ -276,6 +276,32 @@ func TestProxyForwardedFor(t *testing.T) {
 	})
 }
 
+// TestProxyForwardedHeaderMode: with forwarded_header: forwarded, a
+// trusted proxy's Forwarded names the caller and goes on to the upstream
+// with the proxy added; an X-Forwarded-For the caller wrote itself (such a
+// proxy passes it through) neither counts nor reaches the upstream.
+func TestProxyForwardedHeaderMode(t *testing.T) {
+	h := startGateway(t, "listen: 127.0.0.1:18080\nupstream: {{UPSTREAM}}\ntrusted_proxies: [127.0.0.1/32]\n"+
+		"forwarded_header: forwarded\nrules:\n  - name: perip\n    key: ip\n    algorithm: fixed_window\n    rate: 2/m\n")
+	for i, xff := range []string{"198.51.100.1", "198.51.100.2", "198.51.100.3"} {
+		hdr := map[string]string{"Forwarded": "for=203.0.113.9", "X-Forwarded-For": xff}
+		want := http.StatusOK
+		if i == 2 {
+			want = http.StatusTooManyRequests // one caller, 203.0.113.9, whatever X-Forwarded-For says
+		}
+		if r := h.do(h.url, http.MethodGet, "/x", hdr, ""); r.Status != want {
+			t.Errorf("request %d with X-Forwarded-For %s: %d, want %d", i+1, xff, r.Status, want)
+		}
+	}
+	seen := h.up.lastSeen(t).Header
+	if got := seen.Values("Forwarded"); len(got) != 2 || got[0] != "for=203.0.113.9" || got[1] != "for=127.0.0.1" {
+		t.Errorf("upstream saw Forwarded %q, want [for=203.0.113.9 for=127.0.0.1]", got)
+	}
+	if got := seen.Values("X-Forwarded-For"); len(got) != 1 || got[0] != "127.0.0.1" {
+		t.Errorf("upstream saw X-Forwarded-For %q, want [127.0.0.1] (not the caller's own)", got)
+	}
+}
+
 // TestProxyForwardedFromUntrustedPeerNotPassedOn: the gateway drops an
 // untrusted peer's X-Forwarded-For before proxying; its RFC 7239 Forwarded
 // header, which sluice believes only from trusted proxies too, must not
