@@ -36,7 +36,8 @@ func openStore(ctx context.Context, cfg *config.File, m *metrics, log *slog.Logg
 	if err != nil {
 		log.Warn("redis unreachable at start; on_failure decides until it answers", "err", err.Error())
 	}
-	fo := failover.Options{Shared: &timedStore{Store: shared, m: m}, Instances: sc.Instances, StartDegraded: err != nil}
+	fo := failover.Options{Shared: &timedStore{Store: shared, m: m}, Instances: sc.Instances, StartDegraded: err != nil,
+		BackgroundProbe: true}
 	switch sc.OnFailure {
 	case config.FailClosed:
 		fo.Mode = failover.Closed

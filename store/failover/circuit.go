@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
 )
@@ -24,6 +25,21 @@ func (s *Store) Probe(ctx context.Context) {
 		return
 	}
 	s.succeeded()
+}
+
+// probeLoop probes at every tick of t while the circuit is open, until ctx
+// ends.
+func (s *Store) probeLoop(ctx context.Context, t clock.Ticker) {
+	defer close(s.probesDone)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			s.Probe(ctx)
+		}
+	}
 }
 
 // mayCallShared reports whether the shared store may be called now: always
@@ -60,8 +76,13 @@ func (s *Store) succeeded() {
 	}
 }
 
-// Close closes the shared and fallback stores.
+// Close stops the background prober, if any, and closes the shared and
+// fallback stores.
 func (s *Store) Close() error {
+	if s.stopProbes != nil {
+		s.stopProbes()
+		<-s.probesDone
+	}
 	err := s.opts.Shared.Close()
 	if s.opts.Fallback != nil {
 		if e := s.opts.Fallback.Close(); err == nil {

@@ -74,6 +74,11 @@ type Options struct {
 	// OnStateChange, if set, is called when the store turns degraded
 	// (true) or back to shared (false).
 	OnStateChange func(degraded bool)
+	// BackgroundProbe makes the store probe an open circuit by itself every
+	// ProbeInterval (on Clock), so that an instance nobody calls returns to
+	// shared counting too; Close stops it. Without it, requests and Probe
+	// are the only probes.
+	BackgroundProbe bool
 }
 
 // Store is a store.Store with cheap rejections and a failure policy.
@@ -85,6 +90,9 @@ type Store struct {
 	nextProbe atomic.Int64 // unix nanos
 	scaled    sync.Map     // limiter.Limit -> limiter.Limit (limit / instances)
 	stats     Stats
+
+	stopProbes context.CancelFunc // ends the background prober; nil without one
+	probesDone chan struct{}      // closed when the background prober has ended
 }
 
 var _ store.Store = (*Store)(nil)
@@ -107,6 +115,11 @@ func New(opts Options) (*Store, error) {
 	opts = withDefaults(opts)
 	s := &Store{opts: opts, denied: newDenials(opts.MaxCached)}
 	s.degraded.Store(opts.StartDegraded)
+	if opts.BackgroundProbe {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopProbes, s.probesDone = cancel, make(chan struct{})
+		go s.probeLoop(ctx, opts.Clock.NewTicker(opts.ProbeInterval)) // ticking from now
+	}
 	return s, nil
 }
 
