@@ -21,8 +21,9 @@ import (
 // have waited behind it in Redis.
 
 // maxBatch bounds the requests of one batch call: its script holds Redis
-// for a few microseconds per request.
-const maxBatch = 128
+// for a few microseconds per request (sliding_log's reads and writes its
+// list for each), and other keys wait meanwhile.
+const maxBatch = 64
 
 // flight is a key with a call in flight, and the requests waiting for it.
 type flight struct {

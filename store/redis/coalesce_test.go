@@ -35,16 +35,12 @@ func decideBatchNow(s *Store, key string, l limiter.Limit, now time.Time, costs 
 // TestBatchDifferential replays random batches (one to eight requests at
 // one time, random costs) through the batch scripts and through
 // limiter.Decide one request after another: every decision must be
-// identical, as must the state a batch leaves for the next. sliding_log
-// has no batch script.
+// identical, as must the state a batch leaves for the next.
 func TestBatchDifferential(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	for i, c := range diffCases() {
-		if c.alg == limiter.SlidingLog {
-			continue
-		}
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			l := mustLimit(t, c.alg, c.rate, c.period, c.burst)

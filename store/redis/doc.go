@@ -65,8 +65,6 @@
 // costs Redis one script call per round trip instead of one per request.
 // Nothing waits when nothing is in flight. A waiting request whose context
 // ends leaves at once and is left out of the batch if it has not gone yet.
-// sliding_log, whose script reads and writes a list, decides one request
-// per call.
 //
 // # Several rules, one call
 //

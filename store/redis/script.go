@@ -18,14 +18,14 @@ import (
 var luaFiles embed.FS
 
 // script is a Lua script: one algorithm's (lua/lib.lua, lua/common.lua,
-// but for sliding_log lua/state.lua, the algorithm's own file, and but
-// for sliding_log lua/save.lua), its batch form, or the multi-rule script.
+// but for sliding_log lua/state.lua, the algorithm's own file and
+// lua/save.lua), its batch form, or the multi-rule script.
 type script struct {
 	name string // the algorithm's name, for errors
 	src  string // the whole script, for EVAL
 	sha  string // its SHA-1, for EVALSHA
 	// batch decides several requests on one key in one call (see
-	// lua/batch_begin.lua); nil for sliding_log, whose script decides one.
+	// lua/batch_begin.lua); nil for the batch and multi-rule scripts.
 	batch *script
 }
 
@@ -37,22 +37,21 @@ var scripts, multiScript = loadScripts()
 // loadScripts builds each algorithm's script, and its batch script, and
 // the multi-rule script, from the embedded files.
 func loadScripts() ([limiter.LeakyBucket + 1]*script, *script) {
-	lib, common := mustRead("lua/lib.lua"), mustRead("lua/common.lua")
-	state, save := mustRead("lua/state.lua"), mustRead("lua/save.lua")
+	lib, common, save := mustRead("lua/lib.lua"), mustRead("lua/common.lua"), mustRead("lua/save.lua")
 	begin, end := mustRead("lua/batch_begin.lua"), mustRead("lua/batch_end.lua")
 	var out [limiter.LeakyBucket + 1]*script
 	multi := lib + "local decide = {}\n"
 	for _, alg := range limiter.Algorithms {
 		body := mustRead("lua/" + alg.String() + ".lua")
-		if alg == limiter.SlidingLog {
-			out[alg] = newScript(alg.String(), lib+common+body)
-			continue
+		state, carry := "", "" // sliding_log reads and writes its list itself
+		if alg != limiter.SlidingLog {
+			state, carry = mustRead("lua/state.lua"), mustRead("lua/batch_state.lua")
+			multi += fmt.Sprintf("\n-- %s\ndecide[%d] = function(key, cost, t, l1, l2, l3)\n", alg, alg) +
+				"local allowed, remaining, retry, reset, value = 0, 0, 0, 0, nil\n" +
+				state + body + "return allowed, remaining, retry, reset, value\nend\n"
 		}
 		out[alg] = newScript(alg.String(), lib+common+state+body+save)
-		out[alg].batch = newScript(alg.String()+" batch", lib+common+state+begin+body+end+save)
-		multi += fmt.Sprintf("\n-- %s\ndecide[%d] = function(key, cost, t, l1, l2, l3)\n", alg, alg) +
-			"local allowed, remaining, retry, reset, value = 0, 0, 0, 0, nil\n" +
-			state + body + "return allowed, remaining, retry, reset, value\nend\n"
+		out[alg].batch = newScript(alg.String()+" batch", lib+common+state+begin+body+carry+end+save)
 	}
 	return out, newScript("multi-rule", multi+mustRead("lua/multi.lua"))
 }

@@ -1,9 +1,9 @@
--- batch_begin.lua and batch_end.lua wrap an algorithm (not sliding_log) to
--- decide a batch: several requests on one key, made while another call on
--- the key was in flight, decided in one script call one after another at
--- the same time, each exactly as its own call would have been. The script
--- is lib.lua, common.lua, state.lua, this file, the algorithm,
--- batch_end.lua and save.lua.
+-- batch_begin.lua and batch_end.lua wrap an algorithm to decide a batch:
+-- several requests on one key, made while another call on the key was in
+-- flight, decided in one script call one after another at the same time,
+-- each exactly as its own call would have been. The script is lib.lua,
+-- common.lua, state.lua (but for sliding_log), this file, the algorithm,
+-- batch_state.lua (but for sliding_log), batch_end.lua and save.lua.
 --
 -- ARGV[1] as for one request; its cost is the first request's.
 -- ARGV[2] the costs of the other requests, one double each, in order.

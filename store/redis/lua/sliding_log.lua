@@ -120,4 +120,4 @@ if allowed == 1 then
     redis.call('PEXPIRE', key, fmt('%d', ms))
   end
 end
-return struct.pack('>dddd', allowed, rate - used, retry, reset)
+remaining = rate - used
