@@ -151,6 +151,21 @@ func holdKey(t *testing.T, srv *redistest.Server, s *Store, key string, l limite
 	return done, resume
 }
 
+// queue starts n requests on key, which a held call keeps waiting, and
+// returns once all of them wait; their outcomes arrive on the channel.
+func queue(ctx context.Context, t *testing.T, s *Store, key string, l limiter.Limit, n int) <-chan outcome {
+	t.Helper()
+	out := make(chan outcome, n)
+	for range n {
+		go func() {
+			d, err := s.Decide(ctx, key, l, epoch, 1)
+			out <- outcome{d, err}
+		}()
+	}
+	waitFor(t, fmt.Sprintf("%d requests to wait", n), func() bool { return s.waiting(redisKey(s.prefix, key)) == n })
+	return out
+}
+
 // TestCoalescing holds a call on a key in flight (Redis paused) while ten
 // more requests on the key arrive: they must go together in one script
 // call once Redis answers, and be decided exactly as one after another.
@@ -162,14 +177,7 @@ func TestCoalescing(t *testing.T) {
 	before := evalCalls(t, s)
 	first, resume := holdKey(t, srv, s, "hot", l)
 
-	results := make(chan outcome, 10)
-	for range 10 {
-		go func() {
-			d, err := s.Decide(context.Background(), "hot", l, epoch, 1)
-			results <- outcome{d, err}
-		}()
-	}
-	waitFor(t, "ten requests to wait", func() bool { return s.waiting(redisKey(s.prefix, "hot")) == 10 })
+	results := queue(context.Background(), t, s, "hot", l, 10)
 	resume()
 
 	if o := <-first; o.err != nil || !o.d.Allowed || o.d.Remaining != 4 {
@@ -207,17 +215,10 @@ func TestCoalescingCallerGone(t *testing.T) {
 	first, resume := holdKey(t, srv, s, "gone", l)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	errs := make(chan error, 3)
-	for range 3 {
-		go func() {
-			_, err := s.Decide(ctx, "gone", l, epoch, 1)
-			errs <- err
-		}()
-	}
-	waitFor(t, "three requests to wait", func() bool { return s.waiting(redisKey(s.prefix, "gone")) == 3 })
+	waiting := queue(ctx, t, s, "gone", l, 3)
 	cancel()
 	for range 3 {
-		if err := <-errs; !errors.Is(err, context.Canceled) {
+		if err := (<-waiting).err; !errors.Is(err, context.Canceled) {
 			t.Errorf("waiting request whose caller left: error %v, want context.Canceled", err)
 		}
 	}
@@ -238,14 +239,7 @@ func TestCoalescingClose(t *testing.T) {
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.TokenBucket, 10, time.Minute, 0)
 	first, resume := holdKey(t, srv, s, "close", l)
-	errs := make(chan error, 3)
-	for range 3 {
-		go func() {
-			_, err := s.Decide(context.Background(), "close", l, epoch, 1)
-			errs <- err
-		}()
-	}
-	waitFor(t, "three requests to wait", func() bool { return s.waiting(redisKey(s.prefix, "close")) == 3 })
+	waiting := queue(context.Background(), t, s, "close", l, 3)
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
 	resume()
@@ -254,7 +248,7 @@ func TestCoalescingClose(t *testing.T) {
 	}
 	<-first
 	for range 3 {
-		if err := <-errs; !errors.Is(err, store.ErrClosed) {
+		if err := (<-waiting).err; !errors.Is(err, store.ErrClosed) {
 			t.Errorf("request waiting at Close: error %v, want store.ErrClosed", err)
 		}
 	}
