@@ -33,9 +33,9 @@ type flight struct {
 
 // waiter is a request waiting for the call in flight on its key.
 type waiter struct {
-	ctx  context.Context
-	cost int64        // capped as newCall caps it
-	done chan outcome // buffered: delivering never blocks
+	ctx  context.Context // the caller's, bounded by Options.Timeout from its arrival
+	cost int64           // capped as newCall caps it
+	done chan outcome    // buffered: delivering never blocks
 }
 
 // outcome is a waiter's answer.
@@ -60,14 +60,19 @@ func (s *Store) coalesce(ctx context.Context, c call) (limiter.Decision, error) 
 		s.mu.Unlock()
 		return s.decideOne(ctx, c)
 	}
-	w := &waiter{ctx: ctx, cost: int64(getDouble(c.req)), done: make(chan outcome, 1)}
+	// A waiter's deadline runs from its arrival, as its own call's would:
+	// waiting for the call in flight and then for its batch must not take
+	// longer than Options.Timeout either.
+	wctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	w := &waiter{ctx: wctx, cost: int64(getDouble(c.req)), done: make(chan outcome, 1)}
 	f.waiting = append(f.waiting, w)
 	s.mu.Unlock()
 	select {
 	case o := <-w.done:
 		return o.d, o.err
-	case <-ctx.Done():
-		return limiter.Decision{}, s.failed(ctx, c.sc, ctx.Err())
+	case <-wctx.Done():
+		return limiter.Decision{}, s.failed(ctx, c.sc, wctx.Err())
 	}
 }
 

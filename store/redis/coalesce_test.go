@@ -282,3 +282,30 @@ func TestCoalescingOtherLimit(t *testing.T) {
 		t.Fatalf("request with another limit: %+v, %v", o.d, o.err)
 	}
 }
+
+// TestCoalescingWaiterDeadline hangs Redis while requests wait for a call
+// in flight: each must fail with the deadline Options.Timeout after it
+// arrived, not after the call before it and then its own batch (twice the
+// timeout).
+func TestCoalescingWaiterDeadline(t *testing.T) {
+	t.Parallel()
+	const timeout = time.Second
+	srv := redistest.StartServer(t)
+	s, err := New(context.Background(), Options{Addrs: []string{srv.Addr}, Prefix: redistest.KeyPrefix(t), CallerTime: true, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
+	first, resume := holdKey(t, srv, s, "deadline", l)
+	start := time.Now()
+	waiting := queue(context.Background(), t, s, "deadline", l, 3)
+	for range 3 {
+		o := <-waiting
+		if took := time.Since(start); !errors.Is(o.err, context.DeadlineExceeded) || took > timeout*18/10 {
+			t.Errorf("waiting request on a hung Redis: %v after %v; want the deadline after about %v", o.err, took, timeout)
+		}
+	}
+	resume()
+	<-first
+}
