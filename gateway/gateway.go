@@ -138,14 +138,14 @@ func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 // Handler returns the callers' side: limiter in front of the proxy.
 func (g *Gateway) Handler() http.Handler { return g.limiter.Handler(g.proxy) }
 
-// rewrite points the request at the upstream in force. X-Forwarded-For is
-// carried on only from a trusted proxy; the peer is appended.
+// rewrite points the request at the upstream in force. From a trusted
+// proxy, the header sluice reads the caller from (forwarded_header) goes on
+// as the proxy wrote it, with the peer added; the other one may be the
+// caller's own and never goes on. ReverseProxy has removed both from
+// pr.Out; SetXForwarded adds X-Forwarded-For (the peer), -Host and -Proto.
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	cfg := g.cfg.Load()
 	pr.SetURL(cfg.Upstream)
-	// From a trusted proxy, the header sluice reads the caller from goes on
-	// as the proxy wrote it (the other one may be the caller's own), and
-	// the peer is added to it. ReverseProxy has removed both from pr.Out.
 	peer, err := netip.ParseAddrPort(pr.In.RemoteAddr)
 	trusted := err == nil && cfg.Compiled.TrustedProxy(peer.Addr())
 	if cfg.Compiled.ForwardedHeader() == policy.Forwarded {
