@@ -72,8 +72,8 @@
 // one call of a script that combines the algorithms (lua/multi.lua): if
 // every enforcing request is allowed every allowed one spends, otherwise
 // none does. It needs all the keys on one node, so on a Redis Cluster it
-// answers store.ErrNotAtomic, as it does for sliding_log; the caller then
-// looks first and spends after, in two round trips.
+// answers store.ErrNotAtomic; the caller then looks first and spends after,
+// in two round trips.
 //
 // # Expiry
 //

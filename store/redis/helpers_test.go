@@ -64,9 +64,7 @@ type model struct {
 }
 
 func (m *model) decide(l limiter.Limit, now time.Time, cost int64) limiter.Decision {
-	s := m.state
-	s.Log = append([]limiter.Entry(nil), s.Log...) // Decide reuses the array; a denial must not touch ours
-	d, next := limiter.Decide(l, s, now, cost)
+	d, next := limiter.Decide(l, m.copyState(), now, cost)
 	switch {
 	case !d.Allowed:
 	case d.Reset == 0:
@@ -75,6 +73,14 @@ func (m *model) decide(l limiter.Limit, now time.Time, cost int64) limiter.Decis
 		m.state = next
 	}
 	return d
+}
+
+// copyState returns the model's state with a Log of its own: Decide
+// reuses the array, and a decision that is not kept must not touch ours.
+func (m *model) copyState() limiter.State {
+	s := m.state
+	s.Log = append([]limiter.Entry(nil), s.Log...)
+	return s
 }
 
 // mustLimit builds a limit or fails the test.

@@ -19,8 +19,8 @@ const multiEntryLen = 6 * 8
 // DecideAll decides the requests of one HTTP request all or nothing in one
 // script call (lua/multi.lua), as store.AllOrNothing says. It returns
 // store.ErrNotAtomic on a Redis Cluster (each key is its own hash tag, so a
-// request's keys live on different nodes), for sliding_log, a zero limit, a
-// negative cost or keys that repeat.
+// request's keys live on different nodes), for a zero limit, a negative
+// cost or keys that repeat.
 func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
@@ -67,11 +67,11 @@ func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Ti
 	return out, nil
 }
 
-// combinable reports whether the multi-rule script can decide reqs: every
-// algorithm but sliding_log, valid limits and costs, distinct keys.
+// combinable reports whether the multi-rule script can decide reqs: valid
+// limits and costs, distinct keys.
 func combinable(reqs []store.Request) bool {
 	for i, r := range reqs {
-		if r.Limit.IsZero() || r.Cost < 0 || r.Limit.Algorithm() == limiter.SlidingLog {
+		if r.Limit.IsZero() || r.Cost < 0 {
 			return false
 		}
 		for _, o := range reqs[:i] {

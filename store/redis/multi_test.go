@@ -20,9 +20,7 @@ func decideAllModel(models []*model, reqs []store.Request, now time.Time) []limi
 	ds := make([]limiter.Decision, len(reqs))
 	pass := true
 	for i, r := range reqs {
-		s := models[i].state
-		s.Log = nil
-		ds[i], _ = limiter.Decide(r.Limit, s, now, r.Cost)
+		ds[i], _ = limiter.Decide(r.Limit, models[i].copyState(), now, r.Cost)
 		if !ds[i].Allowed && !r.Shadow {
 			pass = false
 		}
@@ -32,26 +30,21 @@ func decideAllModel(models []*model, reqs []store.Request, now time.Time) []limi
 		case pass:
 			ds[i] = models[i].decide(r.Limit, now, r.Cost)
 		case ds[i].Allowed:
-			ds[i], _ = limiter.Decide(r.Limit, models[i].state, now, 0)
+			ds[i], _ = limiter.Decide(r.Limit, models[i].copyState(), now, 0)
 		}
 	}
 	return ds
 }
 
 // TestDecideAllDifferential replays random requests over two to four
-// rules (random algorithms but sliding_log, limits, costs, shadow rules)
+// rules (random algorithms, limits, costs, shadow rules)
 // through DecideAll and through its Go model: every decision must be
 // identical, and so the states, which the next steps read.
 func TestDecideAllDifferential(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
-	var algs []limiter.Algorithm
-	for _, a := range limiter.Algorithms {
-		if a != limiter.SlidingLog {
-			algs = append(algs, a)
-		}
-	}
+	algs := limiter.Algorithms
 	lims := []struct {
 		rate   int64
 		period time.Duration
@@ -139,7 +132,6 @@ func TestDecideAllNotAtomic(t *testing.T) {
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
 	for name, reqs := range map[string][]store.Request{
-		"sliding_log": {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: mustLimit(t, limiter.SlidingLog, 10, time.Minute, 0), Cost: 1}},
 		"zero limit":  {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Cost: 1}},
 		"negative":    {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: -1}},
 		"same key":    {{Key: "a", Limit: l, Cost: 1}, {Key: "a", Limit: l, Cost: 1}},

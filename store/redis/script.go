@@ -18,8 +18,9 @@ import (
 var luaFiles embed.FS
 
 // script is a Lua script: one algorithm's (lua/lib.lua, lua/common.lua,
-// but for sliding_log lua/state.lua, the algorithm's own file and
-// lua/save.lua), its batch form, or the multi-rule script.
+// but for sliding_log lua/state.lua, the algorithm's own file, for
+// sliding_log lua/sliding_log_write.lua, and lua/save.lua), its batch form,
+// or the multi-rule script.
 type script struct {
 	name string // the algorithm's name, for errors
 	src  string // the whole script, for EVAL
@@ -43,15 +44,20 @@ func loadScripts() ([limiter.LeakyBucket + 1]*script, *script) {
 	multi := lib + "local decide = {}\n"
 	for _, alg := range limiter.Algorithms {
 		body := mustRead("lua/" + alg.String() + ".lua")
-		state, carry := "", "" // sliding_log reads and writes its list itself
-		if alg != limiter.SlidingLog {
-			state, carry = mustRead("lua/state.lua"), mustRead("lua/batch_state.lua")
-			multi += fmt.Sprintf("\n-- %s\ndecide[%d] = function(key, cost, t, l1, l2, l3)\n", alg, alg) +
-				"local allowed, remaining, retry, reset, value = 0, 0, 0, 0, nil\n" +
-				state + body + "return allowed, remaining, retry, reset, value\nend\n"
+		// sliding_log reads and writes its list itself; the others read a
+		// string (state.lua), and a batch carries their state from one
+		// request to the next (batch_state.lua).
+		state, write, carry := mustRead("lua/state.lua"), "", mustRead("lua/batch_state.lua")
+		commit := "" // how the multi-rule script's decide[alg] hands back its write
+		if alg == limiter.SlidingLog {
+			state, write, carry = "", mustRead("lua/sliding_log_write.lua"), ""
+			commit = "value = function(expire)\n" + write + "end\n"
 		}
-		out[alg] = newScript(alg.String(), lib+common+state+body+save)
-		out[alg].batch = newScript(alg.String()+" batch", lib+common+state+begin+body+carry+end+save)
+		out[alg] = newScript(alg.String(), lib+common+state+body+write+save)
+		out[alg].batch = newScript(alg.String()+" batch", lib+common+state+begin+body+write+carry+end+save)
+		multi += fmt.Sprintf("\n-- %s\ndecide[%d] = function(key, cost, t, l1, l2, l3)\n", alg, alg) +
+			"local allowed, remaining, retry, reset, value = 0, 0, 0, 0, nil\n" +
+			state + body + commit + "return allowed, remaining, retry, reset, value\nend\n"
 	}
 	return out, newScript("multi-rule", multi+mustRead("lua/multi.lua"))
 }

@@ -1,8 +1,10 @@
 -- multi.lua: decides the rules of one HTTP request together, all or
 -- nothing, in one script call. The script is lib.lua, then for every
--- algorithm but sliding_log a function decide[alg](key, cost, t, l1, l2,
--- l3) made of state.lua and the algorithm's file, returning allowed,
--- remaining, retry, reset and value (see common.lua), then this file.
+-- algorithm a function decide[alg](key, cost, t, l1, l2, l3) made of
+-- state.lua and the algorithm's file, returning allowed, remaining, retry,
+-- reset and value (see common.lua), then this file. sliding_log's value
+-- is instead a function(expire) that writes its list
+-- (sliding_log_write.lua): its decision itself writes nothing.
 --
 -- KEYS     one distinct key per rule
 -- ARGV[1]  the time as common.lua's now (µs, or -1 for Redis TIME), then
@@ -35,8 +37,11 @@ local replies = {}
 for i = 1, #KEYS do
   local d = decisions[i]
   if pass then
-    if values[i] then
-      save(KEYS[i], values[i], d[4], expire)
+    local v = values[i]
+    if type(v) == 'function' then
+      v(expire)
+    elseif v then
+      save(KEYS[i], v, d[4], expire)
     end
   elseif d[1] == 1 then
     local alg, _, _, l1, l2, l3 = struct.unpack('>dddddd', args, 48 * i - 39)

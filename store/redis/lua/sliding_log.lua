@@ -92,32 +92,4 @@ if allowed == 1 and cost > 0 then
 elseif live then
   reset = newest_at + period - t
 end
-
-if allowed == 1 then
-  if reset == 0 then
-    redis.call('DEL', key)
-  elseif not live then -- cost > 0: a log of this one entry
-    if len > 0 then
-      redis.call('DEL', key)
-    end
-    redis.call('RPUSH', key, fmt('%d', used), fmt('%d', t), fmt('%d', cost))
-  else
-    if expired > 0 then -- drop them, keeping one element to hold the total
-      redis.call('LTRIM', key, 2 * expired, -1)
-    end
-    if cost > 0 and newest_at == t then -- merge with the same microsecond
-      redis.call('LSET', key, -1, fmt('%d', newest_cost + cost))
-    elseif cost > 0 then
-      redis.call('RPUSH', key, fmt('%d', t), fmt('%d', cost))
-    end
-    redis.call('LSET', key, 0, fmt('%d', used))
-  end
-  if reset > 0 and expire then
-    local ms = floor((reset + 999) / 1000)
-    if ms < 1 then
-      ms = 1
-    end
-    redis.call('PEXPIRE', key, fmt('%d', ms))
-  end
-end
 remaining = rate - used
