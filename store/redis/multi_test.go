@@ -132,9 +132,9 @@ func TestDecideAllNotAtomic(t *testing.T) {
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
 	for name, reqs := range map[string][]store.Request{
-		"zero limit":  {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Cost: 1}},
-		"negative":    {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: -1}},
-		"same key":    {{Key: "a", Limit: l, Cost: 1}, {Key: "a", Limit: l, Cost: 1}},
+		"zero limit": {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Cost: 1}},
+		"negative":   {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: -1}},
+		"same key":   {{Key: "a", Limit: l, Cost: 1}, {Key: "a", Limit: l, Cost: 1}},
 	} {
 		if _, err := s.DecideAll(context.Background(), reqs, epoch); !errors.Is(err, store.ErrNotAtomic) {
 			t.Errorf("%s: error %v, want store.ErrNotAtomic", name, err)
