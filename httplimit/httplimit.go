@@ -223,19 +223,22 @@ func enforcing(pol *policy.Compiled, rules []int) int {
 func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Addr, r *http.Request) string {
 	rule := pol.Rule(i)
 	tag := caller.StateTag(i)
+	// A key counting one caller is in that caller's group, so that a
+	// store can keep all of a caller's keys together (Redis Cluster: one
+	// hash slot, one script call for all of its rules).
 	switch rule.Key.Kind {
 	case policy.KeyClient:
 		if caller.ID != "" {
-			return store.Key(rule.Name, tag, "client", caller.ID)
+			return store.GroupKey(store.Key("client", caller.ID), rule.Name, tag)
 		}
-		return store.Key(rule.Name, tag, "ip", pol.IPKey(addr))
+		return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, tag)
 	case policy.KeyIP:
-		return store.Key(rule.Name, tag, "ip", pol.IPKey(addr))
+		return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, tag)
 	case policy.KeyHeader:
 		// Every request without the header shares one counter, so leaving
 		// it out is no way around the limit. Long values are hashed, so a
 		// caller cannot make a counter cost more than a short key.
-		return store.Key(rule.Name, tag, "header", boundedValue(r.Header.Get(rule.Key.Header)))
+		return store.GroupKey(store.Key("header", boundedValue(r.Header.Get(rule.Key.Header))), rule.Name, tag)
 	default:
 		return store.Key(rule.Name, tag, "global")
 	}

@@ -106,6 +106,41 @@ func Key(rule string, parts ...string) string {
 	return b.String()
 }
 
+// GroupKey is Key for a key that belongs to a group: the caller it
+// counts, such as Key("client", id). The group leads the key, marked by
+// '@' (a Key starts with a digit), so that a store can place a group's
+// keys together: the Redis store makes the group the key's Cluster hash
+// tag, which puts all of one caller's keys on one node and lets their
+// rules be decided in one script call. group and rule with parts are
+// encoded as by Key, so no two different inputs give the same key, nor the
+// same key as any Key.
+func GroupKey(group, rule string, parts ...string) string {
+	var b strings.Builder
+	b.Grow(len(group) + 5 + len(rule) + 4)
+	b.WriteByte('@')
+	writePart(&b, group)
+	writePart(&b, rule)
+	for _, p := range parts {
+		writePart(&b, p)
+	}
+	return b.String()
+}
+
+// SplitGroup returns the group of a key made by GroupKey and the rest of
+// it, which is never empty; ok is false for any other key (one made by Key
+// has no group).
+func SplitGroup(key string) (group, rest string, ok bool) {
+	if !strings.HasPrefix(key, "@") {
+		return "", "", false
+	}
+	n, tail, found := strings.Cut(key[1:], ":")
+	size, err := strconv.Atoi(n)
+	if !found || err != nil || size < 0 || size >= len(tail) || n != strconv.Itoa(size) {
+		return "", "", false
+	}
+	return tail[:size], tail[size:], true
+}
+
 func writePart(b *strings.Builder, s string) {
 	b.WriteString(strconv.Itoa(len(s)))
 	b.WriteByte(':')

@@ -28,24 +28,34 @@ const threeRules = `  - name: all
 `
 
 // TestSeveralRulesOneRoundTrip checks issue 4's "when one request matches
-// several rules, their decisions cost one round trip": on standalone Redis
-// each request under three rules is one script call, all or nothing. The
-// request claims rejects spends nothing of all, and the shadow rule's
-// denials stop nothing.
+// several rules, their decisions cost one round trip": each request under
+// three rules is one script call, all or nothing, on standalone Redis and
+// on a Cluster (a caller's keys share a hash slot). The request claims
+// rejects spends nothing of all, and the shadow rule's denials stop
+// nothing.
 func TestSeveralRulesOneRoundTrip(t *testing.T) {
-	srv := redistest.StartServer(t)
+	t.Run("standalone", func(t *testing.T) {
+		srv := redistest.StartServer(t)
+		checkOneRoundTrip(t, []string{srv.Addr})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		checkOneRoundTrip(t, redistest.StartCluster(t).Addrs)
+	})
+}
+
+func checkOneRoundTrip(t *testing.T, addrs []string) {
 	up := newUpstream(t)
-	s := setup{addrs: []string{srv.Addr}, prefix: redistest.KeyPrefix(t), timeout: "5s", onFailure: "closed", instances: 1, rules: threeRules}
+	s := setup{addrs: addrs, prefix: redistest.KeyPrefix(t), timeout: "5s", onFailure: "closed", instances: 1, rules: threeRules}
 	inst := startInstance(t, s, up)
 	c := newClient(t)
 
-	before := evalshaCalls(t, srv.Addr)
+	before := evalshaCalls(t, addrs...)
 	for i, want := range []int{200, 200, 200, 429} {
 		if a := get(c, inst, "partner-a"); a.err != nil || a.status != want {
 			t.Fatalf("request %d: status %d (%v), want %d", i, a.status, a.err, want)
 		}
 	}
-	if calls := evalshaCalls(t, srv.Addr) - before; calls != 4 {
+	if calls := evalshaCalls(t, addrs...) - before; calls != 4 {
 		t.Errorf("4 requests under 3 rules took %d script calls, want 4 (one round trip each)", calls)
 	}
 	if got := up.count("partner-a"); got != 3 {

@@ -117,9 +117,35 @@ func TestRedisKey(t *testing.T) {
 		{"a{b}c", "p:{a%7Bb%7Dc}"},
 		{"a%7Bb", "p:{a%257Bb}"},
 		{"}{", "p:{%7D%7B}"},
+		{store.GroupKey(store.Key("client", "a"), "claims", "t"), "p:{6:client1:a}6:claims1:t"},
+		{store.GroupKey("{x}", "r{"), "p:{%7Bx%7D}2:r%7B"},
+		{"@1:}", "p:{@1:%7D}"},       // nothing after the group: not a group, or it would be "}"'s key
+		{"@9:short", "p:{@9:short}"}, // not a group: the length does not fit
 	} {
 		if got := redisKey("p:", c.key); got != c.want {
 			t.Errorf("redisKey(%q) = %q, want %q", c.key, got, c.want)
 		}
 	}
+	if tag := hashTag(redisKey("p:", store.GroupKey("g{", "r"))); tag != "g%7B" {
+		t.Errorf("hash tag %q, want g%%7B", tag)
+	}
+}
+
+// FuzzRedisKeyDistinct checks that distinct store keys, grouped or not,
+// never share a Redis key.
+func FuzzRedisKeyDistinct(f *testing.F) {
+	f.Add("a", "@1:a", "b", "")
+	f.Add("@0:", "", "}", "{")
+	f.Add("6:client1:a", "claims", "@11:6:client1:a", "6:claims")
+	f.Fuzz(func(t *testing.T, k1, g1, k2, g2 string) {
+		if g1 != "" {
+			k1 = store.GroupKey(g1, k1)
+		}
+		if g2 != "" {
+			k2 = store.GroupKey(g2, k2)
+		}
+		if (k1 == k2) != (redisKey("p:", k1) == redisKey("p:", k2)) {
+			t.Fatalf("store keys %q and %q: Redis keys %q and %q", k1, k2, redisKey("p:", k1), redisKey("p:", k2))
+		}
+	})
 }

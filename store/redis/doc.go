@@ -31,7 +31,9 @@
 // A limiter key is one Redis key: Options.Prefix, then the store key in
 // braces, "sluice:{<key>}", with '%', '{' and '}' in the store key written
 // as %25, %7B and %7D. The braces make the whole store key the Redis Cluster
-// hash tag, so a key's state lives on one node whatever it contains. The
+// hash tag, so a key's state lives on one node whatever it contains. A key
+// with a group (store.GroupKey: the gateway groups a caller's keys) is
+// "sluice:{<group>}<rest>" instead: a group's keys share a hash slot. The
 // key is a string of two numbers, as limiter.State's A and B, each a
 // big-endian IEEE-754 double (Lua's struct.pack('>dd')), which holds these
 // integers exactly and costs the script no parsing; except that
@@ -71,9 +73,10 @@
 // DecideAll (store.AllOrNothing) decides the rules of one HTTP request in
 // one call of a script that combines the algorithms (lua/multi.lua): if
 // every enforcing request is allowed every allowed one spends, otherwise
-// none does. It needs all the keys on one node, so on a Redis Cluster it
-// answers store.ErrNotAtomic; the caller then looks first and spends after,
-// in two round trips.
+// none does. It needs all the keys on one node, so on a Redis Cluster the
+// keys must be of one group (one hash tag); otherwise it answers
+// store.ErrNotAtomic, and the caller looks first and spends after, in two
+// round trips.
 //
 // # Expiry
 //

@@ -17,15 +17,16 @@ var _ store.AllOrNothing = (*Store)(nil)
 const multiEntryLen = 6 * 8
 
 // DecideAll decides the requests of one HTTP request all or nothing in one
-// script call (lua/multi.lua), as store.AllOrNothing says. It returns
-// store.ErrNotAtomic on a Redis Cluster (each key is its own hash tag, so a
-// request's keys live on different nodes), for a zero limit, a negative
-// cost or keys that repeat.
+// script call (lua/multi.lua), as store.AllOrNothing says. On a Redis
+// Cluster the keys must share a hash tag (one group: store.GroupKey), so
+// that they live on one node. It returns store.ErrNotAtomic for keys of
+// different groups on a Cluster, a zero limit, a negative cost or keys
+// that repeat.
 func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	if s.client.Mode() == rueidis.ClientModeCluster || !combinable(reqs) {
+	if !combinable(reqs) {
 		return nil, store.ErrNotAtomic
 	}
 	t := int64(useRedisTime)
@@ -33,10 +34,15 @@ func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Ti
 		t = limiter.UnixMicro(now)
 	}
 	keys := make([]string, len(reqs))
+	for i, r := range reqs {
+		keys[i] = redisKey(s.prefix, r.Key)
+		if s.client.Mode() == rueidis.ClientModeCluster && hashTag(keys[i]) != hashTag(keys[0]) {
+			return nil, store.ErrNotAtomic // on different nodes, or may be
+		}
+	}
 	args := make([]byte, 8+multiEntryLen*len(reqs))
 	putDouble(args, t)
 	for i, r := range reqs {
-		keys[i] = redisKey(s.prefix, r.Key)
 		c := newCall(r.Limit, keys[i], r.Cost, t) // the request as the one-key script reads it
 		e := args[8+multiEntryLen*i:]
 		putDouble(e, int64(r.Limit.Algorithm()))

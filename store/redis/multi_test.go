@@ -146,6 +146,18 @@ func TestDecideAllNotAtomic(t *testing.T) {
 	c := redistest.StartCluster(t)
 	cs := open(t, c.Addrs, true)
 	if _, err := cs.DecideAll(context.Background(), []store.Request{{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: 1}}, epoch); !errors.Is(err, store.ErrNotAtomic) {
-		t.Errorf("on a cluster: error %v, want store.ErrNotAtomic", err)
+		t.Errorf("on a cluster, keys of no group: error %v, want store.ErrNotAtomic", err)
+	}
+	other := []store.Request{{Key: store.GroupKey("g1", "a"), Limit: l, Cost: 1}, {Key: store.GroupKey("g2", "b"), Limit: l, Cost: 1}}
+	if _, err := cs.DecideAll(context.Background(), other, epoch); !errors.Is(err, store.ErrNotAtomic) {
+		t.Errorf("on a cluster, keys of two groups: error %v, want store.ErrNotAtomic", err)
+	}
+	// One group shares a hash slot: decided in one call.
+	one := []store.Request{{Key: store.GroupKey("g", "a"), Limit: l, Cost: 1}, {Key: store.GroupKey("g", "b"), Limit: l, Cost: 1}}
+	for i := range 2 {
+		res, err := cs.DecideAll(context.Background(), one, epoch)
+		if err != nil || res[0].Decision.Remaining != int64(9-i) || res[1].Decision.Remaining != int64(9-i) {
+			t.Fatalf("on a cluster, keys of one group, request %d: %+v, %v", i, res, err)
+		}
 	}
 }
