@@ -52,25 +52,7 @@ sluice_config() {
 	free_port
 	listen=$port
 	free_port
-	cat >"$tmp/$1.yaml" <<EOF
-listen: 127.0.0.1:$listen
-upstream: http://127.0.0.1:$up_port
-admin: 127.0.0.1:$port
-store:
-  type: memory
-clients:
-  key_header: X-API-Key
-  unknown: reject
-  list:
-    - id: partner-a
-      keys: [key-a]
-rules:
-  - name: bench
-    match: { path: / }
-    key: client
-    algorithm: $2
-    rate: $3
-EOF
+	sluice_yaml "$tmp/$1.yaml" "$listen" "$port" "$up_port" "{type: memory}" "$2" "$3"
 }
 sluice_config allowed gcra 1000000000/s
 sl_port=$listen

@@ -72,3 +72,29 @@ median() {
 		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2
 	}'
 }
+
+# sluice_yaml FILE LISTEN ADMIN UPSTREAM STORE ALGORITHM RATE writes a
+# sluice configuration to FILE: callers on 127.0.0.1:LISTEN, admin on
+# 127.0.0.1:ADMIN, the upstream at 127.0.0.1:UPSTREAM, the store STORE (a
+# YAML flow mapping such as "{type: memory}"), one client (partner-a, key
+# key-a) and one rule on every path keyed by client.
+sluice_yaml() {
+	cat >"$1" <<EOF
+listen: 127.0.0.1:$2
+upstream: http://127.0.0.1:$4
+admin: 127.0.0.1:$3
+store: $5
+clients:
+  key_header: X-API-Key
+  unknown: reject
+  list:
+    - id: partner-a
+      keys: [key-a]
+rules:
+  - name: bench
+    match: { path: / }
+    key: client
+    algorithm: $6
+    rate: $7
+EOF
+}

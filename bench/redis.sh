@@ -92,24 +92,7 @@ for st in memory redis; do
 	free_port && admin_port[$st]=$port
 	store="{type: memory}"
 	[[ $st == redis ]] && store="{type: redis, redis: {addrs: [127.0.0.1:$redis_port]}}"
-	cat >"$tmp/$st.yaml" <<EOF
-listen: 127.0.0.1:${gw_port[$st]}
-upstream: http://127.0.0.1:$up_port
-admin: 127.0.0.1:${admin_port[$st]}
-store: $store
-clients:
-  key_header: X-API-Key
-  unknown: reject
-  list:
-    - id: partner-a
-      keys: [key-a]
-rules:
-  - name: bench
-    match: { path: / }
-    key: client
-    algorithm: gcra
-    rate: 1000000000/s
-EOF
+	sluice_yaml "$tmp/$st.yaml" "${gw_port[$st]}" "${admin_port[$st]}" "$up_port" "$store" gcra 1000000000/s
 	"$tmp/sluice" serve --config "$tmp/$st.yaml" 2>"$tmp/sluice-$st.log" &
 	pids+=($!)
 done
