@@ -37,7 +37,7 @@ func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Ti
 	for i, r := range reqs {
 		keys[i] = redisKey(s.prefix, r.Key)
 		if s.client.Mode() == rueidis.ClientModeCluster && hashTag(keys[i]) != hashTag(keys[0]) {
-			return nil, store.ErrNotAtomic // on different nodes, or may be
+			return nil, store.ErrNotAtomic // they may live on different nodes
 		}
 	}
 	args := make([]byte, 8+multiEntryLen*len(reqs))
