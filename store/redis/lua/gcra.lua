@@ -31,7 +31,18 @@ else
   level = s2 + (s1 - t) * n
 end
 
-allowed, retry, level, reset, remaining = meter(level, capacity, cost, burst, p, n)
+if cost > burst then
+  retry = NEVER
+elseif cost * p <= capacity - level then
+  allowed = 1
+  level = level + cost * p
+else
+  -- Go computes level + need - capacity; level + need can pass 2^53, so
+  -- the same number is computed as need - (capacity - level).
+  retry = floor((cost * p - (capacity - level) + n - 1) / n)
+end
+reset = floor((level + n - 1) / n)
+remaining = floor((capacity - level) / p)
 
 -- Go leaves the state as it was for a cost of 0; so does this, but for
 -- deleting a key that has drained (Reset 0).

@@ -21,7 +21,18 @@ else
   level = level - (t - last) * n
 end
 
-allowed, retry, level, reset, remaining = meter(level, capacity, cost, burst, p, n)
+if cost > burst then
+  retry = NEVER
+elseif cost * p <= capacity - level then
+  allowed = 1
+  level = level + cost * p
+else
+  -- Go computes level + need - capacity; level + need can pass 2^53, so
+  -- the same number is computed as need - (capacity - level).
+  retry = floor((cost * p - (capacity - level) + n - 1) / n)
+end
+reset = floor((level + n - 1) / n)
+remaining = floor((capacity - level) / p)
 
 if allowed == 1 then
   value = struct.pack('>dd', level, t)

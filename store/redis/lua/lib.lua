@@ -58,23 +58,3 @@ local function save(key, value, reset, expire)
     redis.call('SET', key, value)
   end
 end
-
--- meter is the admission both bucket meters share (limiter's gcra and
--- leakyBucket): whether a request of cost fits in a bucket of capacity
--- units that holds level units, p units per request, n per microsecond.
--- It returns allowed (0 or 1), retry (µs, or NEVER), the level after,
--- reset and remaining.
-local function meter(level, capacity, cost, burst, p, n)
-  local allowed, retry = 0, 0
-  if cost > burst then
-    retry = NEVER
-  elseif cost * p <= capacity - level then
-    allowed = 1
-    level = level + cost * p
-  else
-    -- Go computes level + need - capacity; level + need can pass 2^53, so
-    -- the same number is computed as need - (capacity - level).
-    retry = floor((cost * p - (capacity - level) + n - 1) / n)
-  end
-  return allowed, retry, level, floor((level + n - 1) / n), floor((capacity - level) / p)
-end
