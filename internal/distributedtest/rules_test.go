@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-rl/sluice/internal/redistest"
 )
@@ -60,6 +61,20 @@ func checkOneRoundTrip(t *testing.T, addrs []string) {
 	}
 	if got := up.count("partner-a"); got != 3 {
 		t.Errorf("%d requests reached the upstream, want 3 (the shadow rule's denials stop nothing)", got)
+	}
+	// Hammering the limited path: answered from memory, with the other
+	// rules' decisions at most a second old, so Redis sees at most one call
+	// a second.
+	before, start := evalshaCalls(t, addrs...), time.Now()
+	for i := range 50 {
+		if a := get(c, inst, "partner-a"); a.err != nil || a.status != 429 {
+			t.Fatalf("retry %d: status %d (%v), want 429", i, a.status, a.err)
+		}
+	}
+	allowed := int(time.Since(start)/time.Second) + 1
+	if calls := evalshaCalls(t, addrs...) - before; calls > allowed {
+		t.Errorf("50 retries of a limited caller under 3 rules took %d script calls in %v, want at most %d",
+			calls, time.Since(start), allowed)
 	}
 	// all has spent 3 of 5 (the rejected request nothing); this spends a
 	// fourth.

@@ -21,12 +21,14 @@ func rulesOf(t *testing.T) []store.Request {
 }
 
 // TestDecideAllGoesToTheSharedStore checks that DecideAll is one call of
-// the shared store's DecideAll, and that the denial it brings back is
-// remembered: the next identical request is not sent (it falls back to
-// DecideBatch, which answers the denied rule locally).
+// the shared store's DecideAll, and that a denied request is remembered
+// with its other rule's decision: repeated within a second it is answered
+// from memory, exactly as the shared store last answered it but for the
+// time gone by; after a second the shared store is asked again.
 func TestDecideAllGoesToTheSharedStore(t *testing.T) {
 	f := newFixture(t, failover.Options{})
 	reqs := rulesOf(t)
+	var denied []store.Result
 	for i := range 3 {
 		res, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now())
 		if err != nil {
@@ -35,15 +37,46 @@ func TestDecideAllGoesToTheSharedStore(t *testing.T) {
 		if pass := i < 2; res[1].Decision.Allowed != pass || !res[0].Decision.Allowed {
 			t.Fatalf("request %d: %+v, want narrow allowed=%v", i, res, pass)
 		}
+		denied = res
 	}
 	if got := f.shared.allCalls.Load(); got != 3 || f.shared.calls.Load() != 0 {
 		t.Errorf("3 requests: %d DecideAll and %d DecideBatch calls of the shared store, want 3 and 0", got, f.shared.calls.Load())
 	}
-	if _, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now()); !errors.Is(err, store.ErrNotAtomic) {
-		t.Errorf("with narrow's denial remembered: error %v, want store.ErrNotAtomic", err)
+	const later = 300 * time.Millisecond
+	f.clk.Advance(later)
+	res, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now())
+	if err != nil {
+		t.Fatal(err)
 	}
 	if got := f.shared.allCalls.Load(); got != 3 {
-		t.Errorf("a request with a remembered denial reached the shared store (%d DecideAll calls)", got)
+		t.Errorf("the denied request repeated %v later reached the shared store (%d DecideAll calls, want 3)", later, got)
+	}
+	want := denied
+	want[0].Decision.Reset -= later
+	want[1].Decision.Reset -= later
+	want[1].Decision.RetryAfter -= later
+	if res[0] != want[0] || res[1] != want[1] {
+		t.Errorf("repeated from memory:\n got  %+v\n want %+v", res, want)
+	}
+	if got := f.fo.Stats().CachedRejections.Load(); got != 1 {
+		t.Errorf("CachedRejections %d, want 1", got)
+	}
+	f.clk.Advance(time.Second)
+	if _, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.shared.allCalls.Load(); got != 4 {
+		t.Errorf("a second on, the denied request was not asked again (%d DecideAll calls, want 4)", got)
+	}
+	// Another request (a different cost on the wide rule) is not the one
+	// remembered.
+	other := rulesOf(t)
+	other[0].Cost = 2
+	if _, err := f.fo.DecideAll(context.Background(), other, f.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.shared.allCalls.Load(); got != 5 {
+		t.Errorf("a different request was answered from memory (%d DecideAll calls, want 5)", got)
 	}
 }
 
@@ -89,8 +122,8 @@ func TestDecideAllCallerGone(t *testing.T) {
 }
 
 // TestDecideAllWithAShadowDenialRemembered checks that a shadow rule's
-// remembered denial does not keep a request from DecideAll: it stops
-// nothing, so the request still goes in one call.
+// denial is not replayed as the request's: it stops nothing, so the
+// request still goes to the shared store in one call.
 func TestDecideAllWithAShadowDenialRemembered(t *testing.T) {
 	f := newFixture(t, failover.Options{})
 	reqs := rulesOf(t)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // denials remembers, per key, that requests of at least some cost are denied
@@ -27,7 +28,26 @@ type denial struct {
 	d     limiter.Decision // ...with this answer, RetryAfter and Reset shortened as time passes
 	at    time.Time
 	limit limiter.Limit
+	// others are the decisions of the other rules of the request the
+	// denial came from, when it came from DecideAll, in request order.
+	others []companion
 }
+
+// companion is another rule's decision in a denied request: a look (cost
+// 0 answer) at a rule with room, or a shadow rule's own denial.
+type companion struct {
+	key   string
+	cost  int64
+	limit limiter.Limit
+	d     limiter.Decision
+}
+
+// maxCompanionAge bounds how old the other rules' decisions may be when a
+// denied request is answered again from memory: the RateLimit items of
+// those rules in a 429 are at most this stale, and a caller hammering a
+// limited path of several rules costs the shared store one call per this
+// long at most.
+const maxCompanionAge = time.Second
 
 func newDenials(maxEntries int) *denials {
 	ds := &denials{seed: maphash.MakeSeed(), max: max(1, maxEntries/64)}
@@ -97,4 +117,72 @@ func (ds *denials) remember(key string, cost int64, l limiter.Limit, d limiter.D
 		}
 	}
 	sh.m[key] = denial{cost: cost, until: now.Add(wait), d: d, at: now, limit: l}
+}
+
+// attach records others as the companions of key's denial made at now, if
+// that denial is still the one remembered.
+func (ds *denials) attach(key string, at time.Time, others []companion) {
+	sh := ds.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e, ok := sh.m[key]; ok && e.at.Equal(at) {
+		e.others = others
+		sh.m[key] = e
+	}
+}
+
+// replay answers a whole request from memory: when one of its enforcing
+// requests is remembered as denied at its cost, together with decisions of
+// exactly the request's other requests made less than maxCompanionAge ago.
+// The denial is answered as lookup answers it; the others as they were,
+// their Reset and RetryAfter shortened by the time since.
+func (ds *denials) replay(reqs []store.Request, now time.Time) ([]store.Result, bool) {
+	for i, r := range reqs {
+		if r.Shadow || r.Cost == 0 {
+			continue
+		}
+		sh := ds.shard(r.Key)
+		sh.mu.Lock()
+		e, ok := sh.m[r.Key]
+		sh.mu.Unlock()
+		elapsed := now.Sub(e.at)
+		if !ok || e.others == nil || elapsed >= maxCompanionAge || elapsed < 0 || len(e.others) != len(reqs)-1 {
+			continue
+		}
+		out := make([]store.Result, len(reqs))
+		if d, ok := ds.lookup(r.Key, r.Cost, r.Limit, now); ok && !d.Allowed {
+			out[i].Decision = d
+		} else {
+			continue
+		}
+		if fillOthers(out, reqs, i, e.others, elapsed) {
+			return out, true
+		}
+	}
+	return nil, false
+}
+
+// fillOthers puts the companions' decisions, aged by elapsed, into out for
+// every request but i, and reports whether they match those requests.
+func fillOthers(out []store.Result, reqs []store.Request, i int, others []companion, elapsed time.Duration) bool {
+	k := 0
+	for j, r := range reqs {
+		if j == i {
+			continue
+		}
+		c := others[k]
+		k++
+		if c.key != r.Key || c.cost != r.Cost || c.limit != r.Limit {
+			return false
+		}
+		d := c.d
+		d.Reset = max(0, d.Reset-elapsed)
+		if !d.Allowed && d.RetryAfter != limiter.Never {
+			if d.RetryAfter -= elapsed; d.RetryAfter <= 0 {
+				return false // this denial has run out: ask again
+			}
+		}
+		out[j].Decision = d
+	}
+	return true
 }

@@ -297,11 +297,13 @@ func (s *Store) share(l limiter.Limit) limiter.Limit {
 var _ store.AllOrNothing = (*Store)(nil)
 
 // DecideAll decides a request's rules all or nothing in the shared store,
-// when the shared store can (a store.AllOrNothing) and counting is shared.
-// It returns store.ErrNotAtomic, having decided nothing, while degraded,
-// and when an enforcing request has a remembered denial: the whole request
-// is denied, and DecideBatch answers that without the shared store. (A
-// shadow request's remembered denial stops nothing, so it goes along.) A failure of the shared store counts towards
+// when the shared store can (a store.AllOrNothing) and counting is shared;
+// while degraded it returns store.ErrNotAtomic, having decided nothing.
+// A request denied by the shared store is remembered with its other rules'
+// decisions: the same request repeated before the denial runs out, and
+// less than a second after the shared store last answered it, is answered
+// from memory (a cached rejection), so that a caller hammering a limited
+// path of several rules costs the shared store one call a second at most. A failure of the shared store counts towards
 // the circuit and is answered by the failure policy, as in DecideBatch.
 func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	shared, ok := s.opts.Shared.(store.AllOrNothing)
@@ -309,10 +311,9 @@ func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Ti
 		return nil, store.ErrNotAtomic
 	}
 	local := s.opts.Clock.Now()
-	for _, r := range reqs {
-		if _, ok := s.denied.lookup(r.Key, r.Cost, r.Limit, local); ok && !r.Shadow {
-			return nil, store.ErrNotAtomic
-		}
+	if out, ok := s.denied.replay(reqs, local); ok {
+		s.stats.CachedRejections.Add(1)
+		return out, nil
 	}
 	res, err := shared.DecideAll(ctx, reqs, now)
 	if errors.Is(err, store.ErrNotAtomic) {
@@ -338,5 +339,24 @@ func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Ti
 		return s.fail(ctx, reqs, failed, out, now, err)
 	}
 	s.succeeded()
+	s.rememberCompanions(reqs, out, local)
 	return out, nil
+}
+
+// rememberCompanions keeps, with each enforcing request's denial just
+// remembered, the decisions of the request's other requests, so that the
+// same request repeated soon is answered without the shared store.
+func (s *Store) rememberCompanions(reqs []store.Request, out []store.Result, now time.Time) {
+	for i, r := range reqs {
+		if d := out[i].Decision; r.Shadow || d.Allowed || d.RetryAfter <= 0 {
+			continue
+		}
+		others := make([]companion, 0, len(reqs)-1)
+		for j, o := range reqs {
+			if j != i {
+				others = append(others, companion{key: o.Key, cost: o.Cost, limit: o.Limit, d: out[j].Decision})
+			}
+		}
+		s.denied.attach(r.Key, now, others)
+	}
 }
