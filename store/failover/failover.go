@@ -303,8 +303,9 @@ var _ store.AllOrNothing = (*Store)(nil)
 // decisions: the same request repeated before the denial runs out, and
 // less than a second after the shared store last answered it, is answered
 // from memory (a cached rejection), so that a caller hammering a limited
-// path of several rules costs the shared store one call a second at most. A failure of the shared store counts towards
-// the circuit and is answered by the failure policy, as in DecideBatch.
+// path of several rules costs the shared store one call a second at most.
+// A failure of the shared store counts towards the circuit and is answered
+// by the failure policy, as in DecideBatch.
 func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	shared, ok := s.opts.Shared.(store.AllOrNothing)
 	if !ok || s.degraded.Load() {
