@@ -8,7 +8,9 @@
 // shared store would: a denial changes no state, and anything else that
 // happens meanwhile (other instances admitting requests) can only push T
 // later. A client hammering a limited key with immediate retries never
-// reaches Redis.
+// reaches Redis; under several rules (DecideAll) the other rules' decisions
+// are remembered with the denial for a second, so it reaches Redis once a
+// second at most.
 //
 // Failure: every shared decision has the shared store's own deadline. After
 // Threshold consecutive failures the circuit opens: the shared store is not
