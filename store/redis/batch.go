@@ -37,7 +37,7 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 	if len(calls) == 0 {
 		return results, nil
 	}
-	if c := calls[0]; len(calls) == 1 && c.sc.batch != nil { // one request: it may join its key's batch
+	if c := calls[0]; len(calls) == 1 { // one request: it may join its key's batch
 		results[c.req].Decision, results[c.req].Err = s.coalesce(ctx, c.call)
 		return results, nil
 	}
@@ -57,11 +57,7 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 func (s *Store) run(ctx, tctx context.Context, calls []batchCall, results []store.Result, bySHA bool) []batchCall {
 	cmds := make(rueidis.Commands, len(calls))
 	for i := range calls {
-		if bySHA {
-			cmds[i] = calls[i].evalsha(s.client.B())
-		} else {
-			cmds[i] = calls[i].eval(s.client.B())
-		}
+		cmds[i] = calls[i].command(s.client.B(), bySHA)
 	}
 	var noScript []batchCall
 	for i, res := range s.client.DoMulti(tctx, cmds...) {

@@ -21,7 +21,7 @@ import (
 // have waited behind it in Redis.
 
 // maxBatch bounds the requests of one batch call: its script holds Redis
-// for a few microseconds per request (sliding_log's reads and writes its
+// for as long as it decides them all (sliding_log's reads and writes its
 // list for each), and other keys wait meanwhile.
 const maxBatch = 64
 
@@ -65,7 +65,7 @@ func (s *Store) coalesce(ctx context.Context, c call) (limiter.Decision, error) 
 	// longer than Options.Timeout either.
 	wctx, cancel := s.withTimeout(ctx)
 	defer cancel()
-	w := &waiter{ctx: wctx, cost: int64(getDouble(c.req)), done: make(chan outcome, 1)}
+	w := &waiter{ctx: wctx, cost: c.cost, done: make(chan outcome, 1)}
 	f.waiting = append(f.waiting, w)
 	s.mu.Unlock()
 	select {
@@ -139,10 +139,7 @@ func (s *Store) decideBatch(c call, batch []*waiter) {
 	for i, w := range batch[1:] {
 		putDouble(more[8*i:], w.cost)
 	}
-	res := s.client.Do(tctx, first.batchCommand(s.client.B(), string(more), true))
-	if isNoScript(res.Error()) { // the node lost the scripts; send it whole
-		res = s.client.Do(tctx, first.batchCommand(s.client.B(), string(more), false))
-	}
+	res := s.evalScript(tctx, c.sc.batch, []string{c.key}, first.req, string(more))
 	ds, err := parseBatchReply(res, c.burst, len(batch))
 	for i, w := range batch {
 		var d limiter.Decision
@@ -166,6 +163,6 @@ func (w *waiter) answer(d limiter.Decision, err error, s *Store, sc *script) {
 func (c call) withCost(cost int64) call {
 	var b [8]byte
 	putDouble(b[:], cost)
-	c.req = string(b[:]) + c.req[8:]
+	c.req, c.cost = string(b[:])+c.req[8:], cost
 	return c
 }

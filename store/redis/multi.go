@@ -46,7 +46,7 @@ func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Ti
 		c := newCall(r.Limit, keys[i], r.Cost, t) // the request as the one-key script reads it
 		e := args[8+multiEntryLen*i:]
 		putDouble(e, int64(r.Limit.Algorithm()))
-		copy(e[8:], c.req[:8]) // the cost, capped
+		putDouble(e[8:], c.cost)
 		enforce := int64(1)
 		if r.Shadow {
 			enforce = 0
@@ -56,12 +56,7 @@ func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Ti
 	}
 	tctx, cancel := s.withTimeout(ctx)
 	defer cancel()
-	b := s.client.B()
-	res := s.client.Do(tctx, b.Evalsha().Sha1(multiScript.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(string(args)).Build())
-	if isNoScript(res.Error()) { // the node lost the scripts; send it whole
-		res = s.client.Do(tctx, b.Eval().Script(multiScript.src).Numkeys(int64(len(keys))).Key(keys...).Arg(string(args)).Build())
-	}
-	ds, err := parseBatchReply(res, 0, len(reqs))
+	ds, err := parseBatchReply(s.evalScript(tctx, multiScript, keys, string(args)), 0, len(reqs))
 	if err != nil {
 		return nil, s.failed(ctx, multiScript, err)
 	}

@@ -175,11 +175,7 @@ func (s *Store) Decide(ctx context.Context, key string, limit limiter.Limit, now
 	if limit.IsZero() || cost < 0 {
 		return limiter.Decision{Limit: limit.Burst(), RetryAfter: limiter.Never}, nil
 	}
-	c := s.newCall(key, limit, cost, now)
-	if c.sc.batch == nil {
-		return s.decideOne(ctx, c)
-	}
-	return s.coalesce(ctx, c)
+	return s.coalesce(ctx, s.newCall(key, limit, cost, now))
 }
 
 // decideOne decides c in a call of its own, under ctx and Options.Timeout.
@@ -195,11 +191,18 @@ func (s *Store) decideOne(ctx context.Context, c call) (limiter.Decision, error)
 
 // eval runs c's script under tctx and reads its decision.
 func (s *Store) eval(tctx context.Context, c call) (limiter.Decision, error) {
-	res := s.client.Do(tctx, c.evalsha(s.client.B()))
-	if isNoScript(res.Error()) { // the node lost the scripts; send it whole
-		res = s.client.Do(tctx, c.eval(s.client.B()))
+	return parseReply(s.evalScript(tctx, c.sc, []string{c.key}, c.req), c.burst)
+}
+
+// evalScript runs sc on keys with args under tctx, by its SHA-1, and
+// again with the script itself if the node has lost its scripts (a
+// restart, SCRIPT FLUSH).
+func (s *Store) evalScript(tctx context.Context, sc *script, keys []string, args ...string) rueidis.RedisResult {
+	res := s.client.Do(tctx, sc.command(s.client.B(), true, keys, args...))
+	if isNoScript(res.Error()) {
+		res = s.client.Do(tctx, sc.command(s.client.B(), false, keys, args...))
 	}
-	return parseReply(res, c.burst)
+	return res
 }
 
 // newCall returns the script call deciding a request.

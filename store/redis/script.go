@@ -83,11 +83,13 @@ func mustRead(name string) string {
 const useRedisTime = -1
 
 // call is one script call: the script, the Redis key and the request (see
-// lua/common.lua), and the limit's Burst, which the reply leaves out.
+// lua/common.lua), and the request's cost as sent and the limit's Burst,
+// which the reply leaves out.
 type call struct {
 	sc    *script
 	key   string
 	req   string // ARGV[1]
+	cost  int64  // as in req: capped at burst+1
 	burst int64
 }
 
@@ -101,7 +103,8 @@ const requestLen = 5 * 8
 // exact.
 func newCall(l limiter.Limit, key string, cost, now int64) call {
 	var b [requestLen]byte
-	putDouble(b[0:], min(cost, l.Burst()+1))
+	cost = min(cost, l.Burst()+1)
+	putDouble(b[0:], cost)
 	putDouble(b[8:], now)
 	if l.Algorithm().HasBurst() {
 		p, n := l.Interval()
@@ -112,28 +115,22 @@ func newCall(l limiter.Limit, key string, cost, now int64) call {
 		putDouble(b[16:], l.Rate())
 		putDouble(b[24:], int64(l.Period()/time.Microsecond))
 	}
-	return call{sc: scripts[l.Algorithm()], key: key, req: string(b[:]), burst: l.Burst()}
+	return call{sc: scripts[l.Algorithm()], key: key, req: string(b[:]), cost: cost, burst: l.Burst()}
 }
 
-// evalsha and eval build the call's command, by the script's SHA-1 or with
-// the script itself (for a server that does not know it).
-func (c *call) evalsha(b rueidis.Builder) rueidis.Completed {
-	return b.Evalsha().Sha1(c.sc.sha).Numkeys(1).Key(c.key).Arg(c.req).Build()
-}
-
-func (c *call) eval(b rueidis.Builder) rueidis.Completed {
-	return b.Eval().Script(c.sc.src).Numkeys(1).Key(c.key).Arg(c.req).Build()
-}
-
-// batchCommand builds the command of the call's batch script deciding the
-// call's request and then, in order, requests of the costs packed in more
-// (one double each; see lua/batch_begin.lua): by SHA-1 if bySHA, else with
-// the script itself.
-func (c *call) batchCommand(b rueidis.Builder, more string, bySHA bool) rueidis.Completed {
+// command builds a call of sc on keys with args: by its SHA-1 (EVALSHA) if
+// bySHA, else with the script itself (EVAL, for a server that does not
+// know it).
+func (sc *script) command(b rueidis.Builder, bySHA bool, keys []string, args ...string) rueidis.Completed {
 	if bySHA {
-		return b.Evalsha().Sha1(c.sc.batch.sha).Numkeys(1).Key(c.key).Arg(c.req, more).Build()
+		return b.Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 	}
-	return b.Eval().Script(c.sc.batch.src).Numkeys(1).Key(c.key).Arg(c.req, more).Build()
+	return b.Eval().Script(sc.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// command builds the call's command (see script.command).
+func (c *call) command(b rueidis.Builder, bySHA bool) rueidis.Completed {
+	return c.sc.command(b, bySHA, []string{c.key}, c.req)
 }
 
 // putDouble writes v, an integer of at most 2^53 in magnitude, as the
