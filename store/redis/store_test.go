@@ -53,8 +53,9 @@ func TestRedisTimeSharedCounter(t *testing.T) {
 	}
 }
 
-// TestNoScriptRecovery flushes the script cache between decisions: Decide
-// and DecideBatch must fall back to EVAL and keep the keys' state.
+// TestNoScriptRecovery flushes the script cache between decisions: Decide,
+// DecideBatch and DecideAll must fall back to EVAL and keep the keys'
+// state.
 func TestNoScriptRecovery(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
@@ -74,6 +75,12 @@ func TestNoScriptRecovery(t *testing.T) {
 		}
 		if res[0].Decision.Remaining != 0 || res[1].Decision.Remaining != 0 || !res[1].Decision.Allowed {
 			t.Fatalf("%v: DecideBatch after SCRIPT FLUSH: %+v", alg, res)
+		}
+		do(t, s, s.client.B().ScriptFlush().Build())
+		all := []store.Request{{Key: key + ":c", Limit: l, Cost: 1}, {Key: key + ":d", Limit: l, Cost: 2}}
+		res, err = s.DecideAll(context.Background(), all, epoch)
+		if err != nil || res[0].Decision.Remaining != 2 || res[1].Decision.Remaining != 1 {
+			t.Fatalf("%v: DecideAll after SCRIPT FLUSH: %v %+v", alg, err, res)
 		}
 	}
 }
