@@ -254,33 +254,29 @@ func TestCoalescingClose(t *testing.T) {
 	}
 }
 
-// TestCoalescingOtherLimit sends a request with another limit on a key in
-// flight: it must not join the batch (its script and numbers differ).
+// TestCoalescingOtherLimit marks a call in flight on a key (as the
+// store's own, with one limit) and sends a request with another limit on
+// it: the request must not wait to join (its script and numbers differ),
+// but go at once, decided under its own limit.
 func TestCoalescingOtherLimit(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
-	first, resume := holdKey(t, srv, s, "other", l)
-	other := make(chan outcome, 1)
-	go func() {
-		d, err := s.Decide(context.Background(), "other", mustLimit(t, limiter.GCRA, 20, time.Minute, 0), epoch, 1)
-		other <- outcome{d, err}
-	}()
-	// It goes on its own and waits in Redis's queue; nothing joins.
-	time.Sleep(50 * time.Millisecond)
-	if n := s.waiting(redisKey(s.prefix, "other")); n != 0 {
-		t.Fatalf("a request with another limit joined the batch (%d waiting)", n)
+	rk := redisKey(s.prefix, "other")
+	s.mu.Lock()
+	s.flights[rk] = &flight{call: s.newCall("other", l, 1, epoch)}
+	s.mu.Unlock()
+	d := decide(t, s, "other", mustLimit(t, limiter.GCRA, 20, time.Minute, 0), epoch, 1)
+	if !d.Allowed || d.Limit != 20 || d.Remaining != 19 {
+		t.Errorf("request with another limit than the call in flight: %+v, want allowed under its own limit (20, 19 left)", d)
 	}
-	resume()
-	// Either may reach Redis first: the first request's call is marked in
-	// flight before it is written.
-	if o := <-first; o.err != nil || !o.d.Allowed {
-		t.Fatalf("first request: %+v, %v", o.d, o.err)
+	if n := s.waiting(rk); n != 0 {
+		t.Errorf("a request with another limit joined the batch (%d waiting)", n)
 	}
-	if o := <-other; o.err != nil || !o.d.Allowed || o.d.Limit != 20 {
-		t.Fatalf("request with another limit: %+v, %v", o.d, o.err)
-	}
+	s.mu.Lock()
+	delete(s.flights, rk)
+	s.mu.Unlock()
 }
 
 // TestCoalescingWaiterDeadline hangs Redis while requests wait for a call
