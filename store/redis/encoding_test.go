@@ -137,17 +137,17 @@ func TestCallerContext(t *testing.T) {
 			srv.Resume()
 		}
 	}()
-	// Canceled while the call waits for the paused server; the pause
-	// before cancel makes that likely, but any interleaving must give the
-	// same error. Redis may not notice the cancellation: short's Timeout
-	// (50ms) then ends the wait.
+	// Canceled while the call waits for the paused server (it is in flight
+	// once its key is); any interleaving must give the same error. Redis
+	// may not notice the cancellation: short's Timeout (50ms) then ends the
+	// wait.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
 		_, err := short.Decide(ctx, "ctx", l, epoch, 1)
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitFor(t, "the call to be in flight", func() bool { return short.waiting(redisKey(short.prefix, "ctx")) == 0 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "redis store: eval gcra: ") {
 		t.Errorf("Decide canceled while waiting: %v, want context.Canceled in context", err)
