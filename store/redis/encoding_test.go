@@ -119,7 +119,7 @@ func TestCallerContext(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true) // Timeout 10s
-	short, err := New(context.Background(), Options{Addrs: []string{srv.Addr}, Prefix: redistest.KeyPrefix(t), CallerTime: true, Timeout: 2 * time.Second})
+	short, err := New(context.Background(), Options{Addrs: []string{srv.Addr}, Prefix: redistest.KeyPrefix(t), CallerTime: true, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestCallerContext(t *testing.T) {
 		}
 	}()
 	// Canceled while the call waits for the paused server (it is in flight
-	// once its key is, and stays so for short's Timeout, 2s). Should Redis
+	// once its key is, and stays so for short's Timeout, 500ms). Should Redis
 	// not notice the cancellation, the Timeout ends the wait.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
