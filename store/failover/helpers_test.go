@@ -95,9 +95,10 @@ func (s *sharedStore) DecideAll(ctx context.Context, reqs []store.Request, now t
 // fixture is a failover store on a fake clock, its shared store and, for
 // Local, its fallback.
 type fixture struct {
-	clk    *clock.Fake
-	shared *sharedStore
-	fo     *failover.Store
+	clk     *clock.Fake
+	shared  *sharedStore
+	fo      *failover.Store
+	tickers atomic.Int64 // tickers the failover store made on its clock
 
 	mu      sync.Mutex
 	changes []bool // OnStateChange calls, in order
@@ -110,7 +111,7 @@ func newFixture(t *testing.T, opts failover.Options) *fixture {
 	t.Helper()
 	f := &fixture{clk: clock.NewFake(t0)}
 	f.shared = &sharedStore{Store: memory.New(memory.Options{Clock: f.clk})}
-	opts.Shared, opts.Clock = f.shared, f.clk
+	opts.Shared, opts.Clock = f.shared, tickerCounter{f.clk, &f.tickers}
 	if opts.Mode == failover.Local {
 		opts.Fallback = memory.New(memory.Options{Clock: f.clk})
 	}
@@ -130,6 +131,18 @@ func newFixture(t *testing.T, opts failover.Options) *fixture {
 		}
 	})
 	return f
+}
+
+// tickerCounter is a clock that counts the tickers made on it, so a test
+// can tell whether a store set anything to run on time by itself.
+type tickerCounter struct {
+	*clock.Fake
+	n *atomic.Int64
+}
+
+func (c tickerCounter) NewTicker(d time.Duration) clock.Ticker {
+	c.n.Add(1)
+	return c.Fake.NewTicker(d)
 }
 
 // decide asks the failover store at the fake clock's time.

@@ -14,6 +14,9 @@ import (
 // degraded. Close stops the prober (TestMain checks for leaks).
 func TestBackgroundProbe(t *testing.T) {
 	f := newFixture(t, failover.Options{Threshold: 1, ProbeInterval: time.Second, BackgroundProbe: true})
+	if n := f.tickers.Load(); n != 1 {
+		t.Fatalf("with BackgroundProbe the store made %d tickers, want 1", n)
+	}
 	l := must(t, limiter.FixedWindow, 10, time.Minute, 0)
 	f.shared.down.Store(true)
 	_, _ = f.decide("a", l, 1)
@@ -34,17 +37,19 @@ func TestBackgroundProbe(t *testing.T) {
 	}
 }
 
-// TestNoBackgroundProbeByDefault: without BackgroundProbe, time passing
-// probes nothing.
+// TestNoBackgroundProbeByDefault: without BackgroundProbe, nothing runs on
+// the clock (no ticker), and time passing probes nothing.
 func TestNoBackgroundProbeByDefault(t *testing.T) {
 	f := newFixture(t, failover.Options{Threshold: 1, ProbeInterval: time.Second})
+	if n := f.tickers.Load(); n != 0 {
+		t.Fatalf("without BackgroundProbe the store made %d tickers, want none", n)
+	}
 	l := must(t, limiter.FixedWindow, 10, time.Minute, 0)
 	f.shared.down.Store(true)
 	_, _ = f.decide("a", l, 1)
 	before := f.shared.calls.Load()
 	f.shared.down.Store(false)
 	f.clk.Advance(5 * time.Second)
-	time.Sleep(50 * time.Millisecond) // a prober, if one ran, would have probed by now
 	if got := f.shared.calls.Load(); got != before || !f.fo.Degraded() {
 		t.Errorf("without BackgroundProbe: %d calls while idle, degraded %v; want none, still degraded", got-before, f.fo.Degraded())
 	}
