@@ -67,6 +67,16 @@ func (ds *denials) shard(key string) *denialShard {
 // look (cost 0) at such a key. A changed limit for the key
 // (after a reload) is not answered from the old denial.
 func (ds *denials) lookup(key string, cost int64, l limiter.Limit, now time.Time) (limiter.Decision, bool) {
+	e, ok := ds.get(key, now)
+	if !ok {
+		return limiter.Decision{}, false
+	}
+	return e.answer(cost, l, now)
+}
+
+// get returns key's denial if it runs later than now; one that has run out
+// is dropped.
+func (ds *denials) get(key string, now time.Time) (denial, bool) {
 	sh := ds.shard(key)
 	sh.mu.Lock()
 	e, ok := sh.m[key]
@@ -75,7 +85,12 @@ func (ds *denials) lookup(key string, cost int64, l limiter.Limit, now time.Time
 		ok = false
 	}
 	sh.mu.Unlock()
-	if !ok || e.limit != l || cost != e.cost && cost != 0 {
+	return e, ok
+}
+
+// answer is lookup's answer from e, a denial that has not run out by now.
+func (e *denial) answer(cost int64, l limiter.Limit, now time.Time) (limiter.Decision, bool) {
+	if e.limit != l || cost != e.cost && cost != 0 {
 		return limiter.Decision{}, false
 	}
 	d := e.d
@@ -141,20 +156,17 @@ func (ds *denials) replay(reqs []store.Request, now time.Time) ([]store.Result, 
 		if r.Shadow || r.Cost == 0 {
 			continue
 		}
-		sh := ds.shard(r.Key)
-		sh.mu.Lock()
-		e, ok := sh.m[r.Key]
-		sh.mu.Unlock()
+		e, ok := ds.get(r.Key, now)
 		elapsed := now.Sub(e.at)
 		if !ok || e.others == nil || elapsed >= maxCompanionAge || elapsed < 0 || len(e.others) != len(reqs)-1 {
 			continue
 		}
-		out := make([]store.Result, len(reqs))
-		if d, ok := ds.lookup(r.Key, r.Cost, r.Limit, now); ok && !d.Allowed {
-			out[i].Decision = d
-		} else {
+		d, ok := e.answer(r.Cost, r.Limit, now)
+		if !ok {
 			continue
 		}
+		out := make([]store.Result, len(reqs))
+		out[i].Decision = d
 		if fillOthers(out, reqs, i, e.others, elapsed) {
 			return out, true
 		}
