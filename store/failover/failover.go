@@ -332,11 +332,11 @@ func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Ti
 	for i := range all {
 		all[i] = i
 	}
+	out := make([]store.Result, len(reqs))
 	if err != nil {
 		s.failed()
-		return s.fail(ctx, reqs, all, make([]store.Result, len(reqs)), now, err)
+		return s.fail(ctx, reqs, all, out, now, err)
 	}
-	out := make([]store.Result, len(reqs))
 	if failed, err := s.takeShared(reqs, all, res, out, local); len(failed) > 0 {
 		s.failed()
 		return s.fail(ctx, reqs, failed, out, now, err)
