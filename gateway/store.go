@@ -31,12 +31,13 @@ func openStore(ctx context.Context, cfg *config.File, m *metrics, log *slog.Logg
 	if sc.Redis.TLS {
 		ro.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	shared := &dialingStore{open: func(ctx context.Context) (store.Store, error) { return redis.New(ctx, ro) }}
+	shared := &sharedRedis{open: func(ctx context.Context) (*redis.Store, error) { return redis.New(ctx, ro) },
+		latency: m.storeLatency}
 	_, err := shared.get(ctx)
 	if err != nil {
 		log.Warn("redis unreachable at start; on_failure decides until it answers", "err", err.Error())
 	}
-	fo := failover.Options{Shared: &timedStore{Store: shared, m: m}, Instances: sc.Instances, StartDegraded: err != nil,
+	fo := failover.Options{Shared: shared, Instances: sc.Instances, StartDegraded: err != nil,
 		BackgroundProbe: true}
 	switch sc.OnFailure {
 	case config.FailClosed:
@@ -80,98 +81,82 @@ func (m *metrics) registerFailover(fs *failover.Store) {
 		}, func() float64 { return float64(fs.Stats().Degraded.Load()) }))
 }
 
-// timedStore measures the shared store's latency.
-type timedStore struct {
-	store.Store
-	m *metrics
+// sharedRedis is the Redis store as the failover store sees it. It stands
+// in for Redis until Redis has answered once, so that an instance started
+// during an outage serves by its on_failure policy instead of not
+// starting: until connected, every call (at most one a second; the
+// failover's circuit sends only probes) tries to connect. It times each
+// batch of decisions, connecting included, into latency.
+type sharedRedis struct {
+	open    func(context.Context) (*redis.Store, error)
+	latency prometheus.Histogram
+	mu      sync.Mutex
+	st      *redis.Store
+	next    time.Time
+	err     error
 }
 
-func (t *timedStore) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
-	start := time.Now()
-	res, err := t.Store.DecideBatch(ctx, reqs, now)
-	t.m.storeLatency.Observe(time.Since(start).Seconds())
-	return res, err
-}
-
-// DecideAll passes store.AllOrNothing on, timed like DecideBatch.
-func (t *timedStore) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
-	all, ok := t.Store.(store.AllOrNothing)
-	if !ok {
-		return nil, store.ErrNotAtomic
-	}
-	start := time.Now()
-	res, err := all.DecideAll(ctx, reqs, now)
-	if !errors.Is(err, store.ErrNotAtomic) {
-		t.m.storeLatency.Observe(time.Since(start).Seconds())
-	}
-	return res, err
-}
-
-// dialingStore stands in for the Redis store until Redis has answered once,
-// so that an instance started during an outage serves by its on_failure
-// policy instead of not starting. Until connected, every call (at most one
-// a second; the failover's circuit sends only probes) tries to connect.
-type dialingStore struct {
-	open func(context.Context) (store.Store, error)
-	mu   sync.Mutex
-	st   store.Store
-	next time.Time
-	err  error
-}
+var _ store.AllOrNothing = (*sharedRedis)(nil)
 
 const redialEvery = time.Second
 
-func (d *dialingStore) get(ctx context.Context) (store.Store, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.st != nil || time.Now().Before(d.next) {
-		return d.st, d.err
+func (s *sharedRedis) get(ctx context.Context) (*redis.Store, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st != nil || time.Now().Before(s.next) {
+		return s.st, s.err
 	}
-	d.next = time.Now().Add(redialEvery)
+	s.next = time.Now().Add(redialEvery)
 	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	d.st, d.err = d.open(ctx)
-	if d.err != nil {
-		d.st, d.err = nil, fmt.Errorf("gateway: open redis store: %w", d.err)
+	s.st, s.err = s.open(ctx)
+	if s.err != nil {
+		s.st, s.err = nil, fmt.Errorf("gateway: open redis store: %w", s.err)
 	}
-	return d.st, d.err
+	return s.st, s.err
 }
 
-func (d *dialingStore) Decide(ctx context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
-	st, err := d.get(ctx)
+// Decide is not timed: only Probe calls it.
+func (s *sharedRedis) Decide(ctx context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	st, err := s.get(ctx)
 	if err != nil {
 		return limiter.Decision{}, err
 	}
 	return st.Decide(ctx, key, l, now, cost)
 }
 
-func (d *dialingStore) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
-	st, err := d.get(ctx)
-	if err != nil {
-		return nil, err
+func (s *sharedRedis) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	start := time.Now()
+	st, err := s.get(ctx)
+	var res []store.Result
+	if err == nil {
+		res, err = st.DecideBatch(ctx, reqs, now)
 	}
-	return st.DecideBatch(ctx, reqs, now)
+	s.latency.Observe(time.Since(start).Seconds())
+	return res, err
 }
 
-// DecideAll passes store.AllOrNothing on to the Redis store.
-func (d *dialingStore) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
-	st, err := d.get(ctx)
-	if err != nil {
-		return nil, err
+// DecideAll passes store.AllOrNothing on to the Redis store, timed like
+// DecideBatch unless Redis cannot decide the requests all or nothing.
+func (s *sharedRedis) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	start := time.Now()
+	st, err := s.get(ctx)
+	var res []store.Result
+	if err == nil {
+		res, err = st.DecideAll(ctx, reqs, now)
 	}
-	all, ok := st.(store.AllOrNothing)
-	if !ok {
-		return nil, store.ErrNotAtomic
+	if !errors.Is(err, store.ErrNotAtomic) {
+		s.latency.Observe(time.Since(start).Seconds())
 	}
-	return all.DecideAll(ctx, reqs, now)
+	return res, err
 }
 
-func (d *dialingStore) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.next = time.Now().Add(100 * 365 * 24 * time.Hour) // no more dialing
-	if d.st == nil {
+func (s *sharedRedis) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next = time.Now().Add(100 * 365 * 24 * time.Hour) // no more dialing
+	if s.st == nil {
 		return nil
 	}
-	return d.st.Close()
+	return s.st.Close()
 }
