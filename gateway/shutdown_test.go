@@ -18,6 +18,27 @@ import (
 	"github.com/sluice-rl/sluice/gateway"
 )
 
+// newGateway builds, without serving it, a gateway for standardConfig in
+// front of upstream that logs nowhere, with shutdownTimeout (0: the
+// default). The caller closes it.
+func newGateway(t *testing.T, upstream string, shutdownTimeout time.Duration) *gateway.Gateway {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	if err := os.WriteFile(path, []byte(strings.ReplaceAll(standardConfig, "{{UPSTREAM}}", upstream)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(gateway.Options{Config: file, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		ShutdownTimeout: shutdownTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // TestRunGracefulShutdown: when Run's context ends, a request in flight
 // still completes, new connections are refused, and Run returns nil.
 func TestRunGracefulShutdown(t *testing.T) {
@@ -28,19 +49,7 @@ func TestRunGracefulShutdown(t *testing.T) {
 		_, _ = io.WriteString(w, "finally")
 	}))
 	defer up.Close()
-	path := filepath.Join(t.TempDir(), "sluice.yaml")
-	cfg := strings.ReplaceAll(standardConfig, "{{UPSTREAM}}", up.URL)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	file, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gateway.New(gateway.Options{Config: file, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newGateway(t, up.URL, 0)
 	defer g.Close()
 	ln, adm := listen(t), listen(t)
 	addr := ln.Addr().String()
@@ -120,19 +129,7 @@ func TestRunShutdownTimeout(t *testing.T) {
 	}))
 	defer up.Close()
 	defer close(release)
-	path := filepath.Join(t.TempDir(), "sluice.yaml")
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(standardConfig, "{{UPSTREAM}}", up.URL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	file, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gateway.New(gateway.Options{Config: file, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		ShutdownTimeout: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newGateway(t, up.URL, 100*time.Millisecond)
 	defer g.Close()
 	ln, adm := listen(t), listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -183,18 +180,7 @@ func TestCloseReleasesUpstreamConnections(t *testing.T) {
 	}
 	up.Start()
 	defer up.Close()
-	path := filepath.Join(t.TempDir(), "sluice.yaml")
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(standardConfig, "{{UPSTREAM}}", up.URL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	file, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gateway.New(gateway.Options{Config: file, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newGateway(t, up.URL, 0)
 	ln, adm := listen(t), listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
