@@ -95,7 +95,9 @@ func TestBadInputManyUnknownKeys(t *testing.T) {
 	seriesBefore := seriesCount(h.metrics(), "sluice_")
 	n := 100_000
 	if raceEnabled {
-		n = 20_000 // the race detector makes each request ~7x slower
+		// As long under -race as 100,000 without: 2.6-4.5s each, measured
+		// with go test [-race] -run 'TestBadInputManyUnknownKeys$' -v.
+		n = 20_000
 	}
 	heapBefore := heapAlloc()
 
