@@ -7,9 +7,9 @@ GO ?= go
 test: deps vet unit
 
 # Tests start real redis-server processes (standalone and cluster); install
-# Debian's redis-server (which brings redis-cli) when it is missing.
+# Debian's redis-server when it is missing.
 deps:
-	@command -v redis-server >/dev/null && command -v redis-cli >/dev/null || { \
+	@command -v redis-server >/dev/null || { \
 		echo "installing redis-server"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	@# Debian starts a system redis on 6379; the tests never use it.

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -324,30 +323,4 @@ func waitState(t *testing.T, c *http.Client, insts []*instance, want string, lim
 		}
 	}
 	return time.Since(start)
-}
-
-// evalshaCalls returns the EVALSHA and EVAL calls Redis at addrs has
-// served in all, from INFO commandstats.
-func evalshaCalls(t *testing.T, addrs ...string) int {
-	t.Helper()
-	total := 0
-	for _, addr := range addrs {
-		host, port, _ := net.SplitHostPort(addr)
-		out, err := exec.Command("redis-cli", "-h", host, "-p", port, "INFO", "commandstats").Output()
-		if err != nil {
-			t.Fatalf("redis-cli INFO commandstats on %s: %v", addr, err)
-		}
-		for line := range strings.Lines(string(out)) {
-			for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
-					n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-					if err != nil {
-						t.Fatalf("commandstats line %q: %v", line, err)
-					}
-					total += n
-				}
-			}
-		}
-	}
-	return total
 }

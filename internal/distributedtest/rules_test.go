@@ -50,13 +50,13 @@ func checkOneRoundTrip(t *testing.T, addrs []string) {
 	inst := startInstance(t, s, up)
 	c := newClient(t)
 
-	before := evalshaCalls(t, addrs...)
+	before := redistest.ScriptCalls(t, addrs...)
 	for i, want := range []int{200, 200, 200, 429} {
 		if a := get(c, inst, "partner-a"); a.err != nil || a.status != want {
 			t.Fatalf("request %d: status %d (%v), want %d", i, a.status, a.err, want)
 		}
 	}
-	if calls := evalshaCalls(t, addrs...) - before; calls != 4 {
+	if calls := redistest.ScriptCalls(t, addrs...) - before; calls != 4 {
 		t.Errorf("4 requests under 3 rules took %d script calls, want 4 (one round trip each)", calls)
 	}
 	if got := up.count("partner-a"); got != 3 {
@@ -65,14 +65,14 @@ func checkOneRoundTrip(t *testing.T, addrs []string) {
 	// Hammering the limited path: answered from memory, with the other
 	// rules' decisions at most a second old, so Redis sees at most one call
 	// a second.
-	before, start := evalshaCalls(t, addrs...), time.Now()
+	before, start := redistest.ScriptCalls(t, addrs...), time.Now()
 	for i := range 50 {
 		if a := get(c, inst, "partner-a"); a.err != nil || a.status != 429 {
 			t.Fatalf("retry %d: status %d (%v), want 429", i, a.status, a.err)
 		}
 	}
 	allowed := int(time.Since(start)/time.Second) + 1
-	if calls := evalshaCalls(t, addrs...) - before; calls > allowed {
+	if calls := redistest.ScriptCalls(t, addrs...) - before; calls > allowed {
 		t.Errorf("50 retries of a limited caller under 3 rules took %d script calls in %v, want at most %d",
 			calls, time.Since(start), allowed)
 	}

@@ -83,11 +83,11 @@ func TestLimitedCallerDoesNotReachRedis(t *testing.T) {
 		t.Fatalf("partner A's first 103 requests: %v, want 100×200 3×429 (each instance has seen a denial)", a)
 	}
 	cachedBefore := metric(t, c, insts[0], "sluice_store_cached_rejections_total")
-	before := evalshaCalls(t, srv.Addr)
+	before := redistest.ScriptCalls(t, srv.Addr)
 	one := sendRoundRobin(t, c, insts[:1], "partner-a", 200, 4)
-	afterOne := evalshaCalls(t, srv.Addr)
+	afterOne := redistest.ScriptCalls(t, srv.Addr)
 	all := sendRoundRobin(t, c, insts, "partner-a", 200, 4)
-	afterAll := evalshaCalls(t, srv.Addr)
+	afterAll := redistest.ScriptCalls(t, srv.Addr)
 	t.Logf("EVALSHA/EVAL calls on Redis: %d for 200 rejected requests on one instance, %d for 200 over three",
 		afterOne-before, afterAll-afterOne)
 	if before < 103 {

@@ -6,9 +6,9 @@
 // Tests share a server safely by giving every key a KeyPrefix instead of
 // flushing the database.
 //
-// The package needs redis-server on PATH; `make test` installs it
-// (with redis-cli). Without it the tests fail rather than skip, so a missing
-// Redis cannot pass for a green run.
+// The package needs redis-server on PATH; `make test` installs it. Without
+// it the tests fail rather than skip, so a missing Redis cannot pass for a
+// green run.
 package redistest
 
 import (

@@ -99,6 +99,29 @@ func TestCluster(t *testing.T) {
 	}
 }
 
+func TestScriptCalls(t *testing.T) {
+	t.Parallel()
+	s := StartServer(t)
+	if got := ScriptCalls(t, s.Addr); got != 0 {
+		t.Fatalf("ScriptCalls on a fresh server = %d, want 0", got)
+	}
+	if reply, err := roundTrip(s.Addr, time.Second, "EVAL", "return 1", "0"); err != nil || reply != "1" {
+		t.Fatalf("EVAL: %q, %v; want 1", reply, err)
+	}
+	sha, err := roundTrip(s.Addr, time.Second, "SCRIPT", "LOAD", "return 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if reply, err := roundTrip(s.Addr, time.Second, "EVALSHA", sha, "0"); err != nil || reply != "2" {
+			t.Fatalf("EVALSHA: %q, %v; want 2", reply, err)
+		}
+	}
+	if got := ScriptCalls(t, s.Addr, s.Addr); got != 6 {
+		t.Fatalf("ScriptCalls of 1 EVAL and 2 EVALSHA, counted on the same server twice = %d, want 6", got)
+	}
+}
+
 func TestKeyPrefix(t *testing.T) {
 	seen := map[string]bool{}
 	for range 100 {
