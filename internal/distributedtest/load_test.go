@@ -23,9 +23,10 @@ type load struct {
 	wg   sync.WaitGroup
 	once sync.Once
 
-	mu     sync.Mutex
-	phase  string
-	phases map[string]*phaseStats
+	mu       sync.Mutex
+	phase    string
+	inFlight *sync.WaitGroup // requests sent since the last drain
+	phases   map[string]*phaseStats
 }
 
 // phaseStats is what the load saw in one phase.
@@ -38,7 +39,7 @@ type phaseStats struct {
 // in phase "start". It is stopped when the test ends, if not before.
 func startLoad(t *testing.T, c *http.Client, insts []*instance, client string, workers int) *load {
 	t.Helper()
-	l := &load{stop: make(chan struct{}), phase: "start", phases: map[string]*phaseStats{}}
+	l := &load{stop: make(chan struct{}), phase: "start", inFlight: new(sync.WaitGroup), phases: map[string]*phaseStats{}}
 	for w := range workers {
 		l.wg.Go(func() {
 			for i := range loadPerWorker {
@@ -47,9 +48,10 @@ func startLoad(t *testing.T, c *http.Client, insts []*instance, client string, w
 					return
 				default:
 				}
-				phase := l.current()
+				phase, sent := l.send()
 				a := get(c, insts[(w+i)%len(insts)], client)
 				l.record(phase, a)
+				sent.Done()
 				time.Sleep(loadPause)
 			}
 		})
@@ -58,17 +60,32 @@ func startLoad(t *testing.T, c *http.Client, insts []*instance, client string, w
 	return l
 }
 
-func (l *load) current() string {
+// send returns the phase a request sent now belongs to, and the group it
+// is in flight in until it is answered.
+func (l *load) send() (string, *sync.WaitGroup) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.phase
+	l.inFlight.Add(1)
+	return l.phase, l.inFlight
 }
 
-// setPhase names the phase the requests sent from now on belong to.
+// setPhase names the phase the requests sent from now on belong to, and
+// returns once every request sent before has been answered, so that a
+// fault that follows meets none of them.
 func (l *load) setPhase(name string) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.phase = name
+	l.mu.Unlock()
+	l.drain()
+}
+
+// drain waits until every request sent so far has been answered.
+func (l *load) drain() {
+	l.mu.Lock()
+	sent := l.inFlight
+	l.inFlight = new(sync.WaitGroup)
+	l.mu.Unlock()
+	sent.Wait()
 }
 
 func (l *load) record(phase string, a answer) {
