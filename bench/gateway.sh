@@ -58,8 +58,8 @@ sluice_config allowed gcra 1000000000/s
 sl_port=$listen
 sluice_config rejected fixed_window 1/d
 rej_port=$listen
-for name in allowed rejected; do
-	"$tmp/sluice" serve --config "$tmp/$name.yaml" 2>"$tmp/sluice-$name.log" &
+for cfg in allowed rejected; do
+	"$tmp/sluice" serve --config "$tmp/$cfg.yaml" 2>"$tmp/sluice-$cfg.log" &
 	pids+=($!)
 done
 
@@ -114,10 +114,9 @@ for p in "$up_port" "$sl_port" "$rej_port" "$ng_port" "$ngrej_port"; do wait_por
 
 # exhaust PORT sends requests until one is answered 429 (20 at most).
 exhaust() {
-	local i code
+	local i
 	for ((i = 0; i < 20; i++)); do
-		code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-API-Key: key-a' "http://127.0.0.1:$1/")
-		[[ $code == 429 ]] && return 0
+		[[ $(status "$1") == 429 ]] && return 0
 	done
 	echo "gateway: 127.0.0.1:$1 never answered 429" >&2
 	return 1
@@ -125,7 +124,7 @@ exhaust() {
 exhaust "$rej_port"
 exhaust "$ngrej_port"
 for p in "$sl_port" "$ng_port"; do
-	code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-API-Key: key-a' "http://127.0.0.1:$p/")
+	code=$(status "$p")
 	[[ $code == 200 ]] || { echo "gateway: 127.0.0.1:$p answered $code, want 200" >&2; exit 1; }
 done
 
@@ -137,34 +136,20 @@ declare -A ports=([direct]=$up_port [sluice]=$sl_port [nginx]=$ng_port [sluice_r
 # an allowed path answered anything but 2xx, or a rejected one anything but
 # 429 (wrk counts both as non-2xx).
 run() {
-	local out=$tmp/wrk.out
-	wrk -t"$threads" -c"$conns" -d"${duration}s" --latency -H 'X-API-Key: key-a' \
-		"http://127.0.0.1:${ports[$1]}/" >"$out"
-	awk '/^Requests\/sec:/ {print $2}' "$out" >>"$tmp/$1.rps"
-	awk '$1 == "99%" { v = $2
-		if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 }
-		else if (v ~ /ms$/) { sub(/ms$/, "", v) }
-		else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000 }
-		print v }' "$out" >>"$tmp/$1.p99"
-	local total bad
-	total=$(awk '/requests in/ {print $1}' "$out")
-	bad=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' "$out")
-	bad=${bad:-0}
+	wrk_run "${ports[$1]}" "$threads" "$conns" "$duration"
+	echo "$rps" >>"$tmp/$1.rps"
+	echo "$p99" >>"$tmp/$1.p99"
 	if [[ $1 == *_rej ]]; then
 		((bad * 100 >= total * 99)) || echo "gateway: warning: $1: only $bad of $total answers were rejections" >&2
 	else
 		((bad * 1000 <= total)) || echo "gateway: warning: $1: $bad of $total answers were not 2xx" >&2
 	fi
-	printf 'gateway: %-10s %10.0f req/s  p99 %s ms\n' "$1" "$(tail -1 "$tmp/$1.rps")" "$(tail -1 "$tmp/$1.p99")" >&2
+	printf 'gateway: %-10s %10.0f req/s  p99 %s ms\n' "$1" "$rps" "$p99" >&2
 }
 
 for ((r = 1; r <= rounds; r++)); do
 	echo "gateway: round $r of $rounds" >&2
-	order=("${targets[@]}")
-	if ((r % 2 == 0)); then
-		order=()
-		for ((i = ${#targets[@]} - 1; i >= 0; i--)); do order+=("${targets[i]}"); done
-	fi
+	order "$r" "${targets[@]}"
 	for t in "${order[@]}"; do run "$t"; done
 done
 

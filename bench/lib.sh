@@ -64,6 +64,41 @@ wait_port() {
 	return 1
 }
 
+# order ROUND NAME... sets the array order to the names, reversed in even
+# rounds, so that no target always runs first.
+order() {
+	local r=$1 i
+	shift
+	order=("$@")
+	if ((r % 2 == 0)); then
+		order=()
+		for ((i = $#; i >= 1; i--)); do order+=("${!i}"); done
+	fi
+}
+
+# status PORT prints the HTTP status of GET / on 127.0.0.1:PORT as
+# partner-a (key-a, the client of sluice_yaml).
+status() {
+	curl -s -o /dev/null -w '%{http_code}' -H 'X-API-Key: key-a' "http://127.0.0.1:$1/"
+}
+
+# wrk_run PORT THREADS CONNS SECONDS runs wrk once as partner-a against
+# 127.0.0.1:PORT and sets rps (requests per second), p99 (ms), total
+# (requests) and bad (answers not 2xx or 3xx).
+wrk_run() {
+	local out=$tmp/wrk.out
+	wrk -t"$2" -c"$3" -d"$4s" --latency -H 'X-API-Key: key-a' "http://127.0.0.1:$1/" >"$out"
+	rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
+	p99=$(awk '$1 == "99%" { v = $2
+		if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 }
+		else if (v ~ /ms$/) { sub(/ms$/, "", v) }
+		else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000 }
+		print v }' "$out")
+	total=$(awk '/requests in/ {print $1}' "$out")
+	bad=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' "$out")
+	bad=${bad:-0}
+}
+
 # median [FILE] prints the median of the numbers in FILE (or standard
 # input), one a line.
 median() {

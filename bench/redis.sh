@@ -35,17 +35,6 @@ name=redis
 source bench/lib.sh
 install_missing redis-server:redis-server redis-cli:redis-tools wrk:wrk curl:curl
 
-# order ROUND NAME... sets order to the names, reversed in even rounds.
-order() {
-	local r=$1 i
-	shift
-	order=("$@")
-	if ((r % 2 == 0)); then
-		order=()
-		for ((i = $#; i >= 1; i--)); do order+=("${!i}"); done
-	fi
-}
-
 echo "redis: building sluice, the upstream and redisbench" >&2
 go build -o "$tmp/sluice" ./cmd/sluice
 go build -o "$tmp/upstream" ./bench/tools/upstream
@@ -99,7 +88,7 @@ done
 wait_port "$up_port"
 for st in memory redis; do
 	wait_port "${gw_port[$st]}"
-	code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-API-Key: key-a' "http://127.0.0.1:${gw_port[$st]}/")
+	code=$(status "${gw_port[$st]}")
 	[[ $code == 200 ]] || { echo "redis: the gateway on $st answered $code, want 200" >&2; exit 1; }
 done
 
@@ -107,15 +96,11 @@ done
 # requests per second to $tmp/gw_STORE.rps and its request count to
 # $tmp/gw_STORE.n.
 gw() {
-	local out=$tmp/wrk.out total bad
-	wrk -t2 -c"$conns" -d"${wrk_duration}s" --latency -H 'X-API-Key: key-a' \
-		"http://127.0.0.1:${gw_port[$1]}/" >"$out"
-	awk '/^Requests\/sec:/ {print $2}' "$out" >>"$tmp/gw_$1.rps"
-	total=$(awk '/requests in/ {print $1}' "$out")
+	wrk_run "${gw_port[$1]}" 2 "$conns" "$wrk_duration"
+	echo "$rps" >>"$tmp/gw_$1.rps"
 	echo "$total" >>"$tmp/gw_$1.n"
-	bad=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' "$out")
-	((${bad:-0} * 1000 <= total)) || echo "redis: warning: gateway on $1: $bad of $total answers were not 2xx" >&2
-	printf 'redis: gateway on %-6s %10.0f req/s\n' "$1" "$(tail -1 "$tmp/gw_$1.rps")" >&2
+	((bad * 1000 <= total)) || echo "redis: warning: gateway on $1: $bad of $total answers were not 2xx" >&2
+	printf 'redis: gateway on %-6s %10.0f req/s\n' "$1" "$rps" >&2
 }
 
 # When wrk stops, the requests in flight are cancelled; the gateway counts
@@ -129,7 +114,7 @@ for ((r = 1; r <= rounds; r++)); do
 	for st in "${order[@]}"; do
 		gw "$st"
 		sleep 1
-		curl -s -o /dev/null -H 'X-API-Key: key-a' "http://127.0.0.1:${gw_port[$st]}/" # a probe, if one is due
+		status "${gw_port[$st]}" >/dev/null # a probe, if one is due
 	done
 done
 degraded=$(curl -s "http://127.0.0.1:${admin_port[redis]}/metrics" |
