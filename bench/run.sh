@@ -27,11 +27,14 @@ usage() {
 	exit 2
 }
 
-# bstat FILE BENCH UNIT prints the median of BENCH's UNIT column (such as
-# ns/op or allocs/op) over the rounds recorded in FILE.
-bstat() {
-	awk -v b="$2" -v u="$3" '$1 == b { for (i = 3; i < NF; i++) if ($(i + 1) == u) print $i }' "$1" | median
+# bvals FILE BENCH UNIT prints BENCH's UNIT column (such as ns/op or
+# allocs/op) of every round recorded in FILE, one a line.
+bvals() {
+	awk -v b="$2" -v u="$3" '$1 == b { for (i = 3; i < NF; i++) if ($(i + 1) == u) print $i }' "$1"
 }
+
+# bstat FILE BENCH UNIT prints the median of bvals.
+bstat() { bvals "$@" | median; }
 
 run_core() {
 	local dir=$here/core rounds=${ROUNDS:-9} benchtime=${BENCHTIME:-250ms}
@@ -67,8 +70,7 @@ run_core() {
 	k100=$(bstat "$tmp/out.txt" BenchmarkSluice100k-2 ns/op)
 	gl100=$(bstat "$tmp/out.txt" BenchmarkGoLimiter100k-2 ns/op)
 	par=$(bstat "$tmp/out.txt" BenchmarkSluiceParallel-2 ns/op)
-	allocs=$(awk '$1 == "BenchmarkSluiceHot-2" { for (i = 3; i < NF; i++) if ($(i + 1) == "allocs/op") print $i }' \
-		"$tmp/out.txt" | sort -g | tail -1) # the worst round
+	allocs=$(bvals "$tmp/out.txt" BenchmarkSluiceHot-2 allocs/op | sort -g | tail -1) # the worst round
 	bpk=$(bstat "$tmp/out.txt" BenchmarkSluiceIdleKeyMemory-2 bytes/key)
 	echo "hot and keys100k read the clock per decision, as xtime and go-limiter do."
 	echo "hot = clock $(bstat "$tmp/out.txt" BenchmarkClockReal-2 ns/op) (time.Now: $(bstat "$tmp/out.txt" BenchmarkTimeNow-2 ns/op))"
@@ -81,7 +83,6 @@ run_core() {
 
 run_gateway() { bash "$here/gateway.sh"; }
 run_redis() { bash "$here/redis.sh"; }
-
 
 main() {
 	(($# > 0)) || set -- "${targets[@]}"
