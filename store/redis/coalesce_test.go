@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -88,28 +87,6 @@ func TestBatchNoScript(t *testing.T) {
 	}
 }
 
-// evalCalls returns how many EVALSHA and EVAL calls the server has run.
-func evalCalls(t *testing.T, s *Store) int {
-	t.Helper()
-	info, err := do(t, s, s.client.B().Info().Section("commandstats").Build()).ToString()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	for line := range strings.Lines(info) {
-		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-			if rest, ok := strings.CutPrefix(line, cmd); ok {
-				n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-				if err != nil {
-					t.Fatalf("INFO commandstats line %q: %v", line, err)
-				}
-				total += n
-			}
-		}
-	}
-	return total
-}
-
 // waitFor polls cond until it holds, for at most 10 seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -174,7 +151,7 @@ func TestCoalescing(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.FixedWindow, 5, time.Minute, 0)
-	before := evalCalls(t, s)
+	before := redistest.ScriptCalls(t, srv.Addr)
 	first, resume := holdKey(t, srv, s, "hot", l)
 
 	results := queue(context.Background(), t, s, "hot", l, 10)
@@ -197,7 +174,7 @@ func TestCoalescing(t *testing.T) {
 	if allowed != 4 || len(remaining) != 4 || !remaining[0] || !remaining[3] {
 		t.Errorf("%d of the ten waiting requests allowed, remaining %v; want 4 with remaining 3, 2, 1, 0", allowed, remaining)
 	}
-	if calls := evalCalls(t, s) - before; calls != 2 {
+	if calls := redistest.ScriptCalls(t, srv.Addr) - before; calls != 2 {
 		t.Errorf("11 requests took %d script calls, want 2 (one, then one batch)", calls)
 	}
 	if n := s.waiting(redisKey(s.prefix, "hot")); n != -1 {

@@ -108,7 +108,7 @@ func TestDecideAllOneCall(t *testing.T) {
 	wide := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
 	narrow := mustLimit(t, limiter.FixedWindow, 2, time.Minute, 0)
 	reqs := []store.Request{{Key: "wide", Limit: wide, Cost: 1}, {Key: "narrow", Limit: narrow, Cost: 1}}
-	before := evalCalls(t, s)
+	before := redistest.ScriptCalls(t, srv.Addr)
 	wideLeft := []int64{9, 8, 8, 8} // the third and fourth spend nothing: narrow denies
 	for i := range 4 {
 		res, err := s.DecideAll(context.Background(), reqs, epoch)
@@ -119,7 +119,7 @@ func TestDecideAllOneCall(t *testing.T) {
 			t.Fatalf("request %d: %+v, want wide allowed with %d left, narrow allowed=%v", i, res, wideLeft[i], pass)
 		}
 	}
-	if calls := evalCalls(t, s) - before; calls != 4 {
+	if calls := redistest.ScriptCalls(t, srv.Addr) - before; calls != 4 {
 		t.Errorf("4 requests of 2 rules took %d script calls, want 4", calls)
 	}
 }
