@@ -93,16 +93,9 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // as its length, a colon and its bytes, so no two different inputs give the
 // same key: ("a_b", "c") and ("a", "b_c") stay apart.
 func Key(rule string, parts ...string) string {
-	n := len(rule) + 4
-	for _, p := range parts {
-		n += len(p) + 4
-	}
 	var b strings.Builder
-	b.Grow(n)
-	writePart(&b, rule)
-	for _, p := range parts {
-		writePart(&b, p)
-	}
+	b.Grow(keyLen(rule, parts))
+	writeKey(&b, rule, parts)
 	return b.String()
 }
 
@@ -116,13 +109,10 @@ func Key(rule string, parts ...string) string {
 // same key as any Key.
 func GroupKey(group, rule string, parts ...string) string {
 	var b strings.Builder
-	b.Grow(len(group) + 5 + len(rule) + 4)
+	b.Grow(1 + len(group) + 4 + keyLen(rule, parts))
 	b.WriteByte('@')
 	writePart(&b, group)
-	writePart(&b, rule)
-	for _, p := range parts {
-		writePart(&b, p)
-	}
+	writeKey(&b, rule, parts)
 	return b.String()
 }
 
@@ -139,6 +129,25 @@ func SplitGroup(key string) (group, rest string, ok bool) {
 		return "", "", false
 	}
 	return tail[:size], tail[size:], true
+}
+
+// keyLen returns the length of Key(rule, parts...), or a little more: it
+// counts 4 bytes for each length and its colon, enough for parts shorter
+// than 1000 bytes (a longer part only costs the builder one more growth).
+func keyLen(rule string, parts []string) int {
+	n := len(rule) + 4
+	for _, p := range parts {
+		n += len(p) + 4
+	}
+	return n
+}
+
+// writeKey writes Key(rule, parts...) to b.
+func writeKey(b *strings.Builder, rule string, parts []string) {
+	writePart(b, rule)
+	for _, p := range parts {
+		writePart(b, p)
+	}
 }
 
 func writePart(b *strings.Builder, s string) {
