@@ -125,18 +125,25 @@ func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now t
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
-	// The common case, written out here: a key the shard holds, with no
-	// sliding_log to look up. It saves copying the limit and the decision
-	// through one more call.
-	if i := sh.find(h, key, limit.Algorithm()); i >= 0 {
+	if sh.closed {
+		sh.mu.Unlock()
+		return d, store.ErrClosed
+	}
+	i := sh.tab.find(h, key)
+	switch {
+	case i < 0:
+		d, err = sh.decideNew(h, key, limit, now, cost)
+	case limit.Algorithm() == limiter.SlidingLog:
+		d = sh.decideLog(sh.tab.at(i), limit, now, cost)
+	default:
+		// The common case, written out here: a key the shard holds, with
+		// no sliding_log to look up. It saves copying the limit and the
+		// decision through one more call.
 		e := sh.tab.at(i)
 		st := limiter.State{A: e.a, B: e.b}
 		limit.ApplyInto(&st, now, cost, &d)
 		sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
-		sh.mu.Unlock()
-		return d, nil
 	}
-	d, err = sh.decide(h, key, limit, now, cost)
 	sh.mu.Unlock()
 	return d, err
 }

@@ -40,36 +40,14 @@ type shard struct {
 	_ [128 - unsafe.Sizeof(shardState{})%128]byte
 }
 
-// find returns the index of key's entry for a decision by alg, or -1 when
-// the shard is closed, does not hold the key, or alg is sliding_log (whose decisions take the slower path of decide).
-func (sh *shardState) find(h uint64, key string, alg limiter.Algorithm) int {
-	if sh.closed || alg == limiter.SlidingLog {
-		return -1
-	}
-	return sh.tab.find(h, key)
-}
-
-// decide is Store.Decide for a key of this shard, with the shard locked.
-func (sh *shardState) decide(h uint64, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
-	if sh.closed {
-		return limiter.Decision{}, store.ErrClosed
-	}
-	i := sh.tab.find(h, key)
-	if i < 0 {
-		return sh.decideNew(h, key, l, now, cost)
-	}
-	e := sh.tab.at(i)
-	st := limiter.State{A: e.a, B: e.b}
-	if l.Algorithm() == limiter.SlidingLog {
-		st.Log = sh.logs[e.key] // A holds the log's total cost
-	}
-	next := st
-	d := l.Apply(&next, now, cost)
-	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, next.A, next.B, now)
-	if l.Algorithm() == limiter.SlidingLog {
-		sh.setLog(e.key, next.Log)
-	}
-	return d, nil
+// decideLog is Store.Decide for the key of entry e under a sliding_log
+// limit, with the shard locked.
+func (sh *shardState) decideLog(e *entry, l limiter.Limit, now time.Time, cost int64) limiter.Decision {
+	st := limiter.State{A: e.a, B: e.b, Log: sh.logs[e.key]} // A holds the log's total cost
+	d := l.Apply(&st, now, cost)
+	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
+	sh.setLog(e.key, st.Log)
+	return d
 }
 
 // decideNew decides for a key the shard does not hold. A decision that
