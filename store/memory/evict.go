@@ -40,16 +40,13 @@ func (sh *shardState) makeRoom(now time.Time) bool {
 
 // dropExpired removes the entries among indices [lo, hi) that have expired
 // at second now (an entry expires at its expiry second), walking from the
-// last to the first. It returns how many it removed.
-func (sh *shardState) dropExpired(now uint32, hi, lo int) int {
-	removed := 0
+// last to the first.
+func (sh *shardState) dropExpired(now uint32, hi, lo int) {
 	for i := min(hi, sh.tab.n) - 1; i >= lo; i-- {
 		if sh.tab.at(i).expiry <= now {
 			sh.removeAt(i)
-			removed++
 		}
 	}
-	return removed
 }
 
 // sweep removes the shard's expired entries at second now, sweepBatch
