@@ -53,8 +53,11 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("limiter: unknown algorithm %q (want fixed_window, sliding_window, sliding_log, token_bucket, gcra or leaky_bucket)", s)
+	return 0, fmt.Errorf("limiter: unknown algorithm %q (want %s)", s, algorithmList)
 }
+
+// algorithmList names the algorithms for error messages.
+const algorithmList = "fixed_window, sliding_window, sliding_log, token_bucket, gcra or leaky_bucket"
 
 // Bounds of a Limit. They keep every computation exact in int64 and in the
 // IEEE-754 doubles of Redis's Lua (integers up to 2^53), so that the memory
@@ -89,7 +92,7 @@ type Limit struct {
 // window algorithms take no burst and reject one that differs from rate.
 func New(alg Algorithm, rate int64, period time.Duration, burst int64) (Limit, error) {
 	if !alg.valid() {
-		return Limit{}, fmt.Errorf("limiter: unknown algorithm %d (want fixed_window, sliding_window, sliding_log, token_bucket, gcra or leaky_bucket)", alg)
+		return Limit{}, fmt.Errorf("limiter: unknown algorithm %d (want %s)", alg, algorithmList)
 	}
 	if rate < 1 || rate > MaxRate {
 		return Limit{}, fmt.Errorf("limiter: rate %d out of range (1 to %d per period)", rate, MaxRate)
@@ -115,10 +118,10 @@ func New(alg Algorithm, rate int64, period time.Duration, burst int64) (Limit, e
 	us := int64(period / time.Microsecond)
 	g := gcd(us, rate)
 	l := Limit{alg: alg, rate: rate, burst: burst, period: us, p: us / g, n: rate / g}
-	if alg.HasBurst() && (l.burst > (exactLimit-l.n)/l.p || l.burst*l.p+l.n > exactLimit) { // the first test keeps the product from overflowing
-		return Limit{}, fmt.Errorf("limiter: %d/%v with burst %d cannot be computed exactly (burst x period/rate too fine; round the rate or period, or lower the burst)", rate, period, burst)
-	}
 	if alg.HasBurst() {
+		if l.burst > (exactLimit-l.n)/l.p || l.burst*l.p+l.n > exactLimit { // the first test keeps the product from overflowing
+			return Limit{}, fmt.Errorf("limiter: %d/%v with burst %d cannot be computed exactly (burst x period/rate too fine; round the rate or period, or lower the burst)", rate, period, burst)
+		}
 		l.full = l.burst * l.p / l.n
 	}
 	return l, nil
