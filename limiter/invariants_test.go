@@ -57,9 +57,9 @@ func (r *run) step(raw, cost int64) {
 	if !d.Allowed {
 		r.checkUnchanged(next, t, raw, cost)
 	}
-	if cost < 0 || r.l.IsZero() {
-		// The decision says nothing of the key: Remaining and Reset are 0.
-	} else {
+	// What the decision says of the key; a negative cost or the zero Limit
+	// gets one that says nothing of it (Remaining and Reset are 0).
+	if cost >= 0 && !r.l.IsZero() {
 		r.checkRemaining(d, next, raw)
 		if forward {
 			r.checkRetryAfter(d, next, t, cost)
