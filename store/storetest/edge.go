@@ -109,12 +109,20 @@ func int64Extremes(alg limiter.Algorithm) Table {
 	)
 }
 
+// firstAndSecond are the first request on a key under one(alg, minute),
+// which passes, and a second at the same instant, which does not.
+// sliding_window's Reset runs to the end of the next window, and the next
+// window takes the second request from e = 1µs.
+func firstAndSecond(alg limiter.Algorithm) (pass, fail Step) {
+	if alg == limiter.SlidingWindow {
+		return allow(0, 1, 0, 2*minute), deny(0, 1, 0, minute+us, 2*minute)
+	}
+	return allow(0, 1, 0, minute), deny(0, 1, 0, minute, minute)
+}
+
 // keysByEncoding: keys that a naive encoding would confuse are independent.
 func keysByEncoding(alg limiter.Algorithm) Table {
-	pass, fail := allow(0, 1, 0, minute), deny(0, 1, 0, minute, minute)
-	if alg == limiter.SlidingWindow {
-		pass, fail = allow(0, 1, 0, 2*minute), deny(0, 1, 0, minute+us, 2*minute)
-	}
+	pass, fail := firstAndSecond(alg)
 	keys := []string{
 		store.Key("a_b", "c"), store.Key("a", "b_c"),
 		store.Key("a:b", "c"), store.Key("a", "b:c"),
@@ -134,10 +142,7 @@ func keysByEncoding(alg limiter.Algorithm) Table {
 // (its decision says nothing of the key: Remaining and Reset are 0). A cost
 // that would overflow a count is above the limit like any other.
 func extremeCosts(alg limiter.Algorithm) Table {
-	pass, fail := allow(0, 1, 0, minute), deny(0, 1, 0, minute, minute)
-	if alg == limiter.SlidingWindow {
-		pass, fail = allow(0, 1, 0, 2*minute), deny(0, 1, 0, minute+us, 2*minute)
-	}
+	pass, fail := firstAndSecond(alg)
 	return table(alg.String()+"/extreme_costs", one(alg, minute), aligned,
 		never(0, -1, 0, 0),
 		pass,
