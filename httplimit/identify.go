@@ -43,7 +43,8 @@ func clientAddr(pol *policy.Compiled, r *http.Request) netip.Addr {
 	if !pol.TrustedProxy(addr) {
 		return addr
 	}
-	for _, h := range forwardedFor(r.Header, pol.ForwardedHeader()) {
+	var room [maxHops]string
+	for _, h := range forwardedFor(room[:0], r.Header, pol.ForwardedHeader()) {
 		hop, ok := parseHop(h)
 		if !ok {
 			return addr // a hop we cannot read: count the proxy that sent it
@@ -56,24 +57,24 @@ func clientAddr(pol *policy.Compiled, r *http.Request) netip.Addr {
 	return addr
 }
 
-// forwardedFor returns at most maxHops hops of the one header from names,
+// forwardedFor appends to dst at most maxHops hops of the policy's header,
 // the nearest first: the values of X-Forwarded-For, or the for= values of
 // Forwarded (RFC 7239). The other header is never read: a proxy that appends to one
 // passes the other on from the client untouched, and believing it would
 // let the client choose the address it is counted under. It reads from the
 // right, so a forged header of thousands of entries costs no more than
 // maxHops.
-func forwardedFor(h http.Header, from policy.ForwardedHeader) []string {
+func forwardedFor(dst []string, h http.Header, from policy.ForwardedHeader) []string {
 	if from == policy.Forwarded {
-		return lastHops(h.Values("Forwarded"), forValue)
+		return lastHops(dst, h.Values("Forwarded"), forValue)
 	}
-	return lastHops(h.Values("X-Forwarded-For"), strings.TrimSpace)
+	return lastHops(dst, h.Values("X-Forwarded-For"), strings.TrimSpace)
 }
 
 // lastHops walks the comma-separated elements of lines from the last one
-// backwards and keeps what pick finds in each (skipping ""), at most maxHops.
-func lastHops(lines []string, pick func(string) string) []string {
-	var hops []string
+// backwards and appends to hops what pick finds in each (skipping ""), at
+// most maxHops.
+func lastHops(hops []string, lines []string, pick func(string) string) []string {
 	for i := len(lines) - 1; i >= 0 && len(hops) < maxHops; i-- {
 		rest := lines[i]
 		for len(hops) < maxHops {
@@ -102,16 +103,18 @@ func forValue(elem string) string {
 }
 
 // parseHop reads one forwarded address: 192.0.2.1, "[2001:db8::1]:4711",
-// 192.0.2.1:80. Obfuscated identifiers and "unknown" are not addresses.
+// 192.0.2.1:80. Obfuscated identifiers and "unknown" are not addresses. A
+// bare address, the usual X-Forwarded-For hop, is tried first: each failed
+// parse costs an error.
 func parseHop(s string) (netip.Addr, bool) {
 	s = strings.Trim(strings.TrimSpace(s), `"`)
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().Unmap().WithZone(""), true
-	}
-	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
 	a, err := netip.ParseAddr(s)
 	if err != nil {
-		return netip.Addr{}, false
+		if ap, err := netip.ParseAddrPort(s); err == nil {
+			a = ap.Addr()
+		} else if a, err = netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err != nil {
+			return netip.Addr{}, false
+		}
 	}
 	return a.Unmap().WithZone(""), true
 }
