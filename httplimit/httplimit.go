@@ -8,6 +8,7 @@
 package httplimit
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -124,21 +125,20 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) bool {
 			Detail: "missing or unknown access key in " + pol.KeyHeader()})
 		return false
 	}
-	rep.Client = clientLabel(pol, caller)
+	name := clientName(pol, caller)
+	rep.Client = cmp.Or(name, "-")
 	addr := clientAddr(pol, r)
 	s.match = pol.Match(r.Method, cleanPath(r.URL.Path), s.match[:0])
 	l.requests(pol, caller, addr, r, s)
 	var results []store.Result
 	var err error
 	if len(s.reqs) > 0 {
-		results, err = l.decideAll(r.Context(), pol, s, now)
+		results, err = l.decideAll(r.Context(), s, now)
 	}
 	pass := l.judge(w, pol, caller, addr, s, results, err)
 	l.report(r, rep, now)
-	if pass && caller.ID != "" {
-		r.Header[ClientHeader] = []string{caller.ID}
-	} else if pass && caller == pol.Anonymous() {
-		r.Header[ClientHeader] = []string{policy.AnonymousPlan}
+	if pass && name != "" {
+		r.Header[ClientHeader] = []string{name}
 	}
 	return pass
 }
@@ -169,8 +169,8 @@ func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr net
 // concurrent requests may then both see room and one be rejected after
 // spending some rules: the race is narrow, and it errs on the side of the
 // service.
-func (l *Limiter) decideAll(ctx context.Context, pol *policy.Compiled, s *scratch, now time.Time) ([]store.Result, error) {
-	if enforcing(pol, s.index) < 2 {
+func (l *Limiter) decideAll(ctx context.Context, s *scratch, now time.Time) ([]store.Result, error) {
+	if enforcing(s.reqs) < 2 {
 		return l.opts.Store.DecideBatch(ctx, s.reqs, now)
 	}
 	if all, ok := l.opts.Store.(store.AllOrNothing); ok {
@@ -208,10 +208,10 @@ func (l *Limiter) decideAll(ctx context.Context, pol *policy.Compiled, s *scratc
 	return looks, nil
 }
 
-func enforcing(pol *policy.Compiled, rules []int) int {
+func enforcing(reqs []store.Request) int {
 	n := 0
-	for _, i := range rules {
-		if pol.Rule(i).Mode == policy.Enforce {
+	for _, r := range reqs {
+		if !r.Shadow {
 			n++
 		}
 	}
@@ -231,7 +231,7 @@ func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Add
 		if caller.ID != "" {
 			return store.GroupKey(store.Key("client", caller.ID), rule.Name, tag)
 		}
-		return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, tag)
+		fallthrough // a caller without an id is counted by IP
 	case policy.KeyIP:
 		return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, tag)
 	case policy.KeyHeader:

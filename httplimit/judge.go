@@ -63,14 +63,17 @@ type RuleResult struct {
 	Decision limiter.Decision
 }
 
-func clientLabel(pol *policy.Compiled, c *policy.Caller) string {
+// clientName is what names the caller to the protected handler
+// (ClientHeader) and in the Report: its client id, "anonymous", or "" when
+// the policy identifies nobody by key.
+func clientName(pol *policy.Compiled, c *policy.Caller) string {
 	switch {
 	case c.ID != "":
 		return c.ID
 	case c == pol.Anonymous():
 		return policy.AnonymousPlan
 	}
-	return "-"
+	return ""
 }
 
 // judge turns the store's decisions into the answer: headers on w, and a 429
