@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -140,7 +141,7 @@ func (d *decoder) fields(n *yaml.Node, path, what string, accepted []string) map
 	es, _ := d.entries(n, path, what)
 	m := make(map[string]*yaml.Node, len(es))
 	for _, e := range es {
-		if !contains(accepted, e.key.Value) {
+		if !slices.Contains(accepted, e.key.Value) {
 			d.errorf(e.key, path, "unknown field %q (%saccepted: %s)", clip(e.key.Value), didYouMean(e.key.Value, accepted), strings.Join(accepted, ", "))
 			continue
 		}
@@ -262,20 +263,11 @@ func (d *decoder) oneOf(n *yaml.Node, path, def string, accepted []string) strin
 	if !ok {
 		return def
 	}
-	if contains(accepted, s) {
+	if slices.Contains(accepted, s) {
 		return s
 	}
 	d.fail(n, path, "unknown value %q (%saccepted: %s)", clip(s), didYouMean(s, accepted), strings.Join(accepted, ", "))
 	return def
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // clip shortens s for a message.

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"net/netip"
-	"sort"
 	"strings"
 
 	"github.com/sluice-rl/sluice/policy"
@@ -169,14 +168,4 @@ func (d *decoder) rates(n *yaml.Node, path string) map[string]policy.Rate {
 		}
 	}
 	return rates
-}
-
-// sortedKeys returns the keys of m in order, for messages.
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

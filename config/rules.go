@@ -1,6 +1,8 @@
 package config
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/sluice-rl/sluice/limiter"
@@ -107,7 +109,7 @@ func (d *decoder) allow(n *yaml.Node, path string, ids map[string]bool, r *polic
 	}
 	known := "no clients are listed"
 	if len(ids) > 0 {
-		known = "client ids: " + strings.Join(sortedKeys(ids), ", ")
+		known = "client ids: " + strings.Join(slices.Sorted(maps.Keys(ids)), ", ")
 	}
 	d.fail(n, path, "%q is neither a listed client id nor an IP address or CIDR (%s; or networks such as 10.0.0.0/8, 192.0.2.7)", clip(s), known)
 }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -122,18 +123,9 @@ func (d *decoder) store(n *yaml.Node, path string) Store {
 	mem := d.fields(m["memory"], join(path, "memory"), "a mapping (max_keys)", memoryFields)
 	s.MaxKeys = int(d.integer(mem["max_keys"], join(path, "memory.max_keys"), 1, 1_000_000_000, DefaultMaxKeys, "1 to 1000000000; default 1000000"))
 	fail := d.oneOf(m["on_failure"], join(path, "on_failure"), "open", onFailureNames)
-	s.OnFailure = OnFailure(index0(onFailureNames, fail))
+	s.OnFailure = OnFailure(slices.Index(onFailureNames, fail)) // oneOf returns a listed name
 	s.Instances = int(d.integer(m["instances"], join(path, "instances"), 1, 10_000, 1, "1 to 10000; default 1"))
 	return s
-}
-
-func index0(list []string, s string) int {
-	for i, x := range list {
-		if x == s {
-			return i
-		}
-	}
-	return 0
 }
 
 // redis decodes the redis block; the default address applies when used.
