@@ -130,7 +130,14 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	if r.Cost < 0 {
 		fail(at+".cost", "%d is negative (a cost is 1 or more; 0 or absent means the default, 1)", r.Cost)
 	}
-	if _, err := ruleLimit(r, r.Rate); err != nil {
+	cr := compiledRule{Rule: r, allowIDs: map[string]bool{}}
+	if cr.Algorithm == 0 {
+		cr.Algorithm = limiter.SlidingWindow
+	}
+	if cr.Cost == 0 {
+		cr.Cost = 1
+	}
+	if _, err := ruleLimit(cr.Rule, r.Rate); err != nil {
 		path := at + ".rate"
 		switch msg := err.Error(); {
 		case strings.Contains(msg, "burst"):
@@ -140,50 +147,40 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 		}
 		fail(path, "%s", strings.TrimPrefix(err.Error(), "limiter: "))
 	}
-	cr := compiledRule{Rule: r, allowIDs: map[string]bool{}}
-	if cr.Algorithm == 0 {
-		cr.Algorithm = limiter.SlidingWindow
-	}
-	if cr.Cost == 0 {
-		cr.Cost = 1
-	}
 	for _, id := range r.Allow {
 		cr.allowIDs[id] = true
 	}
 	return cr
 }
 
-// ruleLimit builds the limit of rule r at rate: an override scales the
-// rule's burst in proportion, rounded up.
+// ruleLimit builds the limit of rule r (its defaults filled in by
+// compileRule) at rate: an override scales the rule's burst in proportion,
+// rounded up.
 func ruleLimit(r Rule, rate Rate) (limiter.Limit, error) {
-	alg := r.Algorithm
-	if alg == 0 {
-		alg = limiter.SlidingWindow
-	}
 	burst := int64(0)
-	if alg.HasBurst() && r.Burst > 0 {
+	if r.Algorithm.HasBurst() && r.Burst > 0 {
 		burst = r.Burst
 		if rate.N != r.Rate.N && r.Rate.N > 0 {
 			burst = max(1, (r.Burst*rate.N+r.Rate.N-1)/r.Rate.N)
 		}
 	}
-	return limiter.New(alg, rate.N, rate.Period, burst)
+	return limiter.New(r.Algorithm, rate.N, rate.Period, burst)
 }
 
 func (c *Compiled) checkOverrides(names map[string]int, fail func(string, string, ...any)) {
-	for _, plan := range sortedKeys(c.src.Plans) {
+	for _, plan := range slices.Sorted(maps.Keys(c.src.Plans)) {
 		if !validName(plan) {
 			fail("plans."+plan, "%q is not a valid plan name (letters, digits, '_', '-', '.'; 1 to 64)", plan)
 		}
 		pl := c.src.Plans[plan]
-		for _, rule := range sortedKeys(pl.Limits) {
+		for _, rule := range slices.Sorted(maps.Keys(pl.Limits)) {
 			rate := pl.Limits[rule]
 			i, ok := names[rule]
 			if !ok {
 				fail("plans."+plan+"."+rule, "unknown rule %q (rules: %s)", rule, ruleNames(c.src.Rules))
 				continue
 			}
-			if _, err := ruleLimit(c.src.Rules[i], rate); err != nil {
+			if _, err := ruleLimit(c.rules[i].Rule, rate); err != nil {
 				fail("plans."+plan+"."+rule, "%s", strings.TrimPrefix(err.Error(), "limiter: "))
 			}
 		}
@@ -276,25 +273,11 @@ func ruleNames(rules []Rule) string {
 	return strings.Join(s, ", ")
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 func planNames(plans map[string]Plan) string {
-	var s []string
-	for name := range plans {
-		s = append(s, name)
-	}
-	if len(s) == 0 {
+	if len(plans) == 0 {
 		return "none defined"
 	}
-	slices.Sort(s)
-	return strings.Join(s, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(plans)), ", ")
 }
 
 // ForwardedHeader returns the one header trusted proxies' callers are read
