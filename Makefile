@@ -15,7 +15,10 @@ deps:
 	@# Debian starts a system redis on 6379; the tests never use it.
 	@command -v redis-server >/dev/null || { echo "redis-server still missing" >&2; exit 1; }
 
+# go.mod and go.sum must be tidy: `go mod tidy -diff` prints what tidying
+# would change and fails (it needs the module proxy or a warm module cache).
 vet:
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l . ; echo "gofmt needed" >&2; exit 1; }
 
