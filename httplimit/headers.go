@@ -14,7 +14,7 @@ import (
 type ruleHeader struct {
 	name      string
 	limit     int64
-	window    time.Duration
+	window    time.Duration // see policyWindow
 	remaining int64
 	reset     time.Duration
 }
@@ -34,7 +34,7 @@ func setRateLimitHeaders(h http.Header, rules []ruleHeader, legacy bool) {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendItem(b, r.name, 'q', r.limit, 'w', ceilSeconds(r.window))
+		b = appendItem(b, r.name, 'q', r.limit, 'w', max(ceilSeconds(r.window), 1))
 	}
 	split := len(b)
 	for i, r := range rules {
@@ -57,6 +57,20 @@ func setRateLimitHeaders(h http.Header, rules []ruleHeader, legacy bool) {
 		h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(tight.remaining, 10)}
 		h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilSeconds(tight.reset), 10)}
 	}
+}
+
+// policyWindow is the w of a rule's RateLimit-Policy before rounding: the
+// period for the window algorithms, and for the bucket algorithms the time
+// the empty bucket takes to refill, Burst x Period / Rate, so that q/w is
+// the sustained rate (gcra 10/m burst 5 is q=5;w=30, not w=60). It is
+// rounded up to whole seconds, as w must be, so that the advertised q/w is
+// at most the true rate: a client that paces itself by it is never early.
+func policyWindow(l limiter.Limit) time.Duration {
+	if !l.Algorithm().HasBurst() {
+		return l.Period()
+	}
+	p, n := l.Interval() // one request refills in p/n µs; Burst*p <= 2^53
+	return time.Duration((l.Burst()*p+n-1)/n) * time.Microsecond
 }
 
 // appendItem appends `"name";k1=v1;k2=v2`. Rule names are validated to

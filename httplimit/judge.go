@@ -119,7 +119,7 @@ func (l *Limiter) judge(w http.ResponseWriter, pol *policy.Compiled, caller *pol
 		}
 		rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Outcome: out, Decision: d})
 		if rule.Mode == policy.Enforce {
-			s.headers = append(s.headers, ruleHeader{name: rule.Name, limit: d.Limit, window: s.reqs[k].Limit.Period(),
+			s.headers = append(s.headers, ruleHeader{name: rule.Name, limit: d.Limit, window: policyWindow(s.reqs[k].Limit),
 				remaining: d.Remaining, reset: d.Reset})
 		}
 	}

@@ -183,9 +183,9 @@ func TestAllowedResponseHeaders(t *testing.T) {
 		path string
 		want []item
 	}{
-		{"/claims/7", []item{{"all", 5, 60, 4, 40}, {"claims", 2, 60, 1, 40}, {"hourly", 10, 3600, 9, 36}}},
+		{"/claims/7", []item{{"all", 5, 60, 4, 40}, {"claims", 2, 60, 1, 40}, {"hourly", 10, 360, 9, 36}}},
 		{"/other", []item{{"all", 5, 60, 3, 40}}},
-		{"/claims", []item{{"all", 5, 60, 2, 40}, {"claims", 2, 60, 0, 40}, {"hourly", 10, 3600, 8, 72}}},
+		{"/claims", []item{{"all", 5, 60, 2, 40}, {"claims", 2, 60, 0, 40}, {"hourly", 10, 360, 8, 72}}},
 	}
 	for _, s := range steps {
 		w := h.get(s.path, "key-a")
