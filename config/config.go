@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -57,11 +58,11 @@ type Store struct {
 	Type string
 	// Redis is how to reach Redis, with Type "redis".
 	Redis Redis
-	// OnFailure is what happens to requests while the store fails.
-	// Default FailOpen.
-	OnFailure OnFailure
+	// OnFailure is what happens to requests while the store cannot decide
+	// them, whatever the store. Default store.FailOpen.
+	OnFailure store.FailurePolicy
 	// Instances is the number of gateway instances sharing the store; with
-	// FailLocal each one allows limit/Instances on its own. Default 1.
+	// store.FailLocal each one allows limit/Instances on its own. Default 1.
 	Instances int
 	// MaxKeys bounds the keys the memory store holds (store.memory.max_keys,
 	// also the local fallback's bound). Default 1,000,000.
@@ -95,29 +96,6 @@ type Redis struct {
 func (r Redis) Equal(o Redis) bool {
 	return slices.Equal(r.Addrs, o.Addrs) && r.Timeout == o.Timeout && r.Username == o.Username &&
 		r.Password == o.Password && r.TLS == o.TLS && r.Prefix == o.Prefix
-}
-
-// OnFailure is what happens to requests while the store cannot decide.
-type OnFailure uint8
-
-const (
-	// FailOpen lets every request through (the default).
-	FailOpen OnFailure = iota
-	// FailClosed answers 503 with Retry-After.
-	FailClosed
-	// FailLocal decides with a local in-memory store, each instance allowing
-	// limit/Instances.
-	FailLocal
-)
-
-var onFailureNames = []string{FailOpen: "open", FailClosed: "closed", FailLocal: "local"}
-
-// String returns the configuration name: open, closed or local.
-func (o OnFailure) String() string {
-	if int(o) < len(onFailureNames) {
-		return onFailureNames[o]
-	}
-	return fmt.Sprintf("OnFailure(%d)", uint8(o))
 }
 
 // Load reads and parses the file at path. A file that cannot be read gives

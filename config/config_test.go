@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
 )
 
 func TestDesignFile(t *testing.T) {
@@ -24,7 +25,7 @@ func TestDesignFile(t *testing.T) {
 		f.Admin != "127.0.0.1:9090" || f.LegacyHeaders {
 		t.Errorf("settings: %+v", f)
 	}
-	wantStore := Store{Type: "memory", OnFailure: FailOpen, Instances: 3, MaxKeys: DefaultMaxKeys,
+	wantStore := Store{Type: "memory", OnFailure: store.FailOpen, Instances: 3, MaxKeys: DefaultMaxKeys,
 		Redis: Redis{Addrs: []string{"127.0.0.1:6379"}, Timeout: 50 * time.Millisecond, Prefix: "sluice:"}}
 	if !f.Store.Equal(wantStore) {
 		t.Errorf("store = %+v, want %+v", f.Store, wantStore)
@@ -71,7 +72,7 @@ func TestDefaults(t *testing.T) {
 	if f.Admin != DefaultAdmin || f.LegacyHeaders {
 		t.Errorf("admin %q, legacy %v", f.Admin, f.LegacyHeaders)
 	}
-	want := Store{Type: "memory", OnFailure: FailOpen, Instances: 1, MaxKeys: DefaultMaxKeys,
+	want := Store{Type: "memory", OnFailure: store.FailOpen, Instances: 1, MaxKeys: DefaultMaxKeys,
 		Redis: Redis{Timeout: DefaultRedisTimeout, Prefix: DefaultRedisPrefix}}
 	if !f.Store.Equal(want) {
 		t.Errorf("store = %+v, want %+v", f.Store, want)
@@ -125,7 +126,7 @@ rules:
 
 func TestEverySetting(t *testing.T) {
 	f := mustParse(t, everySetting)
-	want := Store{Type: "redis", OnFailure: FailLocal, Instances: 4, MaxKeys: 5000, Redis: Redis{
+	want := Store{Type: "redis", OnFailure: store.FailLocal, Instances: 4, MaxKeys: 5000, Redis: Redis{
 		Addrs: []string{"r1:6379", "r2:6379"}, Timeout: 20 * time.Millisecond, Username: "sluice", Password: "secret", TLS: true, Prefix: "gw:"}}
 	if f.Listen != ":8080" || f.Admin != "[::1]:9191" || !f.LegacyHeaders || f.Upstream.Path != "/api" || !f.Store.Equal(want) {
 		t.Errorf("settings: %+v store %+v", f, f.Store)
@@ -252,14 +253,6 @@ func TestErrorFormat(t *testing.T) {
 	var list Errors
 	if !errors.As(err, &list) || len(list) != 1 || list[0].Line != 1 {
 		t.Errorf("errors.As(%v) = %v", err, list)
-	}
-}
-
-func TestOnFailureString(t *testing.T) {
-	for o, want := range map[OnFailure]string{FailOpen: "open", FailClosed: "closed", FailLocal: "local", 9: "OnFailure(9)"} {
-		if o.String() != want {
-			t.Errorf("%d: %q, want %q", o, o.String(), want)
-		}
 	}
 }
 

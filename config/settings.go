@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluice-rl/sluice/store"
 )
 
 // hostPort decodes a host:port address. The host may be empty (every
@@ -108,6 +110,10 @@ func (d *decoder) upstream(n *yaml.Node, path string) *url.URL {
 	return nil
 }
 
+// onFailureNames are store.on_failure's values, each at the index of its
+// store.FailurePolicy.
+var onFailureNames = []string{store.FailOpen.String(), store.FailClosed.String(), store.FailLocal.String()}
+
 var (
 	storeFields  = []string{"type", "redis", "memory", "on_failure", "instances"}
 	redisFields  = []string{"addrs", "timeout", "username", "password", "tls", "prefix"}
@@ -123,7 +129,7 @@ func (d *decoder) store(n *yaml.Node, path string) Store {
 	mem := d.fields(m["memory"], join(path, "memory"), "a mapping (max_keys)", memoryFields)
 	s.MaxKeys = int(d.integer(mem["max_keys"], join(path, "memory.max_keys"), 1, 1_000_000_000, DefaultMaxKeys, "1 to 1000000000; default 1000000"))
 	fail := d.oneOf(m["on_failure"], join(path, "on_failure"), "open", onFailureNames)
-	s.OnFailure = OnFailure(slices.Index(onFailureNames, fail)) // oneOf returns a listed name
+	s.OnFailure = store.FailurePolicy(slices.Index(onFailureNames, fail)) // oneOf returns a listed name
 	s.Instances = int(d.integer(m["instances"], join(path, "instances"), 1, 10_000, 1, "1 to 10000; default 1"))
 	return s
 }

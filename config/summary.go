@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // WriteSummary writes what f does in a few lines, defaults included: the
@@ -48,7 +49,7 @@ func (s Store) summary() string {
 		where = fmt.Sprintf("redis %s (timeout %v, prefix %q%s)", strings.Join(s.Redis.Addrs, ", "), s.Redis.Timeout, s.Redis.Prefix, tls)
 	}
 	fail := s.OnFailure.String()
-	if s.OnFailure == FailLocal {
+	if s.OnFailure == store.FailLocal {
 		fail += fmt.Sprintf(" (each of %d instances allows limit/%d)", s.Instances, s.Instances)
 	}
 	return fmt.Sprintf("store: %s; on store failure: %s\n", where, fail)

@@ -92,6 +92,7 @@ func New(opts Options) (*Gateway, error) {
 		Policy:        opts.Config.Compiled,
 		Store:         g.store,
 		Clock:         opts.Clock,
+		OnFailure:     opts.Config.Store.OnFailure,
 		LegacyHeaders: opts.Config.LegacyHeaders,
 		OnDecision:    g.observe,
 	})

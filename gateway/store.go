@@ -37,13 +37,9 @@ func openStore(ctx context.Context, cfg *config.File, m *metrics, log *slog.Logg
 	if err != nil {
 		log.Warn("redis unreachable at start; on_failure decides until it answers", "err", err.Error())
 	}
-	fo := failover.Options{Shared: shared, Instances: sc.Instances, StartDegraded: err != nil,
-		BackgroundProbe: true}
-	switch sc.OnFailure {
-	case config.FailClosed:
-		fo.Mode = failover.Closed
-	case config.FailLocal:
-		fo.Mode = failover.Local
+	fo := failover.Options{Shared: shared, OnFailure: sc.OnFailure, Instances: sc.Instances,
+		StartDegraded: err != nil, BackgroundProbe: true}
+	if sc.OnFailure == store.FailLocal {
 		fo.Fallback = memory.New(memory.Options{MaxKeys: sc.MaxKeys})
 	}
 	fs, err := failover.New(fo)

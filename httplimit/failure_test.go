@@ -79,9 +79,9 @@ func TestShadowOnlyAddsNoHeaders(t *testing.T) {
 
 // storeFailure is one way the store can fail to decide.
 type storeFailure struct {
-	name   string
-	set    func(*countingStore)
-	closed bool // FailClosed
+	name      string
+	set       func(*countingStore)
+	onFailure store.FailurePolicy
 	// status 0: the request passes; else 503 with retry seconds.
 	status int
 	retry  string
@@ -94,24 +94,25 @@ func storeFailures() []storeFailure {
 		return &store.UnavailableError{RetryAfter: d, Err: errStoreDown}
 	}
 	return []storeFailure{
-		{"batch error, open", down(errStoreDown), false, 0, ""},
-		{"batch error, closed", down(errStoreDown), true, 503, "1"},
-		{"result error, open", each(errStoreDown), false, 0, ""},
-		{"result error, closed", each(errStoreDown), true, 503, "1"},
-		{"too few results, open", func(s *countingStore) { s.short = true }, false, 0, ""},
-		{"too few results, closed", func(s *countingStore) { s.short = true }, true, 503, "1"},
-		{"Unavailable", down(unavailable(2500 * time.Millisecond)), false, 503, "3"},
-		{"wrapped Unavailable", down(fmt.Errorf("redis store: eval: %w", unavailable(7*time.Second))), false, 503, "7"},
-		{"Unavailable without a time", down(unavailable(0)), false, 503, "1"},
-		{"Unavailable in a result", each(unavailable(4 * time.Second)), false, 503, "4"},
-		{"Unavailable, closed", down(unavailable(5 * time.Second)), true, 503, "5"},
+		{"batch error, open", down(errStoreDown), store.FailOpen, 0, ""},
+		{"batch error, closed", down(errStoreDown), store.FailClosed, 503, "1"},
+		{"batch error, local", down(errStoreDown), store.FailLocal, 503, "1"},
+		{"result error, open", each(errStoreDown), store.FailOpen, 0, ""},
+		{"result error, closed", each(errStoreDown), store.FailClosed, 503, "1"},
+		{"too few results, open", func(s *countingStore) { s.short = true }, store.FailOpen, 0, ""},
+		{"too few results, closed", func(s *countingStore) { s.short = true }, store.FailClosed, 503, "1"},
+		{"Unavailable", down(unavailable(2500 * time.Millisecond)), store.FailOpen, 503, "3"},
+		{"wrapped Unavailable", down(fmt.Errorf("redis store: eval: %w", unavailable(7*time.Second))), store.FailOpen, 503, "7"},
+		{"Unavailable without a time", down(unavailable(0)), store.FailOpen, 503, "1"},
+		{"Unavailable in a result", each(unavailable(4 * time.Second)), store.FailOpen, 503, "4"},
+		{"Unavailable, closed", down(unavailable(5 * time.Second)), store.FailClosed, 503, "5"},
 	}
 }
 
 func TestStoreFailure(t *testing.T) {
 	for _, c := range storeFailures() {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, partners(), func(o *httplimit.Options) { o.FailClosed = c.closed })
+			h := newHarness(t, partners(), func(o *httplimit.Options) { o.OnFailure = c.onFailure })
 			c.set(h.store)
 			w := h.do(req{key: "key-a", header: http.Header{"X-Sluice-Client": {"partner-b"}}})
 			rep := h.lastReport()
@@ -158,13 +159,21 @@ func TestStoreFailureReportsRetryAfter(t *testing.T) {
 		if c.status == 0 {
 			continue
 		}
-		h := newHarness(t, partners(), func(o *httplimit.Options) { o.FailClosed = c.closed })
+		h := newHarness(t, partners(), func(o *httplimit.Options) { o.OnFailure = c.onFailure })
 		c.set(h.store)
 		wantStatus(t, h.get("/claims", "key-a"), c.status, c.name)
 		if rep := h.lastReport(); rep.RetryAfter < time.Second || fmt.Sprint(ceilSeconds(rep.RetryAfter)) != c.retry {
 			t.Errorf("%s: report RetryAfter %v, want the Retry-After sent (%ss)", c.name, rep.RetryAfter, c.retry)
 		}
 	}
+}
+
+// The deprecated FailClosed still fails closed, for programs written
+// before OnFailure.
+func TestDeprecatedFailClosed(t *testing.T) {
+	h := newHarness(t, partners(), func(o *httplimit.Options) { o.FailClosed = true })
+	h.store.fail(errStoreDown)
+	wantStatus(t, h.get("/claims", "key-a"), 503, "FailClosed")
 }
 
 func ceilSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
@@ -208,7 +217,7 @@ func TestOnDecisionReportsOncePerRequestWithoutKeys(t *testing.T) {
 	p.Rules[0].Rate = rate(1, time.Minute)
 	p.Plans["large"] = policy.Plan{}
 	closed := false
-	h := newHarness(t, p, func(o *httplimit.Options) { o.FailClosed = true })
+	h := newHarness(t, p, func(o *httplimit.Options) { o.OnFailure = store.FailClosed })
 	steps := []struct {
 		name   string
 		q      req

@@ -41,9 +41,18 @@ type Options struct {
 	// LegacyHeaders also sends X-RateLimit-Limit/-Remaining/-Reset for the
 	// most restrictive rule. Default false.
 	LegacyHeaders bool
-	// FailClosed answers 503 when the store cannot decide. Default false:
-	// the request passes (fail open). A store may also return a
-	// *store.UnavailableError to ask for a 503 with its Retry-After.
+	// OnFailure is what happens to a request the store cannot decide:
+	// store.FailOpen (the default) lets it pass; store.FailClosed and
+	// store.FailLocal answer 503 with Retry-After (a store that decides
+	// locally while its shared counters are down, store/failover, does so
+	// before httplimit sees an error). A store may also return a
+	// *store.UnavailableError to ask for a 503 with its Retry-After,
+	// whatever the policy.
+	OnFailure store.FailurePolicy
+	// FailClosed answers 503 when the store cannot decide.
+	//
+	// Deprecated: set OnFailure to store.FailClosed. FailClosed true is
+	// the same; false leaves OnFailure in force.
 	FailClosed bool
 	// OnDecision, if set, is called once per request after the decision,
 	// before the handler runs (metrics, logs). The Report and its slices
@@ -69,6 +78,9 @@ func New(opts Options) (*Limiter, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
+	}
+	if opts.FailClosed && opts.OnFailure == store.FailOpen {
+		opts.OnFailure = store.FailClosed
 	}
 	l := &Limiter{opts: opts}
 	l.policy.Store(opts.Policy)
@@ -267,7 +279,7 @@ func (l *Limiter) report(r *http.Request, rep *Report, start time.Time) {
 func (l *Limiter) storeFailed(w http.ResponseWriter, rep *Report, err error) bool {
 	rep.Err = err
 	var u *store.UnavailableError
-	if !errors.As(err, &u) && !l.opts.FailClosed {
+	if !errors.As(err, &u) && !l.opts.OnFailure.Refuses() {
 		return true
 	}
 	retry := time.Second
@@ -277,7 +289,7 @@ func (l *Limiter) storeFailed(w http.ResponseWriter, rep *Report, err error) boo
 	rep.Status, rep.RetryAfter = http.StatusServiceUnavailable, retry
 	w.Header()["Retry-After"] = []string{itoa(retryAfterSeconds(retry))}
 	writeProblem(w, problem{Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
-		Detail: "the rate limiter cannot reach its shared counters; retry later"})
+		Detail: "the rate limiter cannot count this request right now; retry later"})
 	return false
 }
 

@@ -75,3 +75,11 @@ func TestKeysAllocateOnce(t *testing.T) {
 		t.Errorf("Key: %v allocations, want 1", n)
 	}
 }
+
+func TestFailurePolicyString(t *testing.T) {
+	for p, want := range map[FailurePolicy]string{FailOpen: "open", FailClosed: "closed", FailLocal: "local", 9: "FailurePolicy(9)"} {
+		if p.String() != want {
+			t.Errorf("%d: %q, want %q", p, p.String(), want)
+		}
+	}
+}

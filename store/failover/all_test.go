@@ -85,7 +85,7 @@ func TestDecideAllGoesToTheSharedStore(t *testing.T) {
 // failures, and then steps aside with store.ErrNotAtomic so that
 // DecideBatch's degraded path decides.
 func TestDecideAllFailure(t *testing.T) {
-	f := newFixture(t, failover.Options{Mode: failover.Closed, Threshold: 2})
+	f := newFixture(t, failover.Options{OnFailure: store.FailClosed, Threshold: 2})
 	reqs := rulesOf(t)
 	f.shared.down.Store(true)
 	for i := range 2 {

@@ -40,9 +40,9 @@ var breakerTable = []breakerStep{
 }
 
 func TestCircuitBreakerInEveryMode(t *testing.T) {
-	for _, mode := range []failover.Mode{failover.Open, failover.Closed, failover.Local} {
+	for _, mode := range []store.FailurePolicy{store.FailOpen, store.FailClosed, store.FailLocal} {
 		t.Run(mode.String(), func(t *testing.T) {
-			f := newFixture(t, failover.Options{Mode: mode, Threshold: 3, ProbeInterval: 500 * time.Millisecond, RetryAfter: 2 * time.Second})
+			f := newFixture(t, failover.Options{OnFailure: mode, Threshold: 3, ProbeInterval: 500 * time.Millisecond, RetryAfter: 2 * time.Second})
 			l := must(t, limiter.FixedWindow, 1000, time.Minute, 0)
 			for i, s := range breakerTable {
 				f.clk.Advance(s.advance)
@@ -65,9 +65,9 @@ func TestCircuitBreakerInEveryMode(t *testing.T) {
 }
 
 // checkAnswer checks the answer of breaker step i in mode.
-func checkAnswer(t *testing.T, mode failover.Mode, i int, s breakerStep, d limiter.Decision, err error) {
+func checkAnswer(t *testing.T, mode store.FailurePolicy, i int, s breakerStep, d limiter.Decision, err error) {
 	t.Helper()
-	if !s.failed || mode == failover.Local {
+	if !s.failed || mode == store.FailLocal {
 		if err != nil || !d.Allowed {
 			t.Errorf("step %d (%s): got %+v, %v; want allowed", i, s.why, d, err)
 		}
@@ -77,11 +77,11 @@ func checkAnswer(t *testing.T, mode failover.Mode, i int, s breakerStep, d limit
 	switch {
 	case err == nil:
 		t.Errorf("step %d (%s): no error in mode %v, want one", i, s.why, mode)
-	case mode == failover.Open && errors.As(err, &u):
+	case mode == store.FailOpen && errors.As(err, &u):
 		t.Errorf("step %d (%s): open mode returned %v, want the failure itself (httplimit lets it pass)", i, s.why, err)
-	case mode == failover.Closed && !errors.As(err, &u):
+	case mode == store.FailClosed && !errors.As(err, &u):
 		t.Errorf("step %d (%s): closed mode returned %T %v, want *store.UnavailableError", i, s.why, err, err)
-	case mode == failover.Closed && u.RetryAfter != 2*time.Second:
+	case mode == store.FailClosed && u.RetryAfter != 2*time.Second:
 		t.Errorf("step %d (%s): UnavailableError.RetryAfter = %v, want Options.RetryAfter 2s", i, s.why, u.RetryAfter)
 	}
 }
@@ -90,12 +90,12 @@ func checkAnswer(t *testing.T, mode failover.Mode, i int, s breakerStep, d limit
 // UnavailableError wraps.
 func TestFailureIsReturnedOrWrapped(t *testing.T) {
 	l := must(t, limiter.FixedWindow, 10, time.Minute, 0)
-	open := newFixture(t, failover.Options{Mode: failover.Open})
+	open := newFixture(t, failover.Options{OnFailure: store.FailOpen})
 	open.shared.down.Store(true)
 	if _, err := open.decide("a", l, 1); !errors.Is(err, errDown) {
 		t.Errorf("open: got %v, want the shared store's error", err)
 	}
-	closed := newFixture(t, failover.Options{Mode: failover.Closed})
+	closed := newFixture(t, failover.Options{OnFailure: store.FailClosed})
 	closed.shared.down.Store(true)
 	_, err := closed.decide("a", l, 1)
 	var u *store.UnavailableError
@@ -105,8 +105,8 @@ func TestFailureIsReturnedOrWrapped(t *testing.T) {
 }
 
 func TestStateNamesTheMode(t *testing.T) {
-	for _, mode := range []failover.Mode{failover.Open, failover.Closed, failover.Local} {
-		f := newFixture(t, failover.Options{Mode: mode, Threshold: 1})
+	for _, mode := range []store.FailurePolicy{store.FailOpen, store.FailClosed, store.FailLocal} {
+		f := newFixture(t, failover.Options{OnFailure: mode, Threshold: 1})
 		if got := f.fo.State(); got != "shared" {
 			t.Errorf("%v: State() = %q before any failure, want shared", mode, got)
 		}
@@ -146,7 +146,7 @@ func TestOneProbeAtATime(t *testing.T) {
 // error (it only returns store.ErrClosed there). Those failures must count
 // for the circuit and go to the failure policy like any other.
 func TestFailuresReportedPerResultOpenTheCircuit(t *testing.T) {
-	f := newFixture(t, failover.Options{Mode: failover.Closed, Threshold: 3})
+	f := newFixture(t, failover.Options{OnFailure: store.FailClosed, Threshold: 3})
 	l := must(t, limiter.FixedWindow, 10, time.Minute, 0)
 	f.shared.down.Store(true)
 	f.shared.perResult.Store(true)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
 )
 
@@ -48,9 +49,9 @@ func TestConcurrentCallersOnOneKey(t *testing.T) {
 // that moves: no data race, every answer is a decision or an error of the
 // policy, and the state changes alternate (one call per transition).
 func TestConcurrentFailuresAndRecoveries(t *testing.T) {
-	for _, mode := range []failover.Mode{failover.Open, failover.Closed, failover.Local} {
+	for _, mode := range []store.FailurePolicy{store.FailOpen, store.FailClosed, store.FailLocal} {
 		t.Run(mode.String(), func(t *testing.T) {
-			f := newFixture(t, failover.Options{Mode: mode, Instances: 2, Threshold: 2, ProbeInterval: 10 * time.Millisecond})
+			f := newFixture(t, failover.Options{OnFailure: mode, Instances: 2, Threshold: 2, ProbeInterval: 10 * time.Millisecond})
 			l := must(t, limiter.SlidingWindow, 50, time.Second, 0)
 			stop := make(chan struct{})
 			var wg sync.WaitGroup

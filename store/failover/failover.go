@@ -14,9 +14,9 @@
 //
 // Failure: every shared decision has the shared store's own deadline. After
 // Threshold consecutive failures the circuit opens: the shared store is not
-// called, and requests are answered by the configured Mode (open: pass,
-// closed: 503, local: each instance enforces limit/Instances from a memory
-// store). Every ProbeInterval one request is let through as a probe; when it
+// called, and requests are answered by the configured store.FailurePolicy
+// (open: pass, closed: 503, local: each instance enforces limit/Instances
+// from a memory store). Every ProbeInterval one request is let through as a probe; when it
 // succeeds, shared counting resumes.
 package failover
 
@@ -33,37 +33,25 @@ import (
 	"github.com/sluice-rl/sluice/store"
 )
 
-// Mode is what happens to requests while the shared store is unreachable.
-type Mode uint8
-
-const (
-	// Open lets requests pass (the error is returned; httplimit passes and
-	// counts it).
-	Open Mode = iota
-	// Closed refuses them with *store.UnavailableError (503 Retry-After).
-	Closed
-	// Local decides them from a local memory store at limit/Instances.
-	Local
-)
-
-// String returns open, closed or local.
-func (m Mode) String() string { return [...]string{"open", "closed", "local"}[m] }
-
 // Options configure a Store. Shared and, for Local, Fallback are required.
 type Options struct {
 	// Shared is the shared store (Redis).
 	Shared store.Store
-	// Fallback decides while Shared is down, with Mode Local.
+	// Fallback decides while Shared is down, with store.FailLocal.
 	Fallback store.Store
-	// Mode is the failure policy. Default Open.
-	Mode Mode
-	// Instances divides each limit in Local mode. Default 1.
+	// OnFailure is the failure policy: store.FailOpen (the default)
+	// returns the shared store's error, so that the caller lets the request
+	// pass; store.FailClosed returns *store.UnavailableError (503 with
+	// Retry-After); store.FailLocal decides with Fallback at
+	// limit/Instances.
+	OnFailure store.FailurePolicy
+	// Instances divides each limit with store.FailLocal. Default 1.
 	Instances int
 	// Threshold is how many consecutive failures open the circuit. Default 3.
 	Threshold int
 	// ProbeInterval is how often a request probes an open circuit. Default 500ms.
 	ProbeInterval time.Duration
-	// RetryAfter is the Retry-After of Closed's 503. Default 1s.
+	// RetryAfter is the Retry-After of store.FailClosed's 503. Default 1s.
 	RetryAfter time.Duration
 	// Clock is the local clock for cached rejections and probes. Default clock.Real{}.
 	Clock clock.Clock
@@ -111,7 +99,7 @@ func New(opts Options) (*Store, error) {
 	if opts.Shared == nil {
 		return nil, errors.New("failover: no shared store")
 	}
-	if opts.Mode == Local && opts.Fallback == nil {
+	if opts.OnFailure == store.FailLocal && opts.Fallback == nil {
 		return nil, errors.New("failover: mode local needs a fallback store")
 	}
 	opts = withDefaults(opts)
@@ -151,7 +139,7 @@ func withDefaults(o Options) Options {
 // "degraded (open|closed|local)" while the failure policy decides.
 func (s *Store) State() string {
 	if s.degraded.Load() {
-		return "degraded (" + s.opts.Mode.String() + ")"
+		return "degraded (" + s.opts.OnFailure.String() + ")"
 	}
 	return "shared"
 }
@@ -252,10 +240,10 @@ var errCircuitOpen = errors.New("failover: shared store unreachable (circuit ope
 // fail answers the pending requests by the failure policy.
 func (s *Store) fail(ctx context.Context, reqs []store.Request, pending []int, out []store.Result, now time.Time, cause error) ([]store.Result, error) {
 	s.stats.Degraded.Add(int64(len(pending)))
-	switch s.opts.Mode {
-	case Closed:
+	switch s.opts.OnFailure {
+	case store.FailClosed:
 		return nil, &store.UnavailableError{RetryAfter: s.opts.RetryAfter, Err: cause}
-	case Local:
+	case store.FailLocal:
 		batch := make([]store.Request, len(pending))
 		for k, i := range pending {
 			batch[k] = reqs[i]

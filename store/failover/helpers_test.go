@@ -112,7 +112,7 @@ func newFixture(t *testing.T, opts failover.Options) *fixture {
 	f := &fixture{clk: clock.NewFake(t0)}
 	f.shared = &sharedStore{Store: memory.New(memory.Options{Clock: f.clk})}
 	opts.Shared, opts.Clock = f.shared, tickerCounter{f.clk, &f.tickers}
-	if opts.Mode == failover.Local {
+	if opts.OnFailure == store.FailLocal {
 		opts.Fallback = memory.New(memory.Options{Clock: f.clk})
 	}
 	opts.OnStateChange = func(degraded bool) {

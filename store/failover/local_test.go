@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
 )
 
@@ -28,7 +29,7 @@ func TestLocalModeEnforcesAShareOfTheLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, failover.Options{Mode: failover.Local, Instances: tt.instances, Threshold: 1})
+			f := newFixture(t, failover.Options{OnFailure: store.FailLocal, Instances: tt.instances, Threshold: 1})
 			f.shared.down.Store(true)
 			allowed := 0
 			for i := range tt.requests {
@@ -56,7 +57,7 @@ func TestLocalModeEnforcesAShareOfTheLimit(t *testing.T) {
 // When the shared store is back, the whole limit applies again, counted by
 // the shared store; the local counts are not carried over.
 func TestLocalModeHandsBackToTheSharedStore(t *testing.T) {
-	f := newFixture(t, failover.Options{Mode: failover.Local, Instances: 3, Threshold: 1, ProbeInterval: time.Second})
+	f := newFixture(t, failover.Options{OnFailure: store.FailLocal, Instances: 3, Threshold: 1, ProbeInterval: time.Second})
 	l := must(t, limiter.FixedWindow, 30, time.Minute, 0)
 	f.shared.down.Store(true)
 	for range 10 {
@@ -85,7 +86,7 @@ func TestNewRejectsIncompleteOptions(t *testing.T) {
 		t.Error("New without a shared store: no error")
 	}
 	f := newFixture(t, failover.Options{})
-	if _, err := failover.New(failover.Options{Shared: f.shared, Mode: failover.Local}); err == nil {
+	if _, err := failover.New(failover.Options{Shared: f.shared, OnFailure: store.FailLocal}); err == nil {
 		t.Error("New in mode local without a fallback: no error")
 	}
 }
