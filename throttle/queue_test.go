@@ -1,0 +1,268 @@
+package throttle
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The ceiling is never exceeded, however many callers race for it: every
+// admitted request counts itself in at the "upstream" and out again.
+func TestCeilingUnderConcurrentLoad(t *testing.T) {
+	const ceiling, callers, each = 8, 64, 200
+	th, _ := newThrottle(t, Config{MaxInFlight: ceiling, Queue: Queue{MaxLength: callers}})
+	var at, most atomic.Int64
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for i := range each {
+				d := th.Acquire(context.Background(), Request{Priority: Priority(c%3), Client: string(rune('a' + c%5))})
+				if !d.Admitted {
+					t.Errorf("caller %d request %d refused: %v", c, i, d.Reason)
+					continue
+				}
+				n := at.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				at.Add(-1)
+				d.Release(Outcome{})
+			}
+		})
+	}
+	wg.Wait()
+	if m := most.Load(); m > ceiling {
+		t.Fatalf("the upstream saw %d at once, ceiling %d", m, ceiling)
+	}
+	s := th.Stats()
+	if s.InFlight != 0 || s.QueueLength != 0 || s.Admitted != callers*each {
+		t.Fatalf("after the load: %+v", s)
+	}
+}
+
+// Within a priority, callers take turns; each caller's requests keep their
+// order.
+func TestQueueRoundRobinPerCaller(t *testing.T) {
+	th, _ := newThrottle(t, Config{MaxInFlight: 1, Queue: Queue{MaxLength: 100}})
+	slot := hold(t, th, 1, Request{})[0]
+	var order []string
+	var waiters []*pending
+	for _, name := range []string{"a1", "a2", "a3", "a4", "b1", "b2", "c1"} {
+		waiters = append(waiters, acquire(t, th, name, Request{Client: name[:1]}))
+	}
+	byName := map[string]*pending{}
+	for _, w := range waiters {
+		byName[w.name] = w
+	}
+	for range waiters {
+		slot.Release(Outcome{})
+		// exactly one waiter has the slot now
+		var got *pending
+		waitFor(t, func() bool {
+			for _, w := range waiters {
+				if w.decided() && !slices.Contains(order, w.name) {
+					got = w
+					return true
+				}
+			}
+			return false
+		})
+		order = append(order, got.name)
+		slot = got.result(t)
+		if !slot.Admitted {
+			t.Fatalf("%s refused: %v", got.name, slot.Reason)
+		}
+	}
+	slot.Release(Outcome{})
+	want := []string{"a1", "b1", "c1", "a2", "b2", "a3", "a4"}
+	if !slices.Equal(order, want) {
+		t.Fatalf("served %v, want %v", order, want)
+	}
+}
+
+// Over the limit, the higher priority is served first, whatever the order
+// of arrival.
+func TestQueuePriorityOrder(t *testing.T) {
+	th, _ := newThrottle(t, Config{MaxInFlight: 1, Queue: Queue{MaxLength: 10}})
+	slot := hold(t, th, 1, Request{})[0]
+	n := acquire(t, th, "normal", Request{Priority: Normal})
+	h := acquire(t, th, "high", Request{Priority: High})
+	c := acquire(t, th, "critical", Request{Priority: Critical})
+	for _, next := range []*pending{c, h, n} {
+		slot.Release(Outcome{})
+		slot = next.result(t)
+		if !slot.Admitted {
+			t.Fatalf("%s refused: %v", next.name, slot.Reason)
+		}
+	}
+	slot.Release(Outcome{})
+}
+
+// A request expected to wait longer than max_wait is refused at once, with
+// the expected wait as its Retry-After. The arithmetic: two completions in
+// the previous second give 2/s, 500ms per slot.
+func TestQueueExpectedWait(t *testing.T) {
+	th, clk := newThrottle(t, Config{MaxInFlight: 2, Queue: Queue{MaxLength: 10, MaxWait: time.Second}})
+	for _, d := range hold(t, th, 2, Request{}) {
+		d.Release(Outcome{})
+	}
+	clk.Advance(time.Second) // previous period: 2, current: 0, weight 1: 2/s
+	slots := hold(t, th, 2, Request{})
+	w1 := acquire(t, th, "w1", Request{Client: "x"}) // 1 ahead of nobody: 500ms
+	w2 := acquire(t, th, "w2", Request{Client: "x"}) // 1s: still within max_wait
+	d := th.Acquire(context.Background(), Request{Client: "x"})
+	if d.Admitted || d.Reason != ReasonWaitTooLong || d.RetryAfter != 1500*time.Millisecond || d.RetryAfterSeconds() != 2 {
+		t.Fatalf("third waiter: %+v, want wait_too_long after 1.5s (Retry-After 2)", d)
+	}
+	// The previous period now weighs 0.75: 1.5/s, 667ms per slot. A new
+	// caller y has one of x's two waiters ahead of it (round-robin), so it
+	// expects 2 slots: 1.333s.
+	clk.Advance(250 * time.Millisecond)
+	d = th.Acquire(context.Background(), Request{Client: "y"})
+	if d.Reason != ReasonWaitTooLong || d.RetryAfter.Round(time.Millisecond) != 1333*time.Millisecond {
+		t.Fatalf("after 250ms: %+v, want wait_too_long after 1.333s", d)
+	}
+	slots[0].Release(Outcome{})
+	slots[1].Release(Outcome{})
+	for _, w := range []*pending{w1, w2} {
+		d := w.result(t)
+		if !d.Admitted || d.Waited != 250*time.Millisecond {
+			t.Fatalf("%s: %+v, want admitted after 250ms", w.name, d)
+		}
+		d.Release(Outcome{})
+	}
+	if s := th.Stats(); s.Refused(Normal, ReasonWaitTooLong) != 2 || s.QueueWait != 500*time.Millisecond {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// A stalled upstream: no completion for 5s makes the expected wait 5s per
+// slot, not "unknown".
+func TestQueueExpectedWaitStalled(t *testing.T) {
+	th, clk := newThrottle(t, Config{MaxInFlight: 1, Queue: Queue{MaxLength: 10, MaxWait: 2 * time.Second}})
+	first := hold(t, th, 1, Request{})[0]
+	first.Release(Outcome{})
+	slot := hold(t, th, 1, Request{})[0]
+	clk.Advance(5 * time.Second)
+	d := th.Acquire(context.Background(), Request{})
+	if d.Reason != ReasonWaitTooLong || d.RetryAfter != 5*time.Second {
+		t.Fatalf("%+v, want wait_too_long after 5s", d)
+	}
+	slot.Release(Outcome{})
+}
+
+// Before the first completion the rate is unknown: the queue takes requests
+// up to its length.
+func TestQueueColdStartQueues(t *testing.T) {
+	th, _ := newThrottle(t, Config{MaxInFlight: 1, Queue: Queue{MaxLength: 1, MaxWait: time.Millisecond}})
+	slot := hold(t, th, 1, Request{})[0]
+	w := acquire(t, th, "w", Request{})
+	d := th.Acquire(context.Background(), Request{})
+	if d.Reason != ReasonQueueFull {
+		t.Fatalf("second waiter: %+v, want queue_full", d)
+	}
+	slot.Release(Outcome{})
+	d = w.result(t)
+	d.Release(Outcome{})
+}
+
+// A full queue: a higher-priority arrival displaces the lowest-priority,
+// newest waiter, which is refused at once; a flooding caller's newest makes
+// room for another caller of its priority; otherwise queue_full.
+func TestQueueFullDisplacement(t *testing.T) {
+	th, _ := newThrottle(t, Config{MaxInFlight: 1, Queue: Queue{MaxLength: 2}})
+	slot := hold(t, th, 1, Request{})[0]
+	n1 := acquire(t, th, "n1", Request{Client: "a"})
+	n2 := acquire(t, th, "n2", Request{Client: "b"})
+	h := acquire(t, th, "h", Request{Priority: High, Client: "c"})
+	if d := n2.result(t); d.Reason != ReasonQueueFull {
+		t.Fatalf("newest normal: %+v, want displaced (queue_full)", d)
+	}
+	c := acquire(t, th, "c", Request{Priority: Critical, Client: "d"})
+	if d := n1.result(t); d.Reason != ReasonQueueFull {
+		t.Fatalf("last normal: %+v, want displaced", d)
+	}
+	if d := th.Acquire(context.Background(), Request{Priority: High, Client: "e"}); d.Reason != ReasonQueueFull {
+		t.Fatalf("high at a queue of high and critical: %+v, want queue_full", d)
+	}
+	for _, next := range []*pending{c, h} {
+		slot.Release(Outcome{})
+		slot = next.result(t)
+	}
+	// one caller fills the queue; another of the same priority gets in
+	f1 := acquire(t, th, "f1", Request{Client: "flood"})
+	f2 := acquire(t, th, "f2", Request{Client: "flood"})
+	o := acquire(t, th, "o", Request{Client: "other"})
+	if d := f2.result(t); d.Reason != ReasonQueueFull {
+		t.Fatalf("flooder's newest: %+v, want displaced", d)
+	}
+	if d := th.Acquire(context.Background(), Request{Client: "third"}); d.Reason != ReasonQueueFull {
+		t.Fatalf("two callers with one each: %+v, want queue_full", d)
+	}
+	for _, next := range []*pending{f1, o} {
+		slot.Release(Outcome{})
+		slot = next.result(t)
+	}
+	slot.Release(Outcome{})
+	if s := th.Stats(); s.Refused(Normal, ReasonQueueFull) != 4 || s.Refused(High, ReasonQueueFull) != 1 {
+		t.Fatalf("stats: normal %d high %d queue_full", s.Refused(Normal, ReasonQueueFull), s.Refused(High, ReasonQueueFull))
+	}
+}
+
+// A caller whose context ends leaves the queue; the slot goes to the next.
+func TestQueueCallerLeaves(t *testing.T) {
+	th, _ := newThrottle(t, Config{MaxInFlight: 1, Queue: Queue{MaxLength: 5}})
+	slot := hold(t, th, 1, Request{})[0]
+	gone := acquire(t, th, "gone", Request{})
+	next := acquire(t, th, "next", Request{})
+	gone.cancel()
+	if d := gone.result(t); d.Admitted || d.Reason != ReasonCanceled {
+		t.Fatalf("canceled waiter: %+v", d)
+	}
+	if s := th.Stats(); s.QueueLength != 1 {
+		t.Fatalf("queue length %d after a caller left, want 1", s.QueueLength)
+	}
+	slot.Release(Outcome{})
+	d := next.result(t)
+	if !d.Admitted {
+		t.Fatalf("next: %+v", d)
+	}
+	d.Release(Outcome{})
+	d.Release(Outcome{}) // a second Release does nothing
+	if s := th.Stats(); s.InFlight != 0 {
+		t.Fatalf("in flight %d", s.InFlight)
+	}
+}
+
+// Without a queue, a request that finds the service full is refused.
+func TestNoQueue(t *testing.T) {
+	th, _ := newThrottle(t, Config{MaxInFlight: 2})
+	slots := hold(t, th, 2, Request{})
+	d := th.Acquire(context.Background(), Request{Priority: Critical})
+	if d.Admitted || d.Reason != ReasonQueueFull || d.RetryAfter <= 0 || d.RetryAfterSeconds() != 1 {
+		t.Fatalf("%+v, want queue_full with a Retry-After", d)
+	}
+	for i := range slots {
+		slots[i].Release(Outcome{})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "max_in_flight 0: want a whole number above 0"},
+		{Config{MaxInFlight: 1, Queue: Queue{MaxLength: -1}}, "queue max_length -1"},
+		{Config{MaxInFlight: 1, Queue: Queue{MaxWait: -time.Second}}, "queue max_wait -1s"},
+	} {
+		_, err := New(c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v) = %v, want an error containing %q", c.cfg, err, c.want)
+		}
+	}
+}
+

@@ -1,0 +1,54 @@
+package throttle
+
+import "time"
+
+// ratePeriod is the span over which the completion rate is measured.
+const ratePeriod = time.Second
+
+// completions measures how fast slots free up, to predict a queued request's
+// wait. It counts completions in the current and the previous period and
+// weighs the previous by how much of it still lies within the last period
+// (the sliding-window estimate). With no completion in the last two periods
+// the rate is taken as one per time since the last completion, so a stalled
+// upstream makes the expected wait grow instead of staying unknown.
+type completions struct {
+	start time.Time // start of the current period
+	cur   int
+	prev  int
+	last  time.Time // the last completion; zero before the first
+}
+
+// add records a completion at now.
+func (c *completions) add(now time.Time) {
+	c.roll(now)
+	c.cur++
+	c.last = now
+}
+
+// roll moves the periods forward to now (and restarts them if the clock went
+// back).
+func (c *completions) roll(now time.Time) {
+	switch e := now.Sub(c.start); {
+	case c.start.IsZero() || e < 0 || e >= 2*ratePeriod:
+		c.start, c.prev, c.cur = now, 0, 0
+	case e >= ratePeriod:
+		c.start, c.prev, c.cur = c.start.Add(ratePeriod), c.cur, 0
+	}
+}
+
+// wait estimates how long until n more slots free up, at the rate measured
+// up to now. ok is false before the first completion (the rate is unknown).
+func (c *completions) wait(now time.Time, n int) (d time.Duration, ok bool) {
+	if c.last.IsZero() {
+		return 0, false
+	}
+	c.roll(now)
+	frac := float64(ratePeriod-now.Sub(c.start)) / float64(ratePeriod)
+	count := float64(c.prev)*frac + float64(c.cur)
+	per := float64(now.Sub(c.last)) // no completion counted: at most one per time since the last
+	if count > 0 {
+		per = float64(ratePeriod) / count
+	}
+	per = max(per, float64(time.Microsecond))
+	return time.Duration(per * float64(n)), true
+}

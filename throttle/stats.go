@@ -1,0 +1,54 @@
+package throttle
+
+import "time"
+
+// counters are the Throttle's running totals, guarded by its mutex.
+type counters struct {
+	admitted uint64
+	queued   uint64
+	waited   time.Duration
+	refused  [numPriorities][numReasons]uint64
+}
+
+// Stats is a snapshot of a Throttle's state and totals, for metrics.
+type Stats struct {
+	// InFlight is how many requests hold a slot.
+	InFlight int
+	// Limit is the limit in force; MaxInFlight the hard ceiling.
+	Limit, MaxInFlight int
+	// QueueLength is how many requests wait.
+	QueueLength int
+	// Admitted counts requests given a slot, from the queue or not.
+	Admitted uint64
+	// Queued counts requests that joined the queue.
+	Queued uint64
+	// QueueWait is the total time requests admitted from the queue waited.
+	QueueWait time.Duration
+
+	refused [numPriorities][numReasons]uint64
+}
+
+// Refused returns how many requests of priority p were refused for reason
+// r.
+func (s Stats) Refused(p Priority, r Reason) uint64 {
+	if !p.valid() || r >= numReasons {
+		return 0
+	}
+	return s.refused[p.index()][r]
+}
+
+// Stats returns a snapshot of the Throttle's state and totals.
+func (t *Throttle) Stats() Stats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return Stats{
+		InFlight:    t.inFlight,
+		Limit:       t.limit,
+		MaxInFlight: t.cfg.MaxInFlight,
+		QueueLength: t.queue.n,
+		Admitted:    t.counts.admitted,
+		Queued:      t.counts.queued,
+		QueueWait:   t.counts.waited,
+		refused:     t.counts.refused,
+	}
+}

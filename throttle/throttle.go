@@ -1,0 +1,263 @@
+package throttle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluice-rl/sluice/clock"
+)
+
+// Config is what a Throttle enforces. Only MaxInFlight is required; every
+// other field's zero value is its default.
+type Config struct {
+	// MaxInFlight is the hard ceiling: at most this many requests hold a
+	// slot at once (> 0). It is never exceeded.
+	MaxInFlight int
+	// Queue lets requests wait for a slot over the limit; without it a
+	// request that finds the service full is refused at once.
+	Queue Queue
+	// Clock tells the time; nil means clock.Real.
+	Clock clock.Clock
+}
+
+// Queue configures waiting for a slot.
+type Queue struct {
+	// MaxLength is how many requests may wait at once; 0 means no queue.
+	MaxLength int
+	// MaxWait is the longest expected wait a request is queued for: one
+	// expected to wait longer is refused at once (ReasonWaitTooLong). 0
+	// means no bound. The wait itself is bounded by the caller's context.
+	MaxWait time.Duration
+}
+
+// Throttle admits requests to a protected service: at most its limit hold a
+// slot at once, and over the limit they wait in its queue or are refused
+// with a reason and a time to retry after. It starts no goroutine: a
+// waiting caller blocks in its own, and releasing a slot hands it to the
+// next waiter. It is safe for concurrent use.
+type Throttle struct {
+	clk clock.Clock
+	cfg Config
+
+	mu       sync.Mutex
+	inFlight int
+	limit    int
+	queue    queue
+	seq      uint64 // numbers waiters in order of arrival
+	done     completions
+	counts   counters
+}
+
+// New returns a Throttle enforcing cfg, or an error naming the field that
+// is out of range.
+func New(cfg Config) (*Throttle, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	t := &Throttle{clk: cfg.Clock, cfg: cfg, limit: cfg.MaxInFlight}
+	if t.clk == nil {
+		t.clk = clock.Real{}
+	}
+	return t, nil
+}
+
+func (c *Config) check() error {
+	var errs []error
+	if c.MaxInFlight <= 0 {
+		errs = append(errs, fmt.Errorf("throttle: max_in_flight %d: want a whole number above 0", c.MaxInFlight))
+	}
+	if c.Queue.MaxLength < 0 {
+		errs = append(errs, fmt.Errorf("throttle: queue max_length %d: want 0 (no queue) or more", c.Queue.MaxLength))
+	}
+	if c.Queue.MaxWait < 0 {
+		errs = append(errs, fmt.Errorf("throttle: queue max_wait %v: want 0 (no bound) or more", c.Queue.MaxWait))
+	}
+	return errors.Join(errs...)
+}
+
+// Request is what the Throttle needs to know about a request.
+type Request struct {
+	// Priority orders requests at the limit (zero value: Normal).
+	Priority Priority
+	// Client names the caller, for fair queuing between callers and for
+	// holding one caller after its upstream 429; "" is one anonymous caller.
+	Client string
+}
+
+// Decision is the Throttle's answer. An admitted Decision holds a slot until
+// its Release.
+type Decision struct {
+	// Admitted is true when the request holds a slot.
+	Admitted bool
+	// Reason says why the request was refused (ReasonNone when admitted).
+	Reason Reason
+	// RetryAfter is, for a refusal, when to try again: the expected wait,
+	// or the upstream's remaining hold. It is never 0 for a refusal; a
+	// Retry-After header rounds it up to whole seconds (RetryAfterSeconds).
+	RetryAfter time.Duration
+	// Waited is how long the request waited in the queue.
+	Waited time.Duration
+	// Limit is the limit in force when the decision was made.
+	Limit int
+
+	t     *Throttle // nil once released, and for a refusal
+	start time.Time // when the slot was taken
+}
+
+// RetryAfterSeconds is RetryAfter rounded up to whole seconds, at least 1:
+// the value of a Retry-After header.
+func (d Decision) RetryAfterSeconds() int {
+	s := int((d.RetryAfter + time.Second - 1) / time.Second)
+	return max(s, 1)
+}
+
+// minRetryAfter is the least RetryAfter of a refusal, so that it is never 0.
+const minRetryAfter = time.Millisecond
+
+// Acquire decides whether r may go to the service now. When the service is
+// full and the queue takes r, Acquire waits until a slot is handed to it,
+// it is displaced, or ctx ends (then it returns ReasonCanceled). An admitted
+// Decision must be released once with Release.
+func (t *Throttle) Acquire(ctx context.Context, r Request) Decision {
+	r.Priority = min(max(r.Priority, Low), Critical)
+	now := t.clk.Now()
+	t.mu.Lock()
+	d, w := t.arrive(now, r)
+	t.mu.Unlock()
+	if w == nil {
+		return d
+	}
+	return t.wait(ctx, w)
+}
+
+// arrive decides r at now; it returns a waiter when r joins the queue. The
+// caller holds t.mu.
+func (t *Throttle) arrive(now time.Time, r Request) (Decision, *waiter) {
+	if t.inFlight < t.limit && t.queue.n == 0 {
+		return t.admit(now), nil
+	}
+	return t.enqueue(now, r)
+}
+
+// admit takes a slot.
+func (t *Throttle) admit(now time.Time) Decision {
+	t.inFlight++
+	t.counts.admitted++
+	return Decision{Admitted: true, Limit: t.limit, t: t, start: now}
+}
+
+// refuse records and returns a refusal.
+func (t *Throttle) refuse(p Priority, why Reason, after time.Duration) Decision {
+	t.counts.refused[p.index()][why]++
+	return Decision{Reason: why, RetryAfter: max(after, minRetryAfter), Limit: t.limit}
+}
+
+// enqueue puts r in the queue if its expected wait and the queue's length
+// allow, displacing a lower-priority waiter from a full queue.
+func (t *Throttle) enqueue(now time.Time, r Request) (Decision, *waiter) {
+	q := t.cfg.Queue
+	wait, known := t.done.wait(now, t.queue.ahead(r.Priority, r.Client)+1)
+	if q.MaxLength == 0 {
+		return t.refuse(r.Priority, ReasonQueueFull, wait), nil
+	}
+	if known && q.MaxWait > 0 && wait > q.MaxWait {
+		return t.refuse(r.Priority, ReasonWaitTooLong, wait), nil
+	}
+	if t.queue.n >= q.MaxLength {
+		v := t.queue.victim(r.Priority, r.Client)
+		if v == nil {
+			full, _ := t.done.wait(now, t.queue.n+1)
+			return t.refuse(r.Priority, ReasonQueueFull, full), nil
+		}
+		t.queue.remove(v)
+		t.release(v, t.refuse(v.prio, ReasonQueueFull, wait))
+	}
+	t.seq++
+	w := &waiter{prio: r.Priority, client: r.Client, since: now, seq: t.seq, ready: make(chan struct{})}
+	t.queue.push(w)
+	t.counts.queued++
+	return Decision{}, w
+}
+
+// release hands w its final decision; w is out of the queue. The caller
+// holds t.mu.
+func (t *Throttle) release(w *waiter, d Decision) {
+	w.d = d
+	close(w.ready)
+}
+
+// wait blocks until w is decided or ctx ends.
+func (t *Throttle) wait(ctx context.Context, w *waiter) Decision {
+	select {
+	case <-w.ready:
+		return w.d
+	case <-ctx.Done():
+	}
+	t.mu.Lock()
+	if w.f != nil { // still queued: leave
+		t.queue.remove(w)
+		d := t.refuse(w.prio, ReasonCanceled, t.clk.Now().Sub(w.since))
+		t.mu.Unlock()
+		return d
+	}
+	t.mu.Unlock()
+	<-w.ready // decided meanwhile
+	d := w.d
+	if !d.Admitted {
+		return d
+	}
+	d.Release(Outcome{Canceled: true}) // the slot goes to the next waiter
+	return Decision{Reason: ReasonCanceled, RetryAfter: minRetryAfter, Limit: d.Limit, Waited: d.Waited}
+}
+
+// Outcome is what happened at the upstream, reported when a slot is
+// released.
+type Outcome struct {
+	// Canceled means the caller went away before the upstream answered:
+	// the outcome says nothing about the upstream.
+	Canceled bool
+}
+
+// Release gives the slot back and reports the upstream's outcome. It does
+// nothing for a refusal or a Decision already released.
+func (d *Decision) Release(o Outcome) {
+	t := d.t
+	if t == nil {
+		return
+	}
+	d.t = nil
+	now := t.clk.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.inFlight--
+	if !o.Canceled {
+		t.done.add(now)
+	}
+	t.dispatch(now)
+}
+
+// dispatch hands free slots to waiters, highest priority first. The caller
+// holds t.mu.
+func (t *Throttle) dispatch(now time.Time) {
+	for t.inFlight < t.limit {
+		w := t.queue.pop()
+		if w == nil {
+			return
+		}
+		d := t.admit(now)
+		d.Waited = now.Sub(w.since)
+		t.counts.waited += d.Waited
+		t.release(w, d)
+	}
+}
+
+// Limit returns the limit in force: MaxInFlight, or less while the adaptive
+// limit holds it lower.
+func (t *Throttle) Limit() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.limit
+}
