@@ -20,7 +20,7 @@ func TestCeilingUnderConcurrentLoad(t *testing.T) {
 	for c := range callers {
 		wg.Go(func() {
 			for i := range each {
-				d := th.Acquire(context.Background(), Request{Priority: Priority(c%3), Client: string(rune('a' + c%5))})
+				d := th.Acquire(context.Background(), Request{Priority: Priority(c % 3), Client: string(rune('a' + c%5))})
 				if !d.Admitted {
 					t.Errorf("caller %d request %d refused: %v", c, i, d.Reason)
 					continue
@@ -265,4 +265,3 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
-
