@@ -38,6 +38,29 @@
 // newcomer's caller. The displaced waiter is refused at once
 // (ReasonQueueFull).
 //
+// # Priorities and early shedding
+//
+// Priorities are Critical > High > Normal > Low. Low is the sheddable class:
+// from ShedFrom × limit requests in flight on, a Low arrival is refused
+// (ReasonShed) with a probability that grows linearly from
+// 1/(limit-line+1) at the line to 1 at the limit, so shedding starts before
+// the service is full and callers feel back-pressure early; at the limit
+// every Low request is refused and none ever queues. A Degrade request (a
+// non-essential feature) is refused (ReasonDegraded) while in flight is at
+// or above the line, whatever its priority: that is controlled degradation,
+// a switch, not an overload refusal. Normal, High and Critical are never
+// shed early; at the limit they queue. The probability draws come from
+// Config.Rand, so tests are deterministic.
+//
+// The invariant: no request is refused for overload (Shed, QueueFull,
+// WaitTooLong) while one of lower priority waits in the queue, and none is
+// admitted while one of higher priority waits. Dispatch takes the highest
+// priority first; a full queue displaces a lower priority before refusing;
+// and when an arrival's expected wait exceeds MaxWait, every waiter of a
+// lower priority (which stands behind all that is ahead of the arrival, so
+// expects even longer) is refused first. TestInvariantPriorityUnderLoad
+// checks every decision under mixed concurrent load.
+//
 // Every refusal carries a RetryAfter that is never zero: the expected wait
 // for a slot, or what remains of an upstream's hold. RetryAfterSeconds
 // rounds it up for a Retry-After header.

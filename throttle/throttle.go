@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -19,9 +20,20 @@ type Config struct {
 	// Queue lets requests wait for a slot over the limit; without it a
 	// request that finds the service full is refused at once.
 	Queue Queue
+	// ShedFrom is where early refusals start, as a share of the limit in
+	// (0, 1]; 0 means 0.8. From ShedFrom × limit requests in flight on,
+	// Degrade requests are refused and a share of Low requests growing to
+	// all of them at the limit.
+	ShedFrom float64
 	// Clock tells the time; nil means clock.Real.
 	Clock clock.Clock
+	// Rand returns a uniform number in [0, 1) for early shedding; nil means
+	// math/rand/v2's Float64. It is called with the Throttle's lock held.
+	Rand func() float64
 }
+
+// defaultShedFrom is ShedFrom's default.
+const defaultShedFrom = 0.8
 
 // Queue configures waiting for a slot.
 type Queue struct {
@@ -40,6 +52,7 @@ type Queue struct {
 // next waiter. It is safe for concurrent use.
 type Throttle struct {
 	clk clock.Clock
+	rnd func() float64
 	cfg Config
 
 	mu       sync.Mutex
@@ -57,9 +70,15 @@ func New(cfg Config) (*Throttle, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	t := &Throttle{clk: cfg.Clock, cfg: cfg, limit: cfg.MaxInFlight}
+	t := &Throttle{clk: cfg.Clock, rnd: cfg.Rand, cfg: cfg, limit: cfg.MaxInFlight}
 	if t.clk == nil {
 		t.clk = clock.Real{}
+	}
+	if t.rnd == nil {
+		t.rnd = rand.Float64
+	}
+	if t.cfg.ShedFrom == 0 {
+		t.cfg.ShedFrom = defaultShedFrom
 	}
 	return t, nil
 }
@@ -72,6 +91,9 @@ func (c *Config) check() error {
 	if c.Queue.MaxLength < 0 {
 		errs = append(errs, fmt.Errorf("throttle: queue max_length %d: want 0 (no queue) or more", c.Queue.MaxLength))
 	}
+	if c.ShedFrom < 0 || c.ShedFrom > 1 || c.ShedFrom != c.ShedFrom {
+		errs = append(errs, fmt.Errorf("throttle: shed_from %v: want a share of the limit above 0 and at most 1", c.ShedFrom))
+	}
 	if c.Queue.MaxWait < 0 {
 		errs = append(errs, fmt.Errorf("throttle: queue max_wait %v: want 0 (no bound) or more", c.Queue.MaxWait))
 	}
@@ -80,8 +102,13 @@ func (c *Config) check() error {
 
 // Request is what the Throttle needs to know about a request.
 type Request struct {
-	// Priority orders requests at the limit (zero value: Normal).
+	// Priority orders requests at the limit (zero value: Normal). Low is
+	// shed early and never queues.
 	Priority Priority
+	// Degrade marks a non-essential request: it is refused
+	// (ReasonDegraded) while in flight ≥ ShedFrom × limit, whatever its
+	// priority.
+	Degrade bool
 	// Client names the caller, for fair queuing between callers and for
 	// holding one caller after its upstream 429; "" is one anonymous caller.
 	Client string
@@ -136,14 +163,54 @@ func (t *Throttle) Acquire(ctx context.Context, r Request) Decision {
 // arrive decides r at now; it returns a waiter when r joins the queue. The
 // caller holds t.mu.
 func (t *Throttle) arrive(now time.Time, r Request) (Decision, *waiter) {
+	if d, refused := t.early(now, r); refused {
+		return d, nil
+	}
 	if t.inFlight < t.limit && t.queue.n == 0 {
-		return t.admit(now), nil
+		return t.admit(now, r.Priority), nil
+	}
+	if r.Priority == Low { // at the limit Low never queues
+		return t.refuse(r.Priority, ReasonShed, t.slotWait(now, t.queue.n+1)), nil
 	}
 	return t.enqueue(now, r)
 }
 
-// admit takes a slot.
-func (t *Throttle) admit(now time.Time) Decision {
+// early refuses a Degrade request while in flight ≥ ShedFrom × limit, and a
+// Low request there with a probability growing linearly from
+// 1/(limit-line+1) at the line to 1 at the limit.
+func (t *Throttle) early(now time.Time, r Request) (Decision, bool) {
+	line := t.cfg.ShedFrom * float64(t.limit)
+	in := float64(t.inFlight)
+	if in < line {
+		return Decision{}, false
+	}
+	if r.Degrade {
+		return t.refuse(r.Priority, ReasonDegraded, t.slotWait(now, t.queue.n+1)), true
+	}
+	if r.Priority != Low || t.inFlight >= t.limit {
+		return Decision{}, false
+	}
+	if share := (in - line + 1) / (float64(t.limit) - line + 1); t.rnd() < share {
+		return t.refuse(r.Priority, ReasonShed, t.slotWait(now, 1)), true
+	}
+	return Decision{}, false
+}
+
+// slotWait is the expected time until n slots free up (0 if unknown).
+func (t *Throttle) slotWait(now time.Time, n int) time.Duration {
+	d, _ := t.done.wait(now, n)
+	return d
+}
+
+// testHook, when set by a test, sees every decision as it is made, with
+// t.mu held.
+var testHook func(t *Throttle, p Priority, d Decision)
+
+// admit takes a slot for a request of priority p.
+func (t *Throttle) admit(now time.Time, p Priority) Decision {
+	if testHook != nil {
+		testHook(t, p, Decision{Admitted: true})
+	}
 	t.inFlight++
 	t.counts.admitted++
 	return Decision{Admitted: true, Limit: t.limit, t: t, start: now}
@@ -151,6 +218,9 @@ func (t *Throttle) admit(now time.Time) Decision {
 
 // refuse records and returns a refusal.
 func (t *Throttle) refuse(p Priority, why Reason, after time.Duration) Decision {
+	if testHook != nil {
+		testHook(t, p, Decision{Reason: why})
+	}
 	t.counts.refused[p.index()][why]++
 	return Decision{Reason: why, RetryAfter: max(after, minRetryAfter), Limit: t.limit}
 }
@@ -164,13 +234,18 @@ func (t *Throttle) enqueue(now time.Time, r Request) (Decision, *waiter) {
 		return t.refuse(r.Priority, ReasonQueueFull, wait), nil
 	}
 	if known && q.MaxWait > 0 && wait > q.MaxWait {
+		// Every waiter of a lower priority stands behind all that is
+		// ahead of r, so it too now expects more than MaxWait: it goes
+		// first, and r is never refused while a lower priority waits.
+		for _, v := range t.queue.below(r.Priority) {
+			t.release(v, t.refuse(v.prio, ReasonWaitTooLong, wait))
+		}
 		return t.refuse(r.Priority, ReasonWaitTooLong, wait), nil
 	}
 	if t.queue.n >= q.MaxLength {
 		v := t.queue.victim(r.Priority, r.Client)
 		if v == nil {
-			full, _ := t.done.wait(now, t.queue.n+1)
-			return t.refuse(r.Priority, ReasonQueueFull, full), nil
+			return t.refuse(r.Priority, ReasonQueueFull, t.slotWait(now, t.queue.n+1)), nil
 		}
 		t.queue.remove(v)
 		t.release(v, t.refuse(v.prio, ReasonQueueFull, wait))
@@ -247,7 +322,7 @@ func (t *Throttle) dispatch(now time.Time) {
 		if w == nil {
 			return
 		}
-		d := t.admit(now)
+		d := t.admit(now, w.prio)
 		d.Waited = now.Sub(w.since)
 		t.counts.waited += d.Waited
 		t.release(w, d)
