@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/httplimit"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
@@ -24,7 +25,7 @@ import (
 func openStore(ctx context.Context, cfg *config.File, m *metrics, log *slog.Logger) (store.Store, error) {
 	sc := cfg.Store
 	if sc.Type == "" || sc.Type == "memory" {
-		return memory.New(memory.Options{MaxKeys: sc.MaxKeys}), nil
+		return memory.New(memoryOptions(sc)), nil
 	}
 	ro := redis.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
 		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix}
@@ -40,7 +41,7 @@ func openStore(ctx context.Context, cfg *config.File, m *metrics, log *slog.Logg
 	fo := failover.Options{Shared: shared, OnFailure: sc.OnFailure, Instances: sc.Instances,
 		StartDegraded: err != nil, BackgroundProbe: true}
 	if sc.OnFailure == store.FailLocal {
-		fo.Fallback = memory.New(memory.Options{MaxKeys: sc.MaxKeys})
+		fo.Fallback = memory.New(memoryOptions(sc))
 	}
 	fs, err := failover.New(fo)
 	if err != nil {
@@ -49,6 +50,13 @@ func openStore(ctx context.Context, cfg *config.File, m *metrics, log *slog.Logg
 	}
 	m.registerFailover(fs)
 	return fs, nil
+}
+
+// memoryOptions configures a memory store, the store or the local
+// fallback: bounded by max_keys, with room always kept for the clients the
+// policy lists (the bound is on the other callers' keys).
+func memoryOptions(sc config.Store) memory.Options {
+	return memory.Options{MaxKeys: sc.MaxKeys, Reserved: httplimit.ListedKey}
 }
 
 // registerFailover exports the failover store's own state and counters, so

@@ -256,6 +256,21 @@ func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Add
 	}
 }
 
+// clientGroup starts the group of every key that counts a listed client:
+// store.Key("client", id) begins with store.Key("client"), and no other
+// group does.
+var clientGroup = store.Key("client")
+
+// ListedKey reports whether key is a store key that counts one of the
+// clients the policy lists (a rule with key: client, for a caller with a
+// client id). Such keys are bounded by the policy, not by the callers, so
+// a bounded store can keep room for them whatever else arrives: it is
+// what memory.Options.Reserved is for.
+func ListedKey(key string) bool {
+	group, _, ok := store.SplitGroup(key)
+	return ok && strings.HasPrefix(group, clientGroup)
+}
+
 // maxKeyValue is the longest header value used in a state key as it is.
 const maxKeyValue = 128
 

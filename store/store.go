@@ -71,10 +71,6 @@ type Result struct {
 // ErrClosed is returned by a store used after Close.
 var ErrClosed = errors.New("store: closed")
 
-// ErrFull is returned when a bounded store has no room for a new key and
-// cannot make any without forgetting a key that is being limited.
-var ErrFull = errors.New("store: full: every key is being limited")
-
 // UnavailableError is returned by a store whose failure policy is to refuse
 // requests while its shared counters cannot be reached (on_failure: closed):
 // the caller should answer 503 with RetryAfter.

@@ -39,13 +39,30 @@
 // that fill the room it made. A key is being limited when its last decision
 // denied or left nothing remaining, and its reset has not passed: such a
 // key is never evicted, so that a flood of new keys cannot erase the count
-// of a caller that is over its limit. If every key of the shard is being
-// limited, Decide returns store.ErrFull for the new key and changes
-// nothing; the caller's failure policy decides what happens to the request.
-// Evicting an idle key that is not limited forgets what it had spent: its
-// next request starts fresh, which can let it pass a little more than its
-// limit. Decisions that leave a new key's state fresh (a denied or
-// zero-cost request) are answered without storing the key.
+// of a caller that is over its limit. Evicting an idle key that is not
+// limited forgets what it had spent: its next request starts fresh, which
+// can let it pass a little more than its limit. Decisions that leave a new
+// key's state fresh (a denied or zero-cost request) are answered without
+// storing the key.
+//
+// # A full store lifts no limit
+//
+// If every key of the shard is being limited, the new key is not stored:
+// its request is decided on the overflow counter of its rule and limit,
+// one counter shared by every key of that rule and limit that found no
+// room (the rule is the first part of a store.Key, after its group). Such
+// keys are limited jointly, never waved through: a flood of distinct keys
+// can make the store full, but cannot switch a limit off for anyone. A key
+// that later finds room starts a counter of its own, so over one period it
+// may pass its own limit besides what it got from the overflow counter,
+// which admits at most the limit in total.
+//
+// Keys for which Options.Reserved returns true (the gateway reserves the
+// keys of the clients its configuration lists), and the overflow counters,
+// always have room: they are stored beyond MaxKeys and never evicted, only
+// forgotten once expired. There is one overflow counter per rule and limit,
+// and the reserved keys are as many as the caller of New allows, so
+// neither grows with a flood of distinct keys.
 //
 // # Concurrency trade-offs
 //

@@ -17,12 +17,12 @@ const sweepBatch = 1024
 // reports false, evicting nothing, when every key is being limited.
 func (sh *shardState) makeRoom(now time.Time) bool {
 	sh.dropExpired(nowSecond(now), sh.tab.n, 0)
-	if sh.tab.n < sh.max {
+	if sh.tab.n-sh.reserved < sh.max {
 		return true
 	}
-	ages := make([]uint32, 0, sh.tab.n)
+	ages := make([]uint32, 0, sh.tab.n-sh.reserved)
 	for i := range sh.tab.n {
-		if e := sh.tab.at(i); e.use&limitedBit == 0 {
+		if e := sh.tab.at(i); e.use&(limitedBit|reservedBit) == 0 {
 			ages = append(ages, sh.age(e))
 		}
 	}
@@ -31,7 +31,7 @@ func (sh *shardState) makeRoom(now time.Time) bool {
 	}
 	oldest := kthLargest(ages, max(1, len(ages)/8))
 	for i := sh.tab.n - 1; i >= 0; i-- {
-		if e := sh.tab.at(i); e.use&limitedBit == 0 && sh.age(e) >= oldest {
+		if e := sh.tab.at(i); e.use&(limitedBit|reservedBit) == 0 && sh.age(e) >= oldest {
 			sh.removeAt(i)
 		}
 	}
@@ -78,7 +78,7 @@ func (sh *shardState) sweep(now uint32) {
 func (sh *shardState) capAges(hi, lo int) {
 	for i := lo; i < hi; i++ {
 		if e := sh.tab.at(i); sh.age(e) > maxAge {
-			e.use = (sh.tick-maxAge)&tickMask<<1 | e.use&limitedBit
+			e.use = (sh.tick-maxAge)&tickMask<<flagBits | e.use&flagMask
 		}
 	}
 }

@@ -44,6 +44,16 @@ type Options struct {
 	// SweepInterval is how often expired keys are removed. Zero or less
 	// means DefaultSweepInterval (10s).
 	SweepInterval time.Duration
+
+	// Reserved, if set, names the keys that always have room: a new key
+	// for which it returns true is stored even when the store is full,
+	// does not count towards MaxKeys and is never evicted (it is
+	// forgotten only once expired). It is meant for a set of callers
+	// bounded in advance, such as the clients a configuration lists, so
+	// that a flood of other keys can neither evict nor starve them. It is
+	// called with the key's shard locked, once per key stored; nil: no
+	// key is reserved.
+	Reserved func(key string) bool
 }
 
 // Store is the in-memory store: a fixed number of shards, each a mutex and
@@ -53,6 +63,7 @@ type Store struct {
 	seed      maphash.Seed
 	mask      uint64 // len(shards) - 1
 	shards    []shard
+	reserved  func(string) bool // Options.Reserved
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -71,9 +82,10 @@ func New(opts Options) *Store {
 func newStore(opts Options, afterSweep func()) *Store {
 	opts = opts.withDefaults()
 	s := &Store{
-		seed: maphash.MakeSeed(),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		seed:     maphash.MakeSeed(),
+		reserved: opts.Reserved,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	s.shards = make([]shard, opts.Shards)
 	s.mask = uint64(opts.Shards - 1)
@@ -117,10 +129,12 @@ func (o Options) withDefaults() Options {
 // Decide applies a request of cost to key under limit at now, atomically
 // for that key: it locks the key's shard, runs the limit on the key's
 // state and stores the new state. A key the store does not hold starts
-// fresh. It returns store.ErrFull when the key is new, its shard is full
-// and every key in the shard is being limited (no key is forgotten then),
-// and store.ErrClosed after Close. The context is not consulted: a decision
-// does no I/O and waits only for the shard's lock.
+// fresh. A new key that finds no room (its shard is full and every key in
+// it is being limited) is decided on its overflow counter, shared by
+// every key of its rule and limit that found no room: the store never
+// answers that it is full. It returns store.ErrClosed after Close. The
+// context is not consulted: a decision does no I/O and waits only for the
+// shard's lock.
 func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
@@ -132,7 +146,7 @@ func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now t
 	i := sh.tab.find(h, key)
 	switch {
 	case i < 0:
-		d, err = sh.decideNew(h, key, limit, now, cost)
+		d, err = sh.decideNew(h, key, limit, now, cost, s.reserved != nil && s.reserved(key))
 	case limit.Algorithm() == limiter.SlidingLog:
 		d = sh.decideLog(sh.tab.at(i), limit, now, cost)
 	default:
@@ -145,12 +159,14 @@ func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now t
 		sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
 	}
 	sh.mu.Unlock()
+	if err == errNoRoom {
+		return s.decideOverflow(key, limit, now, cost)
+	}
 	return d, err
 }
 
-// DecideBatch decides each request in order, as Decide does. A request
-// that finds its shard full gets store.ErrFull in its Result; after Close
-// DecideBatch returns store.ErrClosed and no results.
+// DecideBatch decides each request in order, as Decide does. After Close
+// it returns store.ErrClosed and no results.
 func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	results := make([]store.Result, len(reqs))
 	for i, r := range reqs {

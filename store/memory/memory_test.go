@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -122,29 +123,100 @@ func TestKeyIsCopiedOnce(t *testing.T) {
 	}
 }
 
-func TestErrFullWhenEveryKeyIsLimited(t *testing.T) {
+// A new key that finds no room is counted on its rule's overflow counter:
+// limited jointly with the others that found none, never waved through,
+// and never at the cost of a key being limited.
+func TestNoRoomCountsOnTheOverflowCounter(t *testing.T) {
 	s := newTest(t, Options{MaxKeys: 4, Shards: 1})
-	l := limiter.MustNew(limiter.FixedWindow, 1, time.Hour, 0)
+	l := limiter.MustNew(limiter.FixedWindow, 2, time.Hour, 0)
+	key := func(rule, caller string) string { return store.GroupKey(store.Key("header", caller), rule, "") }
 	for i := range 4 {
-		mustDecide(t, s, fmt.Sprint("k", i), l, t0) // remaining 0: limited
+		for range 2 { // remaining 0: limited
+			mustDecide(t, s, key("tenants", fmt.Sprint("k", i)), l, t0)
+		}
 	}
-	if _, err := s.Decide(ctx, "new", l, t0, 1); !errors.Is(err, store.ErrFull) {
-		t.Fatalf("new key in a full store of limited keys: err %v, want ErrFull", err)
+	if _, err := s.Decide(ctx, key("tenants", "new"), l, t0, 0); err != nil {
+		t.Errorf("zero-cost look: %v", err)
 	}
-	if _, err := s.Decide(ctx, "new", l, t0, 0); err != nil {
-		t.Errorf("zero-cost look needs no room, got %v", err)
+	// new-1, new-2 and new-3 share one counter of 2: the third is denied.
+	for i, want := range []bool{true, true, false} {
+		if d := mustDecide(t, s, key("tenants", fmt.Sprint("new-", i)), l, t0); d.Allowed != want {
+			t.Errorf("new-%d: allowed %v, want %v (%+v)", i, d.Allowed, want, d)
+		}
+	}
+	// Another rule, or another limit, has a counter of its own.
+	if d := mustDecide(t, s, key("claims", "new-0"), l, t0); !d.Allowed {
+		t.Errorf("another rule's overflow counter was spent: %+v", d)
+	}
+	other := limiter.MustNew(limiter.FixedWindow, 3, time.Hour, 0)
+	if d := mustDecide(t, s, key("tenants", "new-0"), other, t0); !d.Allowed {
+		t.Errorf("another limit's overflow counter was spent: %+v", d)
 	}
 	for i := range 4 {
-		if d := mustDecide(t, s, fmt.Sprint("k", i), l, t0); d.Allowed {
+		if d := mustDecide(t, s, key("tenants", fmt.Sprint("k", i)), l, t0); d.Allowed {
 			t.Errorf("k%d was forgotten: allowed again", i)
 		}
 	}
 	later := t0.Add(time.Hour) // every window has ended: all expired
-	if d := mustDecide(t, s, "new", l, later); !d.Allowed {
+	if d := mustDecide(t, s, key("tenants", "new-0"), l, later); !d.Allowed {
 		t.Errorf("after the windows ended the new key was denied: %+v", d)
 	}
-	if n := s.Len(); n != 1 {
-		t.Errorf("Len() = %d after expired keys made room, want 1", n)
+	if !s.has(key("tenants", "new-0")) {
+		t.Errorf("after expired keys made room, the new key has no counter of its own")
+	}
+}
+
+// Reserved keys always have room: in a store full of limited keys they
+// get counters of their own, which no flood evicts, and they take no room
+// from other keys.
+func TestReservedKeysAlwaysHaveRoom(t *testing.T) {
+	listed := func(key string) bool { return strings.HasPrefix(key, "partner-") }
+	s := newTest(t, Options{MaxKeys: 8, Shards: 1, Reserved: listed})
+	l := limiter.MustNew(limiter.FixedWindow, 3, time.Hour, 0)
+	mustDecide(t, s, "partner-b", l, t0) // spends 1 before the flood
+	for i := range 100 {
+		for range 3 {
+			mustDecide(t, s, fmt.Sprint("flood-", i), l, t0)
+		}
+	}
+	for key, want := range map[string]int{"partner-a": 3, "partner-b": 2} {
+		passed := 0
+		for range 4 {
+			if mustDecide(t, s, key, l, t0).Allowed {
+				passed++
+			}
+		}
+		if passed != want {
+			t.Errorf("%s passed %d of 4 at 3/h, want %d", key, passed, want)
+		}
+	}
+	if n := s.Len(); n != 8+2+1 { // 8 flood keys, 2 partners, 1 overflow counter
+		t.Errorf("Len() = %d, want 11", n)
+	}
+}
+
+func TestOverflowKeyIsNoOtherKey(t *testing.T) {
+	l := limiter.MustNew(limiter.GCRA, 10, time.Minute, 5)
+	keys := map[string]string{}
+	for _, k := range []string{
+		store.Key("claims", "a"), store.Key("claims", "b"), store.GroupKey(store.Key("ip", "1"), "claims", "x"),
+		store.Key("tenants"), "not-a-store-key", "", "3:ab", "99:x",
+	} {
+		o := overflowKey(k, l)
+		if o[0] != '#' {
+			t.Errorf("overflowKey(%q) = %q: does not start with '#'", k, o)
+		}
+		keys[k] = o
+	}
+	if keys[store.Key("claims", "a")] != keys[store.Key("claims", "b")] ||
+		keys[store.Key("claims", "a")] != keys[store.GroupKey(store.Key("ip", "1"), "claims", "x")] {
+		t.Errorf("one rule's keys have different overflow counters: %q", keys)
+	}
+	if keys[store.Key("claims", "a")] == keys[store.Key("tenants")] {
+		t.Errorf("two rules share an overflow counter: %q", keys)
+	}
+	if overflowKey("x", l) == overflowKey("x", limiter.MustNew(limiter.GCRA, 10, time.Minute, 6)) {
+		t.Errorf("two limits share an overflow counter")
 	}
 }
 
@@ -264,14 +336,20 @@ func TestDecideBatch(t *testing.T) {
 	res, err := s.DecideBatch(ctx, []store.Request{
 		{Key: "a", Limit: l, Cost: 1},
 		{Key: "a", Limit: l, Cost: 1},
-		{Key: "b", Limit: l, Cost: 1}, // "a" is limited and fills the store
+		{Key: "b", Limit: l, Cost: 1}, // "a" is limited and fills the store: the overflow counter
+		{Key: "c", Limit: l, Cost: 1}, // the overflow counter is spent
 	}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 3 || !res[0].Decision.Allowed || res[1].Decision.Allowed || res[1].Err != nil ||
-		!errors.Is(res[2].Err, store.ErrFull) {
-		t.Errorf("DecideBatch = %+v, want allowed, denied, ErrFull", res)
+	if len(res) != 4 || !res[0].Decision.Allowed || res[1].Decision.Allowed || !res[2].Decision.Allowed ||
+		res[3].Decision.Allowed {
+		t.Errorf("DecideBatch = %+v, want allowed, denied, allowed, denied", res)
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			t.Errorf("result %d: %v", i, r.Err)
+		}
 	}
 }
 

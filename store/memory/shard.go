@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"sync"
@@ -8,16 +9,19 @@ import (
 	"unsafe"
 
 	"github.com/sluice-rl/sluice/limiter"
-	"github.com/sluice-rl/sluice/store"
 )
 
+// The low bits of entry.use, below the tick.
 const (
-	limitedBit = 1
+	limitedBit  = 1 // the key's last decision left it limited
+	reservedBit = 2 // the key always has room (Options.Reserved, an overflow counter)
+	flagBits    = 2
+	flagMask    = 1<<flagBits - 1
 	// maxAge bounds the age (in ticks) that the sweeper lets an entry
-	// show, so that the 31-bit tick can wrap without making an old entry
+	// show, so that the 30-bit tick can wrap without making an old entry
 	// look new.
-	maxAge   = 1 << 30
-	tickMask = 1<<31 - 1
+	maxAge   = 1 << 29
+	tickMask = 1<<30 - 1
 )
 
 // shardState is one shard: a mutex and the keys that hash to it.
@@ -25,8 +29,11 @@ type shardState struct {
 	mu     sync.Mutex
 	closed bool
 	tick   uint32 // counts decisions, for least-recently-used order
-	max    int    // most keys this shard may hold
-	tab    table
+	max    int    // most keys this shard may hold, reserved keys aside
+	// reserved counts the entries with reservedBit: they take no room
+	// from the max.
+	reserved int
+	tab      table
 	// logs holds the entries of sliding_log keys, only while non-empty,
 	// keyed by the entry's own copy of the key.
 	logs map[string][]limiter.Entry
@@ -50,19 +57,29 @@ func (sh *shardState) decideLog(e *entry, l limiter.Limit, now time.Time, cost i
 	return d
 }
 
+// errNoRoom is decideNew's answer for a key that finds no room: the
+// request is then decided on its overflow counter (overflow.go).
+var errNoRoom = errors.New("memory store: no room for a new key")
+
 // decideNew decides for a key the shard does not hold. A decision that
 // leaves the state as good as fresh (Reset 0: a denied or zero-cost
-// request) is not remembered, so it needs no room.
-func (sh *shardState) decideNew(h uint64, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+// request) is not remembered, so it needs no room. A reserved key is
+// stored without counting towards the shard's max; another key needs
+// room, and without it decideNew returns errNoRoom, having changed
+// nothing.
+func (sh *shardState) decideNew(h uint64, key string, l limiter.Limit, now time.Time, cost int64, reserved bool) (limiter.Decision, error) {
 	var next limiter.State
 	d := l.Apply(&next, now, cost)
 	if d.Reset == 0 {
 		return d, nil
 	}
-	if sh.tab.n >= sh.max && !sh.makeRoom(now) {
-		return limiter.Decision{}, store.ErrFull
+	if !reserved && sh.tab.n-sh.reserved >= sh.max && !sh.makeRoom(now) {
+		return limiter.Decision{}, errNoRoom
 	}
 	e := sh.tab.insert(h, strings.Clone(key))
+	if reserved {
+		e.use, sh.reserved = reservedBit, sh.reserved+1
+	}
 	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, next.A, next.B, now)
 	if len(next.Log) > 0 {
 		sh.setLog(e.key, next.Log)
@@ -74,7 +91,7 @@ func (sh *shardState) decideNew(h uint64, key string, l limiter.Limit, now time.
 // the key may still pass (allowed with some remaining), and its reset.
 func (sh *shardState) record(e *entry, open bool, reset time.Duration, a, b int64, now time.Time) {
 	sh.tick = (sh.tick + 1) & tickMask
-	use := sh.tick << 1
+	use := sh.tick<<flagBits | e.use&reservedBit
 	if !open {
 		use |= limitedBit
 	}
@@ -97,15 +114,19 @@ func (sh *shardState) setLog(key string, log []limiter.Entry) {
 
 // removeAt forgets entry i and its log.
 func (sh *shardState) removeAt(i int) {
+	e := sh.tab.at(i)
 	if len(sh.logs) > 0 {
-		delete(sh.logs, sh.tab.at(i).key)
+		delete(sh.logs, e.key)
+	}
+	if e.use&reservedBit != 0 {
+		sh.reserved--
 	}
 	sh.tab.remove(i)
 }
 
 // age returns how many ticks ago e was last used.
 func (sh *shardState) age(e *entry) uint32 {
-	return (sh.tick - e.use>>1) & tickMask
+	return (sh.tick - e.use>>flagBits) & tickMask
 }
 
 // expirySecond returns the second, rounded up, at which a state whose reset

@@ -1,0 +1,64 @@
+package memory
+
+import (
+	"hash/maphash"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// decideOverflow decides a request whose key found no room on the key's
+// overflow counter: one per rule and limit, shared by every key of that
+// rule and limit that found no room, so that such keys are limited
+// jointly rather than not at all. Overflow counters are reserved (they
+// always have room and are never evicted): there is at most one per rule
+// and limit, and a flood of distinct keys cannot make more.
+func (s *Store) decideOverflow(key string, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
+	key = overflowKey(key, limit)
+	h := maphash.String(s.seed, key)
+	sh := &s.shards[h&s.mask]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.closed {
+		return d, store.ErrClosed
+	}
+	i := sh.tab.find(h, key)
+	switch {
+	case i < 0:
+		return sh.decideNew(h, key, limit, now, cost, true)
+	case limit.Algorithm() == limiter.SlidingLog:
+		return sh.decideLog(sh.tab.at(i), limit, now, cost), nil
+	}
+	e := sh.tab.at(i)
+	st := limiter.State{A: e.a, B: e.b}
+	limit.ApplyInto(&st, now, cost, &d)
+	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
+	return d, nil
+}
+
+// overflowKey returns the key of the overflow counter of key's rule under
+// limit: '#' (no key made by store.Key or store.GroupKey starts so), then
+// store.Key of the rule and the limit. The rule is the first part of the
+// key, after its group if it has one; a key not made by store.Key has no
+// rule, and shares one overflow counter per limit with such keys.
+func overflowKey(key string, limit limiter.Limit) string {
+	if _, rest, ok := store.SplitGroup(key); ok {
+		key = rest
+	}
+	rule, _ := firstPart(key)
+	return "#" + store.Key(rule, limit.Algorithm().String(), strconv.FormatInt(limit.Rate(), 10),
+		strconv.FormatInt(int64(limit.Period()/time.Microsecond), 10), strconv.FormatInt(limit.Burst(), 10))
+}
+
+// firstPart returns the first part of a key made by store.Key: its rule.
+func firstPart(key string) (string, bool) {
+	n, tail, found := strings.Cut(key, ":")
+	size, err := strconv.Atoi(n)
+	if !found || err != nil || size < 0 || size > len(tail) || n != strconv.Itoa(size) {
+		return "", false
+	}
+	return tail[:size], true
+}
