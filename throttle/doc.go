@@ -38,6 +38,44 @@
 // newcomer's caller. The displaced waiter is refused at once
 // (ReasonQueueFull).
 //
+// # The adaptive limit
+//
+// With Config.Adaptive the limit moves between MinInFlight and MaxInFlight
+// once per window (Window, and at least MinSamples outcomes), from what
+// Release reports. The control law (nextLimit): a p99 above LatencyTarget
+// multiplies the limit by the gradient target/p99; upstream 503s, 504s,
+// timeouts and failures multiply it by the share of the window that did not
+// drop; either way it shrinks by at least one and at most by half. A window
+// within the target grows the limit by a tenth (at least one), but only if
+// at least half the limit was in use: an unused limit proves nothing. The
+// limit starts at MaxInFlight and Throttle.Limit reads it.
+//
+// It learns from two families of anchors and pins their known failures in
+// tests:
+//
+//   - Envoy's adaptive concurrency filter computes a gradient
+//     minRTT·(1+buffer)/sampleRTT, clamped, against a minRTT it re-measures
+//     every interval by pinning the limit to min_concurrency. That
+//     re-measurement refuses healthy traffic: 503 dips at a steady state
+//     (envoy #8337, #18152). And with a high floor the minRTT is measured
+//     while still overloaded, so under sustained degradation the limit
+//     never recovers (envoy #38338). sluice's baseline is the configured
+//     p99 objective, never a measured minimum, so nothing is ever probed:
+//     TestAdaptiveHealthyNeverDips (300 healthy windows at the ceiling) and
+//     TestAdaptiveHighFloorRecovers (50 degraded windows at the floor, then
+//     back to the ceiling in 8).
+//   - Netflix concurrency-limits (Gradient2, Vegas, AIMD). A dropped
+//     request recorded as a near-zero latency keeps the limiter dropping
+//     (#176), and canceled requests counted as timeouts let bad clients
+//     shrink the limit (#146): here only answers that did the work are
+//     latencies, drops are counted apart and canceled requests not at all
+//     (TestAdaptiveDropsAreNotLatencies). Gradient2's "+queueSize" term
+//     grows the limit without bound when the gradient sits near 0.8 (PR
+//     #134): here there is no additive term while latency is above the
+//     target, and growth needs the limit in use
+//     (TestAdaptiveModerateOverloadNeverGrows). AIMD's multiplicative
+//     back-off on drops is kept, proportional to the share of drops.
+//
 // # Priorities and early shedding
 //
 // Priorities are Critical > High > Normal > Low. Low is the sheddable class:

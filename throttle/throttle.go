@@ -17,6 +17,9 @@ type Config struct {
 	// MaxInFlight is the hard ceiling: at most this many requests hold a
 	// slot at once (> 0). It is never exceeded.
 	MaxInFlight int
+	// Adaptive, when set, lets the limit follow the upstream's latency
+	// below MaxInFlight; nil keeps the limit at MaxInFlight.
+	Adaptive *Adaptive
 	// Queue lets requests wait for a slot over the limit; without it a
 	// request that finds the service full is refused at once.
 	Queue Queue
@@ -61,6 +64,7 @@ type Throttle struct {
 	queue    queue
 	seq      uint64 // numbers waiters in order of arrival
 	done     completions
+	adapt    *window // nil without Config.Adaptive
 	counts   counters
 }
 
@@ -80,6 +84,9 @@ func New(cfg Config) (*Throttle, error) {
 	if t.cfg.ShedFrom == 0 {
 		t.cfg.ShedFrom = defaultShedFrom
 	}
+	if cfg.Adaptive != nil {
+		t.adapt = newWindow(*cfg.Adaptive, cfg.MaxInFlight, t.clk.Now())
+	}
 	return t, nil
 }
 
@@ -87,6 +94,9 @@ func (c *Config) check() error {
 	var errs []error
 	if c.MaxInFlight <= 0 {
 		errs = append(errs, fmt.Errorf("throttle: max_in_flight %d: want a whole number above 0", c.MaxInFlight))
+	}
+	if c.Adaptive != nil {
+		errs = append(errs, c.Adaptive.check(c.MaxInFlight)...)
 	}
 	if c.Queue.MaxLength < 0 {
 		errs = append(errs, fmt.Errorf("throttle: queue max_length %d: want 0 (no queue) or more", c.Queue.MaxLength))
@@ -213,6 +223,9 @@ func (t *Throttle) admit(now time.Time, p Priority) Decision {
 	}
 	t.inFlight++
 	t.counts.admitted++
+	if t.adapt != nil {
+		t.adapt.peak = max(t.adapt.peak, t.inFlight)
+	}
 	return Decision{Admitted: true, Limit: t.limit, t: t, start: now}
 }
 
@@ -286,32 +299,6 @@ func (t *Throttle) wait(ctx context.Context, w *waiter) Decision {
 	}
 	d.Release(Outcome{Canceled: true}) // the slot goes to the next waiter
 	return Decision{Reason: ReasonCanceled, RetryAfter: minRetryAfter, Limit: d.Limit, Waited: d.Waited}
-}
-
-// Outcome is what happened at the upstream, reported when a slot is
-// released.
-type Outcome struct {
-	// Canceled means the caller went away before the upstream answered:
-	// the outcome says nothing about the upstream.
-	Canceled bool
-}
-
-// Release gives the slot back and reports the upstream's outcome. It does
-// nothing for a refusal or a Decision already released.
-func (d *Decision) Release(o Outcome) {
-	t := d.t
-	if t == nil {
-		return
-	}
-	d.t = nil
-	now := t.clk.Now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.inFlight--
-	if !o.Canceled {
-		t.done.add(now)
-	}
-	t.dispatch(now)
 }
 
 // dispatch hands free slots to waiters, highest priority first. The caller
