@@ -37,6 +37,9 @@ type File struct {
 	// Admin is the host:port of metrics, health and reload. Default
 	// 127.0.0.1:9090; it must differ from Listen.
 	Admin string
+	// AdminToken, when not empty, is the bearer token POST /reload and
+	// GET /metrics require (admin.token). Default none.
+	AdminToken string
 	// Store says where counters are kept.
 	Store Store
 	// LegacyHeaders also sends X-RateLimit-Limit, -Remaining and -Reset.
@@ -48,6 +51,11 @@ type File struct {
 	Policy policy.Policy
 	// Compiled is Policy, compiled.
 	Compiled *policy.Compiled
+	// Warnings are settings that work but are dangerous (a non-loopback
+	// admin address without a token, every address a trusted proxy),
+	// sorted by position. `sluice check` prints them and `sluice serve`
+	// logs them; they do not make the file invalid.
+	Warnings Errors
 }
 
 // Store says where counters are kept and what happens when that place
@@ -135,6 +143,7 @@ func Parse(name string, data []byte) (*File, error) {
 	if len(d.errs) > 0 {
 		return nil, sortErrors(d.errs)
 	}
+	f.Warnings = sortErrors(d.warns)
 	return f, nil
 }
 
@@ -155,12 +164,7 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	if d.required(m, root, "", "upstream", "upstream: http://127.0.0.1:9000") {
 		f.Upstream = d.upstream(m["upstream"], "upstream")
 	}
-	if !isNull(m["admin"]) {
-		f.Admin = d.hostPort(m["admin"], "admin", false)
-		if f.Admin != "" && f.Listen != "" && sameAddr(f.Admin, f.Listen) {
-			d.fail(m["admin"], "admin", "%s is also listen's address (the admin port must differ; default %s)", f.Admin, DefaultAdmin)
-		}
-	}
+	d.admin(m["admin"], f)
 	f.Store = d.store(m["store"], "store")
 	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")
 	f.Policy = d.policy(m, root)

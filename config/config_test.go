@@ -268,10 +268,14 @@ func TestWriteSummary(t *testing.T) {
 	want := `listen 127.0.0.1:8080 -> upstream http://127.0.0.1:9000; admin 127.0.0.1:9090
 store: memory (at most 1000000 keys); on store failure: open
 clients: 3, recognised by X-API-Key; unknown callers: rejected (401)
-rule claims: GET /claims, by client, sliding_window 100/m, enforce, cost 1
-  partner-a: 100/m (plan standard: the rule's rate)
-  partner-b: 1000/m (plan large)
-  assessor-c: 500/m (own limit)
+
+RULE    MATCH        KEY     ALGORITHM       RATE   BURST  COST  MODE     NEVER LIMITED
+claims  GET /claims  client  sliding_window  100/m  -      1     enforce  -
+
+RULE    CLIENT      PLAN      LIMIT   FROM
+claims  partner-a   standard  100/m   rule
+claims  partner-b   large     1000/m  plan
+claims  assessor-c  -         500/m   client
 `
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
@@ -287,13 +291,16 @@ func TestWriteSummaryEverySetting(t *testing.T) {
 store: redis r1:6379, r2:6379 (timeout 20ms, prefix "gw:", TLS); on store failure: local (each of 4 instances allows limit/4)
 trusted proxies: [10.0.0.0/8 192.0.2.7/32 2001:db8::/32 198.51.100.0/24]; callers read from Forwarded only
 clients: 1, recognised by Authorization; unknown callers: counted by IP, plan anonymous
-rule api: GET,POST /, by header:X-Tenant, gcra 10/s burst 20, shadow, cost 2
-  a: 50/s burst 100 (plan gold)
-  unknown callers: 1/s burst 2 (plan anonymous)
-  never limited: a, 203.0.113.0/24, ::1/128
-rule login: /, by global, sliding_window 5/1.5s, enforce, cost 1
-  a: 2/s (plan gold)
-  unknown callers: 5/1.5s (plan anonymous: the rule's rate)
+
+RULE   MATCH       KEY              ALGORITHM       RATE    BURST  COST  MODE     NEVER LIMITED
+api    GET,POST /  header:X-Tenant  gcra            10/s    20     2     shadow   a,203.0.113.0/24,::1/128
+login  /           global           sliding_window  5/1.5s  -      1     enforce  -
+
+RULE   CLIENT     PLAN       LIMIT           FROM
+api    a          gold       50/s burst 100  plan
+api    (unknown)  anonymous  1/s burst 2     plan
+login  a          gold       2/s             plan
+login  (unknown)  anonymous  5/1.5s          rule
 `
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)

@@ -19,6 +19,7 @@ import (
 type decoder struct {
 	file   string
 	errs   Errors
+	warns  Errors                // dangerous but workable settings
 	nodes  map[string]*yaml.Node // path -> value node
 	keys   map[string]*yaml.Node // path -> key node, for mapping entries
 	failed map[string]bool       // paths already reported
@@ -31,6 +32,18 @@ func newDecoder(file string) *decoder {
 // errorf reports a problem at node n (the whole file if n is nil). A
 // non-empty path prefixes the message.
 func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
+	d.errs = append(d.errs, d.problem(n, path, format, args...))
+}
+
+// warnf reports, at node n, a setting that works but is dangerous: Parse
+// returns it in File.Warnings, `sluice check` prints it and `sluice serve`
+// logs it. A non-empty path prefixes the message.
+func (d *decoder) warnf(n *yaml.Node, path, format string, args ...any) {
+	d.warns = append(d.warns, d.problem(n, path, format, args...))
+}
+
+// problem formats a message at node n (the whole file if n is nil).
+func (d *decoder) problem(n *yaml.Node, path, format string, args ...any) *Error {
 	msg := fmt.Sprintf(format, args...)
 	if path != "" {
 		msg = path + ": " + msg
@@ -39,7 +52,7 @@ func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
 	if n != nil {
 		e.Line, e.Col = n.Line, n.Column
 	}
-	d.errs = append(d.errs, e)
+	return e
 }
 
 // fail reports a problem with the value at path and marks the path failed.

@@ -27,7 +27,9 @@ rules:
 	// listen 127.0.0.1:8080 -> upstream http://127.0.0.1:9000; admin 127.0.0.1:9090
 	// store: memory (at most 1000000 keys); on store failure: open
 	// clients: none (rules count by ip, header or global)
-	// rule api: /, by ip, gcra 10/s burst 20, enforce, cost 1
+	//
+	// RULE  MATCH  KEY  ALGORITHM  RATE  BURST  COST  MODE     NEVER LIMITED
+	// api   /      ip   gcra       10/s  20     1     enforce  -
 }
 
 func ExampleParse_errors() {

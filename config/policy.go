@@ -15,6 +15,9 @@ func (d *decoder) policy(m map[string]*yaml.Node, root *yaml.Node) policy.Policy
 	for i, n := range d.list(m["trusted_proxies"], "trusted_proxies", "CIDRs or IP addresses") {
 		if pfx, ok := d.prefix(n, index("trusted_proxies", i)); ok {
 			p.TrustedProxies = append(p.TrustedProxies, pfx)
+			if pfx.Bits() == 0 {
+				d.warnf(n, index("trusted_proxies", i), "%v trusts every address as a proxy: any caller can name the address it is counted by (list only your proxies' networks, such as 10.0.0.0/8)", pfx)
+			}
 		}
 	}
 	p.ForwardedHeader = d.forwardedHeader(m["forwarded_header"], "forwarded_header")
@@ -130,7 +133,8 @@ func (d *decoder) client(n *yaml.Node, path string) policy.Client {
 		c.ID = d.str(m["id"], join(path, "id"), "a client id", "")
 	}
 	for i, k := range d.list(m["keys"], join(path, "keys"), "access keys") {
-		c.Keys = append(c.Keys, d.str(k, index(join(path, "keys"), i), "an access key", ""))
+		key, _ := d.secret(k, index(join(path, "keys"), i), "an access key")
+		c.Keys = append(c.Keys, key)
 	}
 	c.Plan = d.str(m["plan"], join(path, "plan"), "a plan name", "")
 	c.Limits = d.rates(m["limits"], join(path, "limits"))

@@ -153,8 +153,8 @@ func (d *decoder) redis(n *yaml.Node, path string, used bool) Redis {
 		r.Addrs = []string{DefaultRedisAddr}
 	}
 	r.Timeout = d.duration(m["timeout"], join(path, "timeout"), r.Timeout)
-	r.Username = d.str(m["username"], join(path, "username"), "a user name", "")
-	r.Password = d.str(m["password"], join(path, "password"), "a password", "")
+	r.Username, _ = d.secret(m["username"], join(path, "username"), "a user name")
+	r.Password, _ = d.secret(m["password"], join(path, "password"), "a password")
 	r.TLS = d.boolean(m["tls"], join(path, "tls"))
 	if p := m["prefix"]; !isNull(p) {
 		r.Prefix = d.str(p, join(path, "prefix"), "a key prefix", r.Prefix)
@@ -183,4 +183,48 @@ func (d *decoder) duration(n *yaml.Node, path string, def time.Duration) time.Du
 		return v
 	}
 	return def
+}
+
+var adminFields = []string{"listen", "token"}
+
+// admin decodes the admin setting: host:port as a scalar, or a mapping
+// {listen: host:port, token: SECRET}. It warns when the address is
+// reachable from other machines and no token guards it.
+func (d *decoder) admin(n *yaml.Node, f *File) {
+	if isNull(n) {
+		return
+	}
+	addrNode, addrPath := n, "admin"
+	if n.Kind == yaml.MappingNode {
+		m := d.fields(n, "admin", "a mapping (listen, token)", adminFields)
+		addrNode, addrPath = m["listen"], "admin.listen"
+		if t := m["token"]; !isNull(t) {
+			f.AdminToken, _ = d.secret(t, "admin.token", "a token")
+		}
+	}
+	if isNull(addrNode) {
+		return // admin: {token: ...} keeps the default address
+	}
+	addr := d.hostPort(addrNode, addrPath, false)
+	if addr == "" {
+		return
+	}
+	f.Admin = addr
+	if f.Listen != "" && sameAddr(f.Admin, f.Listen) {
+		d.fail(addrNode, addrPath, "%s is also listen's address (the admin port must differ; default %s)", f.Admin, DefaultAdmin)
+	}
+	if f.AdminToken == "" && !loopback(f.Admin) {
+		d.warnf(addrNode, addrPath, "%s is reachable from other machines and no admin.token is set: anyone who reaches it can reload the configuration and read the metrics (bind 127.0.0.1, or set admin: {listen: %s, token: env:SLUICE_ADMIN_TOKEN})", f.Admin, f.Admin)
+	}
+}
+
+// loopback reports whether a listen address binds only the loopback
+// interface: a loopback IP address or "localhost".
+func loopback(addr string) bool {
+	host, _, _ := net.SplitHostPort(addr)
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
 }

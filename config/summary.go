@@ -3,21 +3,27 @@ package config
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
 )
 
-// WriteSummary writes what f does in a few lines, defaults included: the
-// addresses, the store, how callers are recognised and, for every rule, the
-// limit each client gets once plans and overrides are applied. It is what
-// `sluice check` prints for a valid file.
+// WriteSummary writes what f does, defaults included: the addresses, the
+// store, how callers are recognised, a table of the rules (match, key,
+// algorithm, rate, burst, cost, mode) and, when clients are listed, a table
+// of the limit each client gets from each rule once plans and its own
+// overrides are applied. It is what `sluice check` prints for a valid file.
 func (f *File) WriteSummary(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen %s -> upstream %s; admin %s\n", f.Listen, f.Upstream.Redacted(), f.Admin)
-	b.WriteString(f.Store.summary())
+	fmt.Fprintf(&b, "listen %s -> upstream %s; admin %s", f.Listen, f.Upstream.Redacted(), f.Admin)
+	if f.AdminToken != "" {
+		b.WriteString(" (token required)")
+	}
+	b.WriteString("\n" + f.Store.summary())
 	p := f.Policy
 	if len(p.TrustedProxies) > 0 {
 		fmt.Fprintf(&b, "trusted proxies: %v; callers read from %v only\n", p.TrustedProxies, p.ForwardedHeader)
@@ -32,11 +38,74 @@ func (f *File) WriteSummary(w io.Writer) error {
 	} else {
 		b.WriteString("clients: none (rules count by ip, header or global)\n")
 	}
-	for i := 0; i < c.Rules(); i++ {
-		f.ruleSummary(&b, i)
-	}
+	b.WriteString("\n")
+	f.ruleTable(&b)
+	f.callerTable(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// ruleTable writes one row per rule.
+func (f *File) ruleTable(b *strings.Builder) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tMATCH\tKEY\tALGORITHM\tRATE\tBURST\tCOST\tMODE\tNEVER LIMITED")
+	c := f.Compiled
+	for i := 0; i < c.Rules(); i++ {
+		r, l := c.Rule(i), c.RuleLimit(i)
+		match := r.Match.Path
+		if match == "" {
+			match = "/"
+		}
+		if len(r.Match.Methods) > 0 {
+			match = strings.Join(r.Match.Methods, ",") + " " + match
+		}
+		burst := "-"
+		if l.Algorithm().HasBurst() {
+			burst = fmt.Sprint(l.Burst())
+		}
+		allow := slices.Clone(r.Allow)
+		for _, n := range r.AllowNets {
+			allow = append(allow, n.String())
+		}
+		if len(allow) == 0 {
+			allow = []string{"-"}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%d\t%v\t%s\n", r.Name, match, r.Key, l.Algorithm(),
+			policy.Rate{N: l.Rate(), Period: l.Period()}, burst, r.Cost, r.Mode, strings.Join(allow, ","))
+	}
+	tw.Flush()
+}
+
+// callerTable writes, for every listed client (and unknown callers when
+// they are counted), the limit each rule gives it and where that comes
+// from. It writes nothing when no clients are listed.
+func (f *File) callerTable(b *strings.Builder) {
+	c := f.Compiled
+	if len(f.Policy.Clients.List) == 0 {
+		return
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tCLIENT\tPLAN\tLIMIT\tFROM")
+	for i := 0; i < c.Rules(); i++ {
+		name := c.Rule(i).Name
+		for _, cl := range f.Policy.Clients.List {
+			if caller, ok := c.CallerByID(cl.ID); ok {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, cl.ID, orDash(cl.Plan), rateText(caller.Limit(i)), f.source(cl.Plan, cl.Limits, name))
+			}
+		}
+		if a := c.Anonymous(); a != nil {
+			fmt.Fprintf(tw, "%s\t(unknown)\t%s\t%s\t%s\n", name, policy.AnonymousPlan, rateText(a.Limit(i)), f.source(policy.AnonymousPlan, nil, name))
+		}
+	}
+	tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func (s Store) summary() string {
@@ -55,50 +124,15 @@ func (s Store) summary() string {
 	return fmt.Sprintf("store: %s; on store failure: %s\n", where, fail)
 }
 
-// ruleSummary writes rule i and the limit each caller gets from it.
-func (f *File) ruleSummary(b *strings.Builder, i int) {
-	c := f.Compiled
-	r := c.Rule(i)
-	match := r.Match.Path
-	if match == "" {
-		match = "/"
-	}
-	if len(r.Match.Methods) > 0 {
-		match = strings.Join(r.Match.Methods, ",") + " " + match
-	}
-	fmt.Fprintf(b, "rule %s: %s, by %v, %v, %v, cost %d\n", r.Name, match, r.Key, limitText(c.RuleLimit(i)), r.Mode, r.Cost)
-	for _, cl := range f.Policy.Clients.List {
-		caller, ok := c.CallerByID(cl.ID)
-		if !ok {
-			continue
-		}
-		fmt.Fprintf(b, "  %s: %s (%s)\n", cl.ID, rateText(caller.Limit(i)), f.source(cl.Plan, cl.Limits, r.Name))
-	}
-	if a := c.Anonymous(); a != nil {
-		fmt.Fprintf(b, "  unknown callers: %s (%s)\n", rateText(a.Limit(i)), f.source(policy.AnonymousPlan, nil, r.Name))
-	}
-	var allow []string
-	allow = append(allow, r.Allow...)
-	for _, n := range r.AllowNets {
-		allow = append(allow, n.String())
-	}
-	if len(allow) > 0 {
-		fmt.Fprintf(b, "  never limited: %s\n", strings.Join(allow, ", "))
-	}
-}
-
 // source says where a caller's limit for rule comes from.
 func (f *File) source(plan string, own map[string]policy.Rate, rule string) string {
 	if _, ok := own[rule]; ok {
-		return "own limit"
-	}
-	if plan == "" {
-		return "the rule's rate"
+		return "client"
 	}
 	if _, ok := f.Policy.Plans[plan].Limits[rule]; ok {
-		return "plan " + plan
+		return "plan"
 	}
-	return "plan " + plan + ": the rule's rate"
+	return "rule"
 }
 
 // rateText formats a limit's rate, and its burst for a bucket: "100/m",
@@ -109,10 +143,4 @@ func rateText(l limiter.Limit) string {
 		s += fmt.Sprintf(" burst %d", l.Burst())
 	}
 	return s
-}
-
-// limitText formats a limit as configuration writes it: "sliding_window
-// 100/m", "gcra 100/m burst 20".
-func limitText(l limiter.Limit) string {
-	return l.Algorithm().String() + " " + rateText(l)
 }

@@ -89,6 +89,7 @@ func Compile(p Policy) (*Compiled, error) {
 		c.anonymous = c.caller("", AnonymousPlan, nil, fail, "clients.unknown")
 	}
 	c.compileClients(fail)
+	c.checkCosts(fail)
 	c.checkAllowIDs(fail)
 	if p.Clients.KeyHeader != "" && !validHeaderName(p.Clients.KeyHeader) {
 		fail("clients.key_header", "%q is not a valid HTTP header name", p.Clients.KeyHeader)
@@ -250,6 +251,45 @@ func (c *Compiled) hasRule(name string) bool {
 		}
 	}
 	return false
+}
+
+// checkCosts reports a rule whose cost is more than a limit it applies can
+// ever allow at once (the rate's N, or the burst of a bucket): every request
+// under that limit would be refused, forever. It checks the rule's own rate,
+// every plan's override and every client's own limit.
+func (c *Compiled) checkCosts(fail func(string, string, ...any)) {
+	for i, r := range c.rules {
+		if l, err := ruleLimit(r.Rule, r.Rate); err == nil && r.Cost > l.Burst() {
+			fail(fmt.Sprintf("rules[%d].cost", i), "%d is more than the %d that %s allows at once: every request would be refused (a cost of at most %d, or a larger rate or burst)",
+				r.Cost, l.Burst(), capacityText(l), l.Burst())
+		}
+		override := func(path string, rate Rate) {
+			if l, err := ruleLimit(r.Rule, rate); err == nil && r.Cost > l.Burst() {
+				fail(path, "%s allows at most %d at once, less than rule %s's cost %d: every request would be refused (a limit of at least %d at once)",
+					capacityText(l), l.Burst(), r.Name, r.Cost, r.Cost)
+			}
+		}
+		for _, plan := range slices.Sorted(maps.Keys(c.src.Plans)) {
+			if rate, ok := c.src.Plans[plan].Limits[r.Name]; ok {
+				override("plans."+plan+"."+r.Name, rate)
+			}
+		}
+		for j, cl := range c.src.Clients.List {
+			if rate, ok := cl.Limits[r.Name]; ok {
+				override(fmt.Sprintf("clients.list[%d].limits.%s", j, r.Name), rate)
+			}
+		}
+	}
+}
+
+// capacityText names a limit as configuration writes it: "rate 100/m",
+// "rate 10/s with burst 5".
+func capacityText(l limiter.Limit) string {
+	s := "rate " + Rate{N: l.Rate(), Period: l.Period()}.String()
+	if l.Algorithm().HasBurst() {
+		s += fmt.Sprintf(" with burst %d", l.Burst())
+	}
+	return s
 }
 
 // checkAllowIDs reports allow-list entries that name no listed client.

@@ -65,6 +65,16 @@ func TestCompileErrors(t *testing.T) {
 		{"header ignored for ip", func(p *policy.Policy) { p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyIP, Header: "bad header"} }, nil},
 		{"negative cost", func(p *policy.Policy) { p.Rules[0].Cost = -1 }, []string{"rules[0].cost"}},
 		{"cost 5 is fine", func(p *policy.Policy) { p.Rules[0].Cost = 5 }, nil},
+		// A cost above what a limit allows at once refuses every request.
+		{"cost equal to the rate is fine", func(p *policy.Policy) { p.Rules[0].Cost = 100 }, nil},
+		{"cost above the rate", func(p *policy.Policy) { p.Rules[0].Cost = 101 }, []string{"rules[0].cost"}},
+		{"cost above a client's own burst", func(p *policy.Policy) { p.Rules[1].Cost = 11 }, []string{"clients.list[1].limits.claims"}},
+		{"cost above the burst", func(p *policy.Policy) { p.Rules[1].Cost = 21 }, []string{"clients.list[1].limits.claims", "rules[1].cost"}},
+		{
+			"cost above a plan's rate",
+			func(p *policy.Policy) { p.Rules[0].Cost = 5; p.Plans["large"].Limits["api"] = rate(3, time.Minute) },
+			[]string{"plans.large.api"},
+		},
 		{"rate zero", func(p *policy.Policy) { p.Rules[0].Rate.N = 0 }, []string{"rules[0].rate"}},
 		{"rate negative", func(p *policy.Policy) { p.Rules[0].Rate.N = -3 }, []string{"rules[0].rate"}},
 		{"rate too large", func(p *policy.Policy) { p.Rules[0].Rate.N = limiter.MaxRate + 1 }, []string{"rules[0].rate"}},

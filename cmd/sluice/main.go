@@ -12,21 +12,25 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/demo"
 	"github.com/sluice-rl/sluice/gateway"
+	"github.com/sluice-rl/sluice/internal/buildinfo"
 )
 
 const usage = `usage: sluice <command> [flags]
 
 commands:
   serve --config FILE   run the gateway in front of the configured upstream
-  check --config FILE   validate a configuration file and exit (1 on any error)
+  check --config FILE   validate a configuration file, print what it does (exit 1 on any error)
   demo                  the claims story: sluice in front of a service, a buggy partner and a normal one
-  version               print the version
+  version               print the version, the VCS revision and the Go version
+
+sluice <command> --help describes a command.
 `
 
 func main() {
@@ -40,13 +44,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stderr)
+		return serve(args[1:], stdout, stderr)
 	case "check":
 		return check(args[1:], stdout, stderr)
 	case "demo":
 		return runDemo(stderr)
 	case "version":
-		fmt.Fprintln(stdout, "sluice", version())
+		fmt.Fprintln(stdout, "sluice", buildinfo.Read())
 		return 0
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
@@ -56,44 +60,92 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-func configFlag(name string, args []string, stderr io.Writer) (string, bool) {
+// configFlag parses a command's flags: --config FILE and -h/--help. With
+// ok false the command is over and code is its exit status: 0 after help
+// (printed on stdout), 2 after a usage error (on stderr).
+func configFlag(name string, args []string, stdout, stderr io.Writer) (path string, code int, ok bool) {
 	fs := flag.NewFlagSet("sluice "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "", "configuration file (YAML)")
-	if err := fs.Parse(args); err != nil {
-		return "", false
+	fs.SetOutput(io.Discard)
+	cfg := fs.String("config", "", "configuration file (YAML)")
+	help := func(w io.Writer) {
+		fmt.Fprintf(w, "usage: sluice %s --config FILE\n\n%s\n\nflags:\n", name, commandHelp[name])
+		fs.SetOutput(w)
+		fs.PrintDefaults()
 	}
-	if *path == "" || fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "usage: sluice %s --config FILE\n", name)
-		return "", false
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		help(stdout)
+		return "", 0, false
+	case err != nil:
+		fmt.Fprintf(stderr, "sluice %s: %v\n", name, err)
+		help(stderr)
+		return "", 2, false
+	case *cfg == "" || fs.NArg() > 0:
+		help(stderr)
+		return "", 2, false
 	}
-	return *path, true
+	return *cfg, 0, true
+}
+
+var commandHelp = map[string]string{
+	"check": "Validates the configuration file. Every problem is printed on stderr as FILE:line:col: what is\n" +
+		"wrong (what would be accepted), exit status 1. A valid file prints what it does (settings, a table\n" +
+		"of rules, each client's limits) on stdout, exit status 0; warnings (dangerous but working\n" +
+		"settings) go to stderr as FILE:line:col: warning: ... and do not change the exit status.",
+	"serve": "Runs the gateway in front of the configured upstream until SIGTERM or SIGINT. It reloads the\n" +
+		"file on SIGHUP, on change and on POST /reload to the admin address; a bad file is refused and\n" +
+		"the configuration in force stays. Logs are JSON on stderr.",
 }
 
 // check validates a file: every error as FILE:line:col: message, exit 1; or
-// a one-line summary, exit 0.
+// warnings on stderr and what the file does on stdout, exit 0.
 func check(args []string, stdout, stderr io.Writer) int {
-	path, ok := configFlag("check", args, stderr)
+	path, code, ok := configFlag("check", args, stdout, stderr)
 	if !ok {
-		return 2
+		return code
 	}
 	cfg, err := config.Load(path)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(stderr, warningText(w))
+	}
 	p := cfg.Policy
-	fmt.Fprintf(stdout, "%s: ok: %d rules, %d clients, %d plans; listen %s, upstream %s, admin %s, store %s\n",
-		path, len(p.Rules), len(p.Clients.List), len(p.Plans), cfg.Listen, cfg.Upstream.Redacted(), cfg.Admin, cfg.Store.Type)
+	fmt.Fprintf(stdout, "%s: ok: %s, %s, %s", path, count(len(p.Rules), "rule"), count(len(p.Clients.List), "client"), count(len(p.Plans), "plan"))
+	if n := len(cfg.Warnings); n > 0 {
+		fmt.Fprintf(stdout, "; %s", count(n, "warning"))
+	}
+	fmt.Fprintln(stdout)
+	if err := cfg.WriteSummary(stdout); err != nil {
+		fmt.Fprintln(stderr, "sluice check:", err)
+		return 1
+	}
 	return 0
+}
+
+// warningText formats a configuration warning as check prints it:
+// FILE:line:col: warning: message.
+func warningText(w *config.Error) string {
+	return strings.Replace(w.Error(), ": "+w.Msg, ": warning: "+w.Msg, 1)
+}
+
+// count writes n and a noun, in the plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // serve runs the gateway until SIGTERM or SIGINT, reloading on SIGHUP and
 // on file change.
-func serve(args []string, stderr io.Writer) int {
-	path, ok := configFlag("serve", args, stderr)
+func serve(args []string, stdout, stderr io.Writer) int {
+	path, code, ok := configFlag("serve", args, stdout, stderr)
 	if !ok {
-		return 2
+		return code
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	cfg, err := config.Load(path)
@@ -169,11 +221,4 @@ func runDemo(stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }

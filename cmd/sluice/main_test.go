@@ -81,6 +81,8 @@ func runCmd(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
+// TestCheckGood: a valid file prints a count line and what the file does:
+// the settings and a table of rules (config.WriteSummary), exit 0.
 func TestCheckGood(t *testing.T) {
 	path := writeFile(t, "good.yaml", goodConfig)
 	code, out, errs := runCmd("check", "--config", path)
@@ -90,13 +92,50 @@ func TestCheckGood(t *testing.T) {
 	if errs != "" {
 		t.Errorf("stderr not empty:\n%s", errs)
 	}
-	if strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "\n") {
-		t.Errorf("want a one-line summary, got:\n%s", out)
+	want := path + `: ok: 2 rules, 2 clients, 0 plans
+listen 127.0.0.1:8080 -> upstream http://127.0.0.1:9000; admin 127.0.0.1:9090
+store: memory (at most 1000000 keys); on store failure: open
+clients: 2, recognised by X-API-Key; unknown callers: rejected (401)
+
+RULE    MATCH         KEY     ALGORITHM       RATE   BURST  COST  MODE     NEVER LIMITED
+claims  GET /claims   client  sliding_window  100/m  -      1     enforce  -
+writes  POST /claims  client  sliding_window  10/m   -      1     enforce  -
+
+RULE    CLIENT     PLAN  LIMIT  FROM
+claims  partner-a  -     100/m  rule
+claims  partner-b  -     100/m  rule
+writes  partner-a  -     10/m   rule
+writes  partner-b  -     10/m   rule
+`
+	if out != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s", out, want)
 	}
-	for _, want := range []string{path, "ok", "2 rules", "2 clients", "127.0.0.1:8080", "http://127.0.0.1:9000", "memory"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("summary %q lacks %q", out, want)
-		}
+}
+
+// TestCheckWarnings: warnings go to stderr as FILE:line:col: warning: ...,
+// are counted on the ok line, and leave the exit status 0.
+func TestCheckWarnings(t *testing.T) {
+	path := writeFile(t, "warn.yaml", goodConfig+"admin: 0.0.0.0:9090\ntrusted_proxies: [0.0.0.0/0]\n")
+	code, out, errs := runCmd("check", "--config", path)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0; stderr:\n%s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSuffix(errs, "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], path+":16:8: warning: admin: 0.0.0.0:9090 is reachable from other machines") ||
+		!strings.HasPrefix(lines[1], path+":17:19: warning: trusted_proxies[0]: 0.0.0.0/0 trusts every address") {
+		t.Errorf("stderr:\n%s\nwant two warnings at 16:8 and 17:19", errs)
+	}
+	if !strings.HasPrefix(out, path+": ok: 2 rules, 2 clients, 0 plans; 2 warnings\n") {
+		t.Errorf("stdout:\n%s", out)
+	}
+}
+
+// TestCheckImpossibleCost: a cost no limit can ever allow is an error.
+func TestCheckImpossibleCost(t *testing.T) {
+	path := writeFile(t, "cost.yaml", goodConfig+"    cost: 11\n")
+	code, out, errs := runCmd("check", "--config", path)
+	if code != 1 || out != "" || !strings.HasPrefix(errs, path+":16:11: rules[1].cost: 11 is more than the 10 that rate 10/m allows at once") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and the cost's error", code, out, errs)
 	}
 }
 
@@ -172,8 +211,46 @@ func TestHelpAndVersion(t *testing.T) {
 		t.Errorf("help: exit %d, stdout %q", code, out)
 	}
 	code, out, errs := runCmd("version")
-	if code != 0 || !regexp.MustCompile(`^sluice \S+\n$`).MatchString(out) || errs != "" {
-		t.Errorf("version: exit %d, stdout %q, stderr %q; want 0 and one line `sluice VERSION`", code, out, errs)
+	if code != 0 || !regexp.MustCompile(`^sluice \S+( \(revision [0-9a-f]+(, modified)?\))? go\S+\n$`).MatchString(out) || errs != "" {
+		t.Errorf("version: exit %d, stdout %q, stderr %q; want 0 and one line `sluice VERSION [(revision R)] GOVERSION`", code, out, errs)
+	}
+}
+
+// TestCommandHelp: --help, -h and -help print the command's usage on
+// stdout and exit 0.
+func TestCommandHelp(t *testing.T) {
+	for _, cmd := range []string{"serve", "check"} {
+		for _, flag := range []string{"--help", "-h", "-help"} {
+			code, out, errs := runCmd(cmd, flag)
+			if code != 0 || errs != "" || !strings.HasPrefix(out, "usage: sluice "+cmd+" --config FILE\n") || !strings.Contains(out, "-config") {
+				t.Errorf("sluice %s %s: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", cmd, flag, code, out, errs)
+			}
+		}
+	}
+}
+
+// TestVersionRevision: a binary built from a git checkout names the commit
+// it was built from, as the go command recorded it (it records none with
+// -buildvcs=false, outside a checkout, or in a git worktree).
+func TestVersionRevision(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "sluice")
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Skipf("go build -buildvcs=true: %v\n%s", err, out) // not a checkout the go command can read
+	}
+	info, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\bvcs\.revision=([0-9a-f]+)`).FindSubmatch(info)
+	if m == nil {
+		t.Skip("the go command recorded no revision (a git worktree?)")
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "(revision " + string(m[1]); !strings.Contains(string(out), want) {
+		t.Errorf("sluice version = %q, want it to contain %q", out, want)
 	}
 }
 
