@@ -2,27 +2,97 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/sluice-rl/sluice/config"
 )
 
 // AdminHandler returns the admin side: /metrics, /healthz, /readyz and
 // POST /reload. It must never be served on the callers' address.
+//
+// Browsers are kept out: a cross-origin POST (Sec-Fetch-Site or Origin
+// naming another site) is refused with 403, so that no web page open on the
+// operator's machine can reload. /metrics and /reload also need either the
+// admin token (Authorization: Bearer, when admin.token is set) or, without
+// one, a Host that is an IP address, localhost or the admin address's own
+// host: a page that rebinds its DNS name to 127.0.0.1 still sends its own
+// name as Host. /healthz and /readyz are open to load balancers and probes.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", g.metrics.handler())
+	mux.Handle("GET /metrics", g.adminOnly(g.metrics.handler()))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", g.readyz)
-	mux.HandleFunc("POST /reload", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("POST /reload", g.adminOnly(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		if err := g.Reload(); err != nil {
 			writeText(w, http.StatusUnprocessableEntity, "reload refused; the previous configuration stays in force:\n"+err.Error()+"\n")
 			return
 		}
 		writeText(w, http.StatusOK, "reloaded\n")
+	})))
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeText(w, http.StatusForbidden, "cross-origin request refused: the admin endpoints take no requests from web pages\n")
+	}))
+	return cop.Handler(mux)
+}
+
+// adminOnly lets a request through to h if it carries the admin token or,
+// when none is configured, names this admin address as its Host.
+func (g *Gateway) adminOnly(h http.Handler) http.Handler {
+	token, addr := g.opts.Config.AdminToken, g.opts.Config.Admin
+	var want [sha256.Size]byte
+	if token != "" {
+		want = sha256.Sum256([]byte("Bearer " + token))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token != "" {
+			// Comparing digests in constant time reveals neither the
+			// token nor its length.
+			got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="sluice admin"`)
+				writeText(w, http.StatusUnauthorized, "admin token required (Authorization: Bearer TOKEN, the admin.token of the configuration)\n")
+				return
+			}
+		} else if !adminHost(r.Host, addr) {
+			writeText(w, http.StatusForbidden, fmt.Sprintf("Host %q is not this admin address (an IP address, localhost or the admin address's host name; or set admin.token)\n", r.Host))
+			return
+		}
+		h.ServeHTTP(w, r)
 	})
-	return mux
+}
+
+// adminHost reports whether a request's Host names the admin server
+// listening on addr: an IP address, localhost, or addr's own host name.
+func adminHost(host, addr string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if host == "" {
+		return true // no Host (HTTP/1.0): not a browser, which always sends one
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true
+	}
+	own, _, _ := net.SplitHostPort(addr)
+	return strings.EqualFold(host, "localhost") || strings.EqualFold(host, own)
+}
+
+// logWarnings logs each of cfg's warnings (dangerous but working
+// settings), at start and after each reload.
+func (g *Gateway) logWarnings(cfg *config.File) {
+	for _, w := range cfg.Warnings {
+		g.log.Warn("configuration warning", "file", w.File, "line", w.Line, "col", w.Col, "warning", w.Msg)
+	}
 }
 
 // readyz answers 200 while the gateway serves, with the store's state in

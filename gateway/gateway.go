@@ -80,6 +80,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g.logGate = newLogGate(opts.Clock, time.Second)
 	g.cfg.Store(opts.Config)
+	g.logWarnings(opts.Config)
 	g.startSum = fileSum(opts.Config.Path)
 	if g.store == nil {
 		st, err := openStore(context.Background(), opts.Config, g.metrics, g.log)

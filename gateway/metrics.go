@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/internal/buildinfo"
 )
 
 // metrics are the gateway's Prometheus series. Label values come only from
@@ -60,7 +61,13 @@ func newMetrics() *metrics {
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
 		}),
 	}
-	m.registry.MustRegister(m.requests, m.rejected, m.decision, m.reloads, m.storeErrors, m.upstreamFails,
+	bi := buildinfo.Read()
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sluice_build_info",
+		Help: "Always 1; the labels say which sluice runs: module version, VCS revision (\"\" when not recorded) and Go version.",
+	}, []string{"version", "revision", "goversion"})
+	build.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
+	m.registry.MustRegister(build, m.requests, m.rejected, m.decision, m.reloads, m.storeErrors, m.upstreamFails,
 		m.storeLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")

@@ -29,9 +29,10 @@ func (g *Gateway) Reload() error {
 		g.log.Error("reload refused; previous configuration stays", "file", old.Path, "err", err.Error())
 		return err
 	}
-	if cfg.Listen != old.Listen || cfg.Admin != old.Admin || !cfg.Store.Equal(old.Store) {
+	g.logWarnings(cfg)
+	if cfg.Listen != old.Listen || cfg.Admin != old.Admin || cfg.AdminToken != old.AdminToken || !cfg.Store.Equal(old.Store) {
 		g.log.Warn("listen, admin and store changes take effect after a restart", "file", old.Path)
-		cfg.Listen, cfg.Admin, cfg.Store = old.Listen, old.Admin, old.Store
+		cfg.Listen, cfg.Admin, cfg.AdminToken, cfg.Store = old.Listen, old.Admin, old.AdminToken, old.Store
 	}
 	g.cfg.Store(cfg)
 	g.limiter.SetPolicy(cfg.Compiled)
