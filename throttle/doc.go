@@ -99,6 +99,19 @@
 // expects even longer) is refused first. TestInvariantPriorityUnderLoad
 // checks every decision under mixed concurrent load.
 //
+// # Settling: the upstream's outcome
+//
+// Release reports what the upstream did (Outcome: status, latency,
+// timeout, failure, its Retry-After). It feeds the completion rate that
+// predicts queue waits, the adaptive limit, and, with
+// Config.UpstreamBackoff, the upstream's own back-pressure: a 503 with
+// Retry-After holds every non-critical request for that long (at most
+// MaxBackoff) and a 429 with Retry-After holds the caller it answered. A
+// held request is refused at arrival, before any other work, with
+// ReasonUpstreamBackoff and the time that remains, so the gateway answers
+// it cheaply itself; the waiters a new hold covers leave the queue at once.
+// The upstream's own answers are not touched: the caller passes them on.
+//
 // Every refusal carries a RetryAfter that is never zero: the expected wait
 // for a slot, or what remains of an upstream's hold. RetryAfterSeconds
 // rounds it up for a Retry-After header.

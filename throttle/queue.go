@@ -216,3 +216,19 @@ func (q *queue) takeLevel(i int, out []*waiter) []*waiter {
 	}
 	return out
 }
+
+// client returns every waiter of one caller and takes them out of the
+// queue.
+func (q *queue) client(c string) []*waiter {
+	var out []*waiter
+	for i := range q.levels {
+		if f := q.levels[i].flows[c]; f != nil {
+			for f.n > 0 {
+				w := f.head
+				q.remove(w)
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}

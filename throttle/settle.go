@@ -23,6 +23,10 @@ type Outcome struct {
 	Timeout bool
 	// Failed means there was no answer at all (connection refused, reset).
 	Failed bool
+	// RetryAfter is the upstream's Retry-After (0 if none), parsed by the
+	// caller; with Config.UpstreamBackoff a 503 or 429 carrying it holds
+	// requests for that long.
+	RetryAfter time.Duration
 	// Canceled means the caller went away before the upstream answered:
 	// the outcome says nothing about the upstream and is not counted.
 	Canceled bool
@@ -41,6 +45,7 @@ func (d *Decision) Release(o Outcome) {
 	defer t.mu.Unlock()
 	t.inFlight--
 	t.settle(now, d.start, o)
+	t.backoff(now, d.client, o)
 	t.dispatch(now)
 }
 

@@ -24,6 +24,12 @@ type Stats struct {
 	Queued uint64
 	// QueueWait is the total time requests admitted from the queue waited.
 	QueueWait time.Duration
+	// UpstreamHold is what remains of an upstream 503's hold on
+	// non-critical requests (0: none); HeldClients how many callers an
+	// upstream 429 holds (expired holds may still be counted until looked
+	// at again).
+	UpstreamHold time.Duration
+	HeldClients  int
 
 	refused [numPriorities][numReasons]uint64
 }
@@ -39,16 +45,19 @@ func (s Stats) Refused(p Priority, r Reason) uint64 {
 
 // Stats returns a snapshot of the Throttle's state and totals.
 func (t *Throttle) Stats() Stats {
+	now := t.clk.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return Stats{
-		InFlight:    t.inFlight,
-		Limit:       t.limit,
-		MaxInFlight: t.cfg.MaxInFlight,
-		QueueLength: t.queue.n,
-		Admitted:    t.counts.admitted,
-		Queued:      t.counts.queued,
-		QueueWait:   t.counts.waited,
-		refused:     t.counts.refused,
+		UpstreamHold: max(t.holds.all.Sub(now), 0),
+		HeldClients:  len(t.holds.clients),
+		InFlight:     t.inFlight,
+		Limit:        t.limit,
+		MaxInFlight:  t.cfg.MaxInFlight,
+		QueueLength:  t.queue.n,
+		Admitted:     t.counts.admitted,
+		Queued:       t.counts.queued,
+		QueueWait:    t.counts.waited,
+		refused:      t.counts.refused,
 	}
 }

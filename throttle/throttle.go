@@ -28,6 +28,12 @@ type Config struct {
 	// Degrade requests are refused and a share of Low requests growing to
 	// all of them at the limit.
 	ShedFrom float64
+	// UpstreamBackoff obeys the upstream's Retry-After: after a 503 with
+	// one, non-critical requests are refused for that long; after a 429
+	// with one, that caller's requests are (ReasonUpstreamBackoff).
+	UpstreamBackoff bool
+	// MaxBackoff caps how long one Retry-After holds; 0 means a minute.
+	MaxBackoff time.Duration
 	// Clock tells the time; nil means clock.Real.
 	Clock clock.Clock
 	// Rand returns a uniform number in [0, 1) for early shedding; nil means
@@ -65,6 +71,7 @@ type Throttle struct {
 	seq      uint64 // numbers waiters in order of arrival
 	done     completions
 	adapt    *window // nil without Config.Adaptive
+	holds    holds
 	counts   counters
 }
 
@@ -83,6 +90,9 @@ func New(cfg Config) (*Throttle, error) {
 	}
 	if t.cfg.ShedFrom == 0 {
 		t.cfg.ShedFrom = defaultShedFrom
+	}
+	if t.cfg.MaxBackoff == 0 {
+		t.cfg.MaxBackoff = defaultMaxBackoff
 	}
 	if cfg.Adaptive != nil {
 		t.adapt = newWindow(*cfg.Adaptive, cfg.MaxInFlight, t.clk.Now())
@@ -103,6 +113,9 @@ func (c *Config) check() error {
 	}
 	if c.ShedFrom < 0 || c.ShedFrom > 1 || c.ShedFrom != c.ShedFrom {
 		errs = append(errs, fmt.Errorf("throttle: shed_from %v: want a share of the limit above 0 and at most 1", c.ShedFrom))
+	}
+	if c.MaxBackoff < 0 {
+		errs = append(errs, fmt.Errorf("throttle: max_backoff %v: want 0 (a minute) or more", c.MaxBackoff))
 	}
 	if c.Queue.MaxWait < 0 {
 		errs = append(errs, fmt.Errorf("throttle: queue max_wait %v: want 0 (no bound) or more", c.Queue.MaxWait))
@@ -140,8 +153,9 @@ type Decision struct {
 	// Limit is the limit in force when the decision was made.
 	Limit int
 
-	t     *Throttle // nil once released, and for a refusal
-	start time.Time // when the slot was taken
+	t      *Throttle // nil once released, and for a refusal
+	start  time.Time // when the slot was taken
+	client string
 }
 
 // RetryAfterSeconds is RetryAfter rounded up to whole seconds, at least 1:
@@ -173,11 +187,14 @@ func (t *Throttle) Acquire(ctx context.Context, r Request) Decision {
 // arrive decides r at now; it returns a waiter when r joins the queue. The
 // caller holds t.mu.
 func (t *Throttle) arrive(now time.Time, r Request) (Decision, *waiter) {
+	if left := t.holds.held(now, r); left > 0 {
+		return t.refuse(r.Priority, ReasonUpstreamBackoff, left), nil
+	}
 	if d, refused := t.early(now, r); refused {
 		return d, nil
 	}
 	if t.inFlight < t.limit && t.queue.n == 0 {
-		return t.admit(now, r.Priority), nil
+		return t.admit(now, r.Priority, r.Client), nil
 	}
 	if r.Priority == Low { // at the limit Low never queues
 		return t.refuse(r.Priority, ReasonShed, t.slotWait(now, t.queue.n+1)), nil
@@ -217,7 +234,7 @@ func (t *Throttle) slotWait(now time.Time, n int) time.Duration {
 var testHook func(t *Throttle, p Priority, d Decision)
 
 // admit takes a slot for a request of priority p.
-func (t *Throttle) admit(now time.Time, p Priority) Decision {
+func (t *Throttle) admit(now time.Time, p Priority, client string) Decision {
 	if testHook != nil {
 		testHook(t, p, Decision{Admitted: true})
 	}
@@ -226,7 +243,7 @@ func (t *Throttle) admit(now time.Time, p Priority) Decision {
 	if t.adapt != nil {
 		t.adapt.peak = max(t.adapt.peak, t.inFlight)
 	}
-	return Decision{Admitted: true, Limit: t.limit, t: t, start: now}
+	return Decision{Admitted: true, Limit: t.limit, t: t, start: now, client: client}
 }
 
 // refuse records and returns a refusal.
@@ -309,7 +326,7 @@ func (t *Throttle) dispatch(now time.Time) {
 		if w == nil {
 			return
 		}
-		d := t.admit(now, w.prio)
+		d := t.admit(now, w.prio, w.client)
 		d.Waited = now.Sub(w.since)
 		t.counts.waited += d.Waited
 		t.release(w, d)
