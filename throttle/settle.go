@@ -33,7 +33,8 @@ type Outcome struct {
 }
 
 // Release gives the slot back and reports the upstream's outcome. It does
-// nothing for a refusal or a Decision already released.
+// nothing for a refusal or a Decision already released through the same
+// variable; release one copy of a Decision only.
 func (d *Decision) Release(o Outcome) {
 	t := d.t
 	if t == nil {

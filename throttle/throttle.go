@@ -304,7 +304,8 @@ func (t *Throttle) wait(ctx context.Context, w *waiter) Decision {
 	t.mu.Lock()
 	if w.f != nil { // still queued: leave
 		t.queue.remove(w)
-		d := t.refuse(w.prio, ReasonCanceled, t.clk.Now().Sub(w.since))
+		d := t.refuse(w.prio, ReasonCanceled, minRetryAfter)
+		d.Waited = t.clk.Now().Sub(w.since)
 		t.mu.Unlock()
 		return d
 	}
