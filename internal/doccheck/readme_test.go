@@ -1,0 +1,71 @@
+package doccheck
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const root = "../.."
+
+// goBlock is a ```go block of README.md with the last link to a Go test
+// file before it: the example it copies.
+var (
+	goBlock  = regexp.MustCompile("(?s)```go\n(.*?)```")
+	testLink = regexp.MustCompile(`\]\(([\w/.-]+_test\.go)\)`)
+)
+
+// TestReadmeGoIsExamples: every Go block of README.md is a verbatim part
+// of the example test file linked just before it, so what the README shows
+// compiles and runs under `go test`.
+func TestReadmeGoIsExamples(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := goBlock.FindAllSubmatchIndex(readme, -1)
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no ```go block")
+	}
+	for _, b := range blocks {
+		code := string(readme[b[2]:b[3]])
+		links := testLink.FindAllSubmatch(readme[:b[0]], -1)
+		if len(links) == 0 {
+			t.Errorf("README.md Go block at byte %d links no example test file before it:\n%s", b[0], code)
+			continue
+		}
+		file := string(links[len(links)-1][1])
+		src, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Errorf("README.md links %s: %v", file, err)
+			continue
+		}
+		if !strings.Contains(string(src), code) {
+			t.Errorf("README.md's Go block before byte %d is not a copy of part of %s (copy it again):\n%s", b[1], file, code)
+		}
+		if !strings.Contains(code, "func Example") {
+			t.Errorf("README.md's Go block copied from %s holds no Example function", file)
+		}
+	}
+}
+
+// TestUserDocsWording: user documentation speaks of sluice, not of the
+// project's tracker.
+func TestUserDocsWording(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	files = append(files, filepath.Join(root, "README.md"))
+	tracker := regexp.MustCompile(`(?i)\b(issues?|ticket)\b`)
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(text), "\n") {
+			if m := tracker.FindString(line); m != "" {
+				t.Errorf("%s:%d: %q in user documentation: %s", filepath.Base(f), i+1, m, line)
+			}
+		}
+	}
+}
