@@ -1,6 +1,7 @@
 package httplimit_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/sluice-rl/sluice/httplimit"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // The 429 of DESIGN.md "What a caller sees", field by field: partner-a's
@@ -236,13 +238,15 @@ func TestLegacyHeaders(t *testing.T) {
 }
 
 // A cost no limit can ever allow: 429 without Retry-After, and the detail
-// says waiting will not help.
+// says waiting will not help. policy.Compile refuses such a cost, so it
+// arises only where the store decides at a smaller limit than the policy's:
+// a local share of it, as with on_failure: local (here a third).
 func TestCostAboveLimit(t *testing.T) {
 	for _, alg := range limiter.Algorithms {
 		p := partners()
 		p.Rules[0].Algorithm = alg
-		p.Rules[0].Cost = 4 // partner-a's limit is 3/m
-		h := newHarness(t, p)
+		p.Rules[0].Cost = 2 // partner-a's limit is 3/m: its third, 1/m, can never allow 2
+		h := newHarness(t, p, func(o *httplimit.Options) { o.Store = &thirdShare{Store: o.Store} })
 		w := h.get("/claims", "key-a")
 		pr := readProblem(t, w, http.StatusTooManyRequests)
 		if v := w.Header().Values("Retry-After"); len(v) != 0 {
@@ -254,8 +258,28 @@ func TestCostAboveLimit(t *testing.T) {
 		if rep := h.lastReport(); rep.Status != 429 || rep.RetryAfter != limiter.Never {
 			t.Errorf("%v: report Status %d RetryAfter %v, want 429 Never", alg, rep.Status, rep.RetryAfter)
 		}
-		wantStatus(t, h.get("/claims", "key-b"), 200, "partner-b (5/m) can afford 4") // cost 4 of 5
+		wantStatus(t, h.get("/claims", "key-b"), 200, "partner-b (5/m, a third: 2/m) can afford 2")
 	}
+	// The policy itself may not ask for it.
+	p := partners()
+	p.Rules[0].Cost = 4
+	if _, err := policy.Compile(p); err == nil || !contains(err.Error(), "every request would be refused") {
+		t.Errorf("Compile with cost 4 over a 3/m limit: %v, want an error", err)
+	}
+}
+
+// thirdShare decides every request at a third of its limit (rounded up),
+// the way each of three instances does with on_failure: local.
+type thirdShare struct{ store.Store }
+
+func (s *thirdShare) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	third := make([]store.Request, len(reqs))
+	for i, r := range reqs {
+		l := r.Limit
+		r.Limit = limiter.MustNew(l.Algorithm(), (l.Rate()+2)/3, l.Period(), (l.Burst()+2)/3)
+		third[i] = r
+	}
+	return s.Store.DecideBatch(ctx, third, now)
 }
 
 func TestFormatPeriod(t *testing.T) {
