@@ -35,7 +35,9 @@ type Options struct {
 	Config *config.File
 	// Logger receives JSON logs. Default: JSON on stderr.
 	Logger *slog.Logger
-	// Clock is read once per request. Default clock.Real{}.
+	// Clock is read once per request, and keeps the time of the store the
+	// gateway opens (the memory store's sweep, the Redis failover's probes
+	// and cached rejections). Default clock.Real{}.
 	Clock clock.Clock
 	// Store keeps the counters. Default: the one Config.Store describes,
 	// owned (and closed) by the gateway.
@@ -83,7 +85,7 @@ func New(opts Options) (*Gateway, error) {
 	g.logWarnings(opts.Config)
 	g.startSum = fileSum(opts.Config.Path)
 	if g.store == nil {
-		st, err := openStore(context.Background(), opts.Config, g.metrics, g.log)
+		st, err := openStore(context.Background(), opts.Config, opts.Clock, g.metrics, g.log)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/httplimit"
 	"github.com/sluice-rl/sluice/limiter"
@@ -21,11 +22,12 @@ import (
 )
 
 // openStore opens the store the configuration describes: memory, or Redis
-// behind cheap rejections and the configured failure policy.
-func openStore(ctx context.Context, cfg *config.File, m *metrics, log *slog.Logger) (store.Store, error) {
+// behind cheap rejections and the configured failure policy. Every part
+// that keeps time keeps it on clk, the gateway's clock.
+func openStore(ctx context.Context, cfg *config.File, clk clock.Clock, m *metrics, log *slog.Logger) (store.Store, error) {
 	sc := cfg.Store
 	if sc.Type == "" || sc.Type == "memory" {
-		return memory.New(memoryOptions(sc)), nil
+		return memory.New(memoryOptions(sc, clk)), nil
 	}
 	ro := redis.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
 		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix}
@@ -38,10 +40,10 @@ func openStore(ctx context.Context, cfg *config.File, m *metrics, log *slog.Logg
 	if err != nil {
 		log.Warn("redis unreachable at start; on_failure decides until it answers", "err", err.Error())
 	}
-	fo := failover.Options{Shared: shared, OnFailure: sc.OnFailure, Instances: sc.Instances,
+	fo := failover.Options{Shared: shared, OnFailure: sc.OnFailure, Instances: sc.Instances, Clock: clk,
 		StartDegraded: err != nil, BackgroundProbe: true}
 	if sc.OnFailure == store.FailLocal {
-		fo.Fallback = memory.New(memoryOptions(sc))
+		fo.Fallback = memory.New(memoryOptions(sc, clk))
 	}
 	fs, err := failover.New(fo)
 	if err != nil {
@@ -54,9 +56,10 @@ func openStore(ctx context.Context, cfg *config.File, m *metrics, log *slog.Logg
 
 // memoryOptions configures a memory store, the store or the local
 // fallback: bounded by max_keys, with room always kept for the clients the
-// policy lists (the bound is on the other callers' keys).
-func memoryOptions(sc config.Store) memory.Options {
-	return memory.Options{MaxKeys: sc.MaxKeys, Reserved: httplimit.ListedKey}
+// policy lists (the bound is on the other callers' keys), sweeping on the
+// clock that times the decisions.
+func memoryOptions(sc config.Store, clk clock.Clock) memory.Options {
+	return memory.Options{MaxKeys: sc.MaxKeys, Reserved: httplimit.ListedKey, Clock: clk}
 }
 
 // registerFailover exports the failover store's own state and counters, so

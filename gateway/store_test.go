@@ -1,0 +1,45 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store/memory"
+)
+
+// The memory store the gateway opens sweeps on the gateway's clock, the
+// one that times its decisions: a sweep on another clock would judge
+// expiry by another time (a real clock ahead of the gateway's forgets
+// every counter at its first tick, limited or not; one behind it keeps
+// them all).
+func TestMemoryStoreSweepsOnTheGatewaysClock(t *testing.T) {
+	cfg, err := config.Parse("sluice.yaml", []byte("listen: 127.0.0.1:0\nupstream: http://127.0.0.1:9\nrules:\n  - name: r\n    rate: 1/m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2090, 1, 2, 3, 4, 5, 0, time.UTC) // a real clock would find nothing expired
+	fake := clock.NewFake(start)
+	st, err := openStore(context.Background(), cfg, fake, newMetrics(), slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	mem := st.(*memory.Store)
+	l := limiter.MustNew(limiter.FixedWindow, 1, time.Minute, 0)
+	if _, err := mem.Decide(context.Background(), "k", l, start, 1); err != nil {
+		t.Fatal(err)
+	}
+	fake.Advance(time.Minute + memory.DefaultSweepInterval) // one sweep, after the window has ended
+	for deadline := time.Now().Add(10 * time.Second); mem.Len() != 0; {
+		if time.Now().After(deadline) { // an upper bound for the sweeper goroutine, not a timing assertion
+			t.Fatalf("the counter was not swept after the gateway's clock passed its expiry (Len %d)", mem.Len())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
