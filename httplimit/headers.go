@@ -16,13 +16,14 @@ type ruleHeader struct {
 	limit     int64
 	window    time.Duration // see policyWindow
 	remaining int64
-	reset     time.Duration
+	more      int64 // t: see quotaSeconds
 }
 
 // setRateLimitHeaders writes RateLimit-Policy and RateLimit as structured
 // field lists with one item per rule (draft-ietf-httpapi-ratelimit-headers-10),
-// and X-RateLimit-* for the most restrictive rule when legacy is set.
-func setRateLimitHeaders(h http.Header, rules []ruleHeader, legacy bool) {
+// and when legacy is set X-RateLimit-* for rules[tight], or if tight is -1
+// for the rule with the least remaining (the longer wait of two alike).
+func setRateLimitHeaders(h http.Header, rules []ruleHeader, legacy bool, tight int) {
 	if len(rules) == 0 {
 		return
 	}
@@ -41,22 +42,39 @@ func setRateLimitHeaders(h http.Header, rules []ruleHeader, legacy bool) {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendItem(b, r.name, 'r', r.remaining, 't', ceilSeconds(r.reset))
+		b = appendItem(b, r.name, 'r', r.remaining, 't', r.more)
 	}
 	both := string(b)
 	h["Ratelimit-Policy"] = []string{both[:split]}
 	h["Ratelimit"] = []string{both[split:]}
-	if legacy {
-		tight := rules[0]
-		for _, r := range rules[1:] {
-			if r.remaining < tight.remaining {
-				tight = r
+	if !legacy {
+		return
+	}
+	if tight < 0 {
+		tight = 0
+		for i, r := range rules[1:] {
+			if t := rules[tight]; r.remaining < t.remaining || r.remaining == t.remaining && r.more > t.more {
+				tight = i + 1
 			}
 		}
-		h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(tight.limit, 10)}
-		h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(tight.remaining, 10)}
-		h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilSeconds(tight.reset), 10)}
 	}
+	r := rules[tight]
+	h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(r.limit, 10)}
+	h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(r.remaining, 10)}
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(r.more, 10)}
+}
+
+// quotaSeconds is the t of a rule's RateLimit item: the seconds until more
+// quota is available, rounded up. For a rule that rejects the request that
+// is when the same request would pass, its Retry-After (never 0);
+// otherwise when Remaining next grows, Decision.Refill (0 when the rule is
+// at its full limit). A cost the rule can never allow has no Retry-After:
+// t is then also Refill.
+func quotaSeconds(d limiter.Decision) int64 {
+	if !d.Allowed && d.RetryAfter != limiter.Never {
+		return retryAfterSeconds(d.RetryAfter)
+	}
+	return ceilSeconds(d.Refill)
 }
 
 // policyWindow is the w of a rule's RateLimit-Policy before rounding: the

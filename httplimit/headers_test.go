@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -57,5 +58,135 @@ func TestPolicyWindowOfBuckets(t *testing.T) {
 				t.Errorf("X-RateLimit-Limit %q, want %d", got, c.q)
 			}
 		})
+	}
+}
+
+// rateLimitItem returns the r and t of rule name in w's RateLimit.
+func rateLimitItem(t *testing.T, w *httptest.ResponseRecorder, name string) (r, tt int64) {
+	t.Helper()
+	for _, it := range mustSFList(t, "RateLimit", w.Header().Values("RateLimit")) {
+		if it.Value == name {
+			return it.Params["r"], it.Params["t"]
+		}
+	}
+	t.Fatalf("RateLimit %q has no item %q", w.Header().Get("RateLimit"), name)
+	return 0, 0
+}
+
+// t is the seconds until more quota is available, not until the limit is
+// back in full: a sliding window frees quota before the window has passed,
+// a bucket a token at a time, a log when its oldest entry expires.
+func TestTIsTimeToMoreQuota(t *testing.T) {
+	type step struct {
+		at     time.Duration // from the epoch
+		status int
+		r, t   int64
+	}
+	cases := []struct {
+		name  string
+		alg   limiter.Algorithm
+		rate  policy.Rate
+		burst int64
+		steps []step
+	}{
+		// 3 at 0s; at 30s the window's 3 weigh 3 until 60s, 2 from 60s+1µs:
+		// Retry-After 31 and t 31, not the 90s until both windows are empty.
+		{"sliding_window", limiter.SlidingWindow, rate(3, time.Minute), 0, []step{
+			{0, 200, 2, 61}, {0, 200, 1, 61}, {0, 200, 0, 61}, {30 * time.Second, 429, 0, 31},
+			// prev 3 at e = 10s: floor(3·50/60) = 2, 1 left; 1 only after e = 20s.
+			{70 * time.Second, 200, 0, 11},
+		}},
+		// Entries at 0, 20 and 30s: the one of 0s frees a unit at 60s.
+		{"sliding_log", limiter.SlidingLog, rate(3, time.Minute), 0, []step{
+			{0, 200, 2, 60}, {20 * time.Second, 200, 1, 40}, {30 * time.Second, 200, 0, 30},
+			{45 * time.Second, 429, 0, 15},
+		}},
+		// A token every 36s; the bucket is full again only 36s per token later.
+		{"token_bucket", limiter.TokenBucket, rate(100, time.Hour), 3, []step{
+			{0, 200, 2, 36}, {0, 200, 1, 36}, {time.Second, 200, 0, 35}, {10 * time.Second, 429, 0, 26},
+		}},
+		{"gcra", limiter.GCRA, rate(10, time.Minute), 5, []step{
+			{0, 200, 4, 6}, {0, 200, 3, 6}, {0, 200, 2, 6}, {0, 200, 1, 6}, {0, 200, 0, 6},
+			{1500 * time.Millisecond, 429, 0, 5},
+		}},
+		{"fixed_window", limiter.FixedWindow, rate(2, time.Minute), 0, []step{
+			{10 * time.Second, 200, 1, 50}, {20 * time.Second, 200, 0, 40}, {30 * time.Second, 429, 0, 30},
+			{time.Minute, 200, 1, 60},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, oneRule(c.alg, c.rate, c.burst))
+			for i, s := range c.steps {
+				h.clock.Set(epoch.Add(s.at))
+				w := h.get("/x", "")
+				wantStatus(t, w, s.status, fmt.Sprintf("step %d", i))
+				if r, tt := rateLimitItem(t, w, "r"); r != s.r || tt != s.t {
+					t.Errorf("step %d at %v: RateLimit %q, want r=%d;t=%d", i, s.at, w.Header().Get("RateLimit"), s.r, s.t)
+				}
+				if s.status == 429 && w.Header().Get("Retry-After") != strconv.FormatInt(s.t, 10) {
+					t.Errorf("step %d: Retry-After %q, want t = %d", i, w.Header().Get("Retry-After"), s.t)
+				}
+			}
+		})
+	}
+}
+
+// On every 429, whatever the algorithm, t equals Retry-After (whole
+// seconds, never 0), and so does the legacy X-RateLimit-Reset; on an
+// allowed response t is 0 exactly when the rule is at its full limit.
+func TestTEqualsRetryAfter(t *testing.T) {
+	steps := []time.Duration{0, 300 * time.Millisecond, 1700 * time.Millisecond, 10 * time.Microsecond,
+		2300 * time.Millisecond, 999_999 * time.Microsecond, 4100 * time.Millisecond, 0, 650 * time.Millisecond}
+	for _, alg := range limiter.Algorithms {
+		for _, r := range []policy.Rate{rate(3, 10*time.Second), rate(2, 1500*time.Millisecond), rate(5, time.Minute)} {
+			t.Run(fmt.Sprintf("%v %v", alg, r), func(t *testing.T) {
+				h := newHarness(t, oneRule(alg, r, 0), func(o *httplimit.Options) { o.LegacyHeaders = true })
+				h.clock.Advance(123_456 * time.Microsecond)
+				rejected := 0
+				for i := range 60 {
+					h.clock.Advance(steps[i%len(steps)])
+					w := h.get("/x", "")
+					rem, tt := rateLimitItem(t, w, "r")
+					if legacy := w.Header().Get("X-RateLimit-Reset"); legacy != strconv.FormatInt(tt, 10) {
+						t.Fatalf("step %d: X-RateLimit-Reset %q, t %d", i, legacy, tt)
+					}
+					if w.Code == 200 {
+						if (tt == 0) != (rem == r.N) {
+							t.Fatalf("step %d: allowed with r=%d;t=%d (limit %d)", i, rem, tt, r.N)
+						}
+						continue
+					}
+					rejected++
+					if wait := retryAfter(t, w); tt != wait {
+						t.Fatalf("step %d: 429 with Retry-After %d and t=%d", i, wait, tt)
+					}
+				}
+				if rejected == 0 {
+					t.Fatal("no request was ever rejected: the steps do not test anything")
+				}
+			})
+		}
+	}
+}
+
+// With several rules, a 429's legacy X-RateLimit-* speak of the rule whose
+// wait is its Retry-After, even when another rule has less remaining.
+func TestLegacyHeadersOfA429(t *testing.T) {
+	p := policy.Policy{Rules: []policy.Rule{
+		{Name: "hourly", Key: policy.KeySpec{Kind: policy.KeyIP}, Algorithm: limiter.FixedWindow, Rate: rate(4, time.Hour), Cost: 3},
+		{Name: "b", Match: policy.Match{Path: "/b"}, Key: policy.KeySpec{Kind: policy.KeyIP}, Algorithm: limiter.FixedWindow, Rate: rate(1, time.Minute)},
+	}}
+	h := newHarness(t, p, func(o *httplimit.Options) { o.LegacyHeaders = true })
+	wantStatus(t, h.get("/b", ""), 200, "first") // hourly 1 left, b none
+	h.clock.Advance(20 * time.Second)
+	w := h.get("/b", "")
+	wantStatus(t, w, 429, "second")
+	got := [3]string{w.Header().Get("X-RateLimit-Limit"), w.Header().Get("X-RateLimit-Remaining"), w.Header().Get("X-RateLimit-Reset")}
+	if want := [3]string{"4", "1", "3580"}; got != want || w.Header().Get("Retry-After") != "3580" {
+		t.Errorf("X-RateLimit-Limit/-Remaining/-Reset %q with Retry-After %q, want %q (rule hourly)", got, w.Header().Get("Retry-After"), want)
+	}
+	if r, tt := rateLimitItem(t, w, "b"); r != 0 || tt != 40 {
+		t.Errorf("b: r=%d;t=%d, want r=0;t=40", r, tt)
 	}
 }

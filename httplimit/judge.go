@@ -93,7 +93,7 @@ func (l *Limiter) judge(w http.ResponseWriter, pol *policy.Compiled, caller *pol
 	s.headers = s.headers[:0]
 	var violated []string
 	var worst time.Duration
-	worstRule := -1
+	worstRule, worstHeader := -1, -1
 	for k, res := range results {
 		i := s.index[k]
 		rule := pol.Rule(i)
@@ -113,17 +113,18 @@ func (l *Limiter) judge(w http.ResponseWriter, pol *policy.Compiled, caller *pol
 			} else {
 				violated = append(violated, rule.Name)
 				if d.RetryAfter > worst || worstRule < 0 {
-					worst, worstRule = d.RetryAfter, k
+					worst, worstRule, worstHeader = d.RetryAfter, k, len(s.headers)
 				}
 			}
 		}
 		rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Outcome: out, Decision: d})
 		if rule.Mode == policy.Enforce {
 			s.headers = append(s.headers, ruleHeader{name: rule.Name, limit: d.Limit, window: policyWindow(s.reqs[k].Limit),
-				remaining: d.Remaining, reset: d.Reset})
+				remaining: d.Remaining, more: quotaSeconds(d)})
 		}
 	}
-	setRateLimitHeaders(w.Header(), s.headers, l.legacy.Load())
+	// The legacy headers of a 429 speak of the rule whose Retry-After it has.
+	setRateLimitHeaders(w.Header(), s.headers, l.legacy.Load(), worstHeader)
 	if len(violated) == 0 {
 		return true
 	}

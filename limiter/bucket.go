@@ -1,5 +1,7 @@
 package limiter
 
+import "time"
+
 // The three bucket algorithms admit the same traffic: a bucket of Burst
 // requests that refills (or drains) at Rate per Period. They differ in what
 // they remember. All count in units of 1/n microsecond, where one request is
@@ -29,6 +31,7 @@ func tokenBucket(l *Limit, tokens, last, t, cost int64, d *Decision) (int64, int
 	}
 	d.Remaining = div(tokens, l.p)
 	d.Reset = usec(ceilDiv(capacity-tokens, l.n))
+	d.Refill = refill(l, tokens, d.Remaining)
 	return tokens, t
 }
 
@@ -57,6 +60,7 @@ func leakyBucket(l *Limit, level, last, t, cost int64, d *Decision) (int64, int6
 	}
 	d.Remaining = div(capacity-level, l.p)
 	d.Reset = usec(ceilDiv(level, l.n))
+	d.Refill = refill(l, capacity-level, d.Remaining)
 	return level, t
 }
 
@@ -88,6 +92,7 @@ func gcra(l *Limit, tat, frac, t, cost int64, d *Decision) (int64, int64) {
 			frac = level - q*l.n
 			d.Remaining = div(capacity-level, l.p)
 			d.Reset = usec(q + min(frac, 1)) // ceil(level/n), from the one division
+			d.Refill = refill(l, capacity-level, d.Remaining)
 			return t + q, frac
 		}
 	default:
@@ -95,7 +100,18 @@ func gcra(l *Limit, tat, frac, t, cost int64, d *Decision) (int64, int64) {
 	}
 	d.Remaining = div(capacity-level, l.p)
 	d.Reset = usec(ceilDiv(level, l.n))
+	d.Refill = refill(l, capacity-level, d.Remaining)
 	return tat, frac
+}
+
+// refill returns how long until a bucket with free units of room (remaining
+// whole requests) has room for one more request: Decision.Refill. 0 when
+// it is full.
+func refill(l *Limit, free, remaining int64) time.Duration {
+	if remaining >= l.burst {
+		return 0
+	}
+	return usec(ceilDiv((remaining+1)*l.p-free, l.n))
 }
 
 // drain returns level less what elapsed microseconds take away at n units

@@ -27,6 +27,11 @@ type Decision struct {
 	// if nothing else happens (0 when it is already). A store may forget the
 	// key's state after Reset: the state can no longer change a decision.
 	Reset time.Duration
+	// Refill is how long, from now, until Remaining grows by at least one
+	// unit if nothing else happens: the RetryAfter a request costing
+	// Remaining+1 would get. It is 0 when Remaining is Limit, and at most
+	// Reset. For a denied request of cost 1 it equals RetryAfter.
+	Refill time.Duration
 }
 
 // State is what an algorithm remembers about one key between decisions: a

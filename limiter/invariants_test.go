@@ -64,6 +64,7 @@ func (r *run) step(raw, cost int64) {
 		if forward {
 			r.checkRetryAfter(d, next, t, cost)
 			r.checkReset(d, next, t, cost)
+			r.checkRefill(d, next, t)
 		}
 	}
 	if d.Allowed && cost > 0 {
@@ -171,6 +172,26 @@ func (r *run) checkReset(d limiter.Decision, next limiter.State, t, cost int64) 
 		if early := r.decide(next, at-1, 0); early.Remaining == d.Limit {
 			r.t.Fatalf("%v: Reset %v at %d, but full 1µs sooner: %+v", r.l, d.Reset, t, early)
 		}
+	}
+}
+
+// checkRefill: Refill is 0 exactly when the key is full, at most Reset,
+// and Remaining grows then, not 1µs sooner (time going only forward
+// since).
+func (r *run) checkRefill(d limiter.Decision, next limiter.State, t int64) {
+	r.t.Helper()
+	if d.Refill < 0 || d.Refill > d.Reset || (d.Refill == 0) != (d.Remaining == d.Limit) || d.Refill%time.Microsecond != 0 {
+		r.t.Fatalf("%v: %+v: want 0 <= Refill <= Reset in whole µs, 0 exactly when Remaining is Limit", r.l, d)
+	}
+	refill := int64(d.Refill / time.Microsecond)
+	if refill == 0 || t+refill > maxTime {
+		return
+	}
+	if later := r.decide(next, t+refill, 0); later.Remaining <= d.Remaining {
+		r.t.Fatalf("%v: Refill %v at %d, but Remaining is still %d then: %+v\nstate %+v", r.l, d.Refill, t, d.Remaining, later, next)
+	}
+	if early := r.decide(next, t+refill-1, 0); early.Remaining != d.Remaining {
+		r.t.Fatalf("%v: Refill %v at %d, but Remaining is %d 1µs sooner: %+v\nstate %+v", r.l, d.Refill, t, early.Remaining, early, next)
 	}
 }
 

@@ -29,8 +29,9 @@ func slidingLog(l *Limit, s State, t, cost int64, d *Decision) State {
 		d.RetryAfter = usec(logRetry(log, used+cost-l.rate, l.period, t))
 	}
 	d.Remaining = l.rate - used
-	if n := len(log); n > 0 {
+	if n := len(log); n > 0 { // the oldest entry frees its cost first
 		d.Reset = usec(log[n-1].At + l.period - t)
+		d.Refill = usec(log[0].At + l.period - t)
 	}
 	return State{A: used, Log: log}
 }

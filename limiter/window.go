@@ -30,8 +30,9 @@ func fixedWindow(l *Limit, last, lastCount, t, cost int64, d *Decision) (int64, 
 		d.RetryAfter = usec(end - t)
 	}
 	d.Remaining = l.rate - count
-	if count > 0 {
+	if count > 0 { // all of it comes back at once, at the window's end
 		d.Reset = usec(end - t)
+		d.Refill = d.Reset
 	}
 	return start, count
 }
@@ -69,6 +70,9 @@ func slidingWindow(l *Limit, last, counts, t, cost int64, d *Decision) (int64, i
 		d.RetryAfter = usec(slidingRetry(l, prev, curr, e, cost))
 	}
 	d.Remaining = max(l.rate-used, 0)
+	if d.Remaining < l.rate { // when a request of Remaining+1 would first fit
+		d.Refill = usec(slidingRetry(l, prev, curr, e, d.Remaining+1))
+	}
 	switch {
 	case curr > 0:
 		d.Reset = usec(start + 2*l.period - t)
@@ -106,12 +110,30 @@ func slidingRetry(l *Limit, prev, curr, e, cost int64) int64 {
 }
 
 // firstFit returns the least elapsed time x in [lo, period) at which
-// weighted(prev, x, period) <= room, by binary search: weighted does not grow
-// with x.
+// weighted(prev, x, period) <= room: weighted does not grow with x. Every
+// allowed decision asks it (for Refill), so it first tries where the
+// arithmetic puts x, floor(prev·(period−x)/period) <= room exactly when
+// x > period − (room+1)·period/prev, and keeps that answer if weighted
+// confirms it; else it searches. Either way the answer is the search's.
 func firstFit(prev, room, lo, period int64) (int64, bool) {
 	hi := period - 1
 	if lo > hi || weighted(prev, hi, period) > room {
 		return 0, false
+	}
+	if prev <= 0 {
+		return lo, true
+	}
+	x := period + 1 - int64(math.Ceil(float64(room+1)*float64(period)/float64(prev)))
+	x = min(max(x, lo), hi)
+	for range 3 { // doubles' rounding may put the guess a step off
+		switch {
+		case weighted(prev, x, period) > room:
+			x++ // x < hi, since weighted(prev, hi, period) <= room
+		case x > lo && weighted(prev, x-1, period) <= room:
+			x--
+		default:
+			return x, true
+		}
 	}
 	for lo < hi {
 		mid := lo + (hi-lo)/2

@@ -53,7 +53,9 @@ func TestDecideAllGoesToTheSharedStore(t *testing.T) {
 	}
 	want := denied
 	want[0].Decision.Reset -= later
+	want[0].Decision.Refill -= later
 	want[1].Decision.Reset -= later
+	want[1].Decision.Refill -= later
 	want[1].Decision.RetryAfter -= later
 	if res[0] != want[0] || res[1] != want[1] {
 		t.Errorf("repeated from memory:\n got  %+v\n want %+v", res, want)

@@ -25,7 +25,7 @@ type denialShard struct {
 type denial struct {
 	cost  int64 // requests of this cost are denied...
 	until time.Time
-	d     limiter.Decision // ...with this answer, RetryAfter and Reset shortened as time passes
+	d     limiter.Decision // ...with this answer, RetryAfter, Reset and Refill shortened as time passes
 	at    time.Time
 	limit limiter.Limit
 	// others are the decisions of the other rules of the request the
@@ -101,13 +101,13 @@ func (e *denial) answer(cost int64, l limiter.Limit, now time.Time) (limiter.Dec
 		// and the spend that follows is denied from here too. So a limited
 		// caller on a path of several rules does not reach Redis either.
 		d.Allowed, d.RetryAfter = true, 0
-		d.Reset = max(0, d.Reset-now.Sub(e.at))
+		d.Reset, d.Refill = max(0, d.Reset-now.Sub(e.at)), max(0, d.Refill-now.Sub(e.at))
 		return d, true
 	}
 	if d.RetryAfter != limiter.Never {
 		d.RetryAfter = e.until.Sub(now)
 	}
-	d.Reset = max(0, d.Reset-now.Sub(e.at))
+	d.Reset, d.Refill = max(0, d.Reset-now.Sub(e.at)), max(0, d.Refill-now.Sub(e.at))
 	return d, true
 }
 
@@ -150,7 +150,7 @@ func (ds *denials) attach(key string, at time.Time, others []companion) {
 // requests is remembered as denied at its cost, together with decisions of
 // exactly the request's other requests made less than maxCompanionAge ago.
 // The denial is answered as lookup answers it; the others as they were,
-// their Reset and RetryAfter shortened by the time since.
+// their Reset, Refill and RetryAfter shortened by the time since.
 func (ds *denials) replay(reqs []store.Request, now time.Time) ([]store.Result, bool) {
 	for i, r := range reqs {
 		if r.Shadow || r.Cost == 0 {
@@ -188,7 +188,7 @@ func fillOthers(out []store.Result, reqs []store.Request, i int, others []compan
 			return false
 		}
 		d := c.d
-		d.Reset = max(0, d.Reset-elapsed)
+		d.Reset, d.Refill = max(0, d.Reset-elapsed), max(0, d.Refill-elapsed)
 		if !d.Allowed && d.RetryAfter != limiter.Never {
 			if d.RetryAfter -= elapsed; d.RetryAfter <= 0 {
 				return false // this denial has run out: ask again

@@ -21,20 +21,22 @@ func TestOddReplies(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	for _, src := range []string{
-		"return 'x'", "return 7", "return {}", "return {1, 4, 0, 0}", "return redis.error_reply('boom')",
-		"return struct.pack('>ddd', 1, 4, 0)", "return struct.pack('>ddddd', 1, 4, 0, 0, 0)",
-		"return struct.pack('>dddd', 1, 4, 0, 0.5)", "return struct.pack('>dddd', 1, 4, 0, 0/0)",
-		"return struct.pack('>dddd', 1, 4, 0, 1/0)", "return struct.pack('>dddd', 1, 4, 0, 2^60)",
-		"return struct.pack('>dddd', 2, 4, 0, 0)", "return struct.pack('>dddd', 1, 4, -2, 0)",
-		"return struct.pack('>dddd', 1, 4, 0, -1)",
+		"return 'x'", "return 7", "return {}", "return {1, 4, 0, 0, 0}", "return redis.error_reply('boom')",
+		"return struct.pack('>dddd', 1, 4, 0, 0)", "return struct.pack('>dddddd', 1, 4, 0, 0, 0, 0)",
+		"return struct.pack('>ddddd', 1, 4, 0, 0.5, 0)", "return struct.pack('>ddddd', 1, 4, 0, 0/0, 0)",
+		"return struct.pack('>ddddd', 1, 4, 0, 1/0, 0)", "return struct.pack('>ddddd', 1, 4, 0, 2^60, 0)",
+		"return struct.pack('>ddddd', 2, 4, 0, 0, 0)", "return struct.pack('>ddddd', 1, 4, -2, 0, 0)",
+		"return struct.pack('>ddddd', 1, 4, 0, -1, 0)", "return struct.pack('>ddddd', 1, 4, 0, 0, -1)",
+		"return struct.pack('>ddddd', 1, 4, 0, 0, 0.5)",
 	} {
 		res := s.client.Do(context.Background(), s.client.B().Eval().Script(src).Numkeys(0).Build())
 		if d, err := parseReply(res, 5); err == nil {
 			t.Errorf("%s: parsed as %+v, want an error", src, d)
 		}
 	}
-	res := s.client.Do(context.Background(), s.client.B().Eval().Script("return struct.pack('>dddd', 1, 4, -1, 3)").Numkeys(0).Build())
-	want := limiter.Decision{Allowed: true, Limit: 5, Remaining: 4, RetryAfter: limiter.Never, Reset: 3 * time.Microsecond}
+	res := s.client.Do(context.Background(), s.client.B().Eval().Script("return struct.pack('>ddddd', 1, 4, -1, 3, 2)").Numkeys(0).Build())
+	want := limiter.Decision{Allowed: true, Limit: 5, Remaining: 4, RetryAfter: limiter.Never, Reset: 3 * time.Microsecond,
+		Refill: 2 * time.Microsecond}
 	if d, err := parseReply(res, 5); err != nil || d != want {
 		t.Errorf("well-formed reply: %+v, %v; want %+v", d, err, want)
 	}

@@ -56,8 +56,8 @@ func loadScripts() ([limiter.LeakyBucket + 1]*script, *script) {
 		out[alg] = newScript(alg.String(), lib+common+state+body+write+save)
 		out[alg].batch = newScript(alg.String()+" batch", lib+common+state+begin+body+write+carry+end+save)
 		multi += fmt.Sprintf("\n-- %s\ndecide[%d] = function(key, cost, t, l1, l2, l3)\n", alg, alg) +
-			"local allowed, remaining, retry, reset, value = 0, 0, 0, 0, nil\n" +
-			state + body + commit + "return allowed, remaining, retry, reset, value\nend\n"
+			"local allowed, remaining, retry, reset, refill, value = 0, 0, 0, 0, 0, nil\n" +
+			state + body + commit + "return allowed, remaining, retry, reset, refill, value\nend\n"
 	}
 	return out, newScript("multi-rule", multi+mustRead("lua/multi.lua"))
 }
@@ -148,14 +148,14 @@ func getDouble(s string) float64 {
 		uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7]))
 }
 
-// replyLen is the length of a script's reply: four doubles.
-const replyLen = 4 * 8
+// replyLen is the length of a script's reply: five doubles.
+const replyLen = 5 * 8
 
 // maxExact is 2^53: integers up to it in magnitude are exact as doubles.
 const maxExact = 1 << 53
 
 // parseReply turns a script's reply, the doubles allowed, remaining,
-// retry_after µs (-1: never) and reset µs, into a Decision under a limit
+// retry_after µs (-1: never), reset µs and refill µs, into a Decision under a limit
 // of the given burst (its Limit). It checks the reply's shape rather than
 // trusting it.
 func parseReply(res rueidis.RedisResult, burst int64) (limiter.Decision, error) {
@@ -198,8 +198,8 @@ func parseDecision(s string, burst int64) (limiter.Decision, error) {
 		}
 		v[i] = int64(f)
 	}
-	allowed, remaining, retry, reset := v[0], v[1], v[2], v[3]
-	if allowed != 0 && allowed != 1 || retry < -1 || reset < 0 {
+	allowed, remaining, retry, reset, refill := v[0], v[1], v[2], v[3], v[4]
+	if allowed != 0 && allowed != 1 || retry < -1 || reset < 0 || refill < 0 {
 		return limiter.Decision{}, fmt.Errorf("reply %v out of range", v)
 	}
 	d := limiter.Decision{
@@ -208,6 +208,7 @@ func parseDecision(s string, burst int64) (limiter.Decision, error) {
 		Remaining:  remaining,
 		RetryAfter: time.Duration(retry) * time.Microsecond,
 		Reset:      time.Duration(reset) * time.Microsecond,
+		Refill:     time.Duration(refill) * time.Microsecond,
 	}
 	if retry == -1 {
 		d.RetryAfter = limiter.Never

@@ -11,8 +11,9 @@
 --            sliding_log; burst, p, n for the buckets, whose emission
 --            interval is p/n microseconds, reduced.
 --
--- Reply: four doubles, allowed (0 or 1), remaining, retry_after (µs, -1 for
--- never), reset (µs). The limit is not sent back: the caller knows it.
+-- Reply: five doubles, allowed (0 or 1), remaining, retry_after (µs, -1 for
+-- never), reset (µs) and refill (µs: until remaining next grows,
+-- limiter.Decision.Refill). The limit is not sent back: the caller knows it.
 
 local key = KEYS[1]
 local cost, t, l1, l2, l3 = struct.unpack('>ddddd', ARGV[1])
@@ -21,5 +22,5 @@ t, expire = decision_time(t)
 
 -- Each algorithm sets these; save.lua stores value (nil: nothing to store)
 -- and replies with the decision, or with reply when a batch set it.
-local allowed, remaining, retry, reset = 0, 0, 0, 0
+local allowed, remaining, retry, reset, refill = 0, 0, 0, 0, 0
 local value, reply

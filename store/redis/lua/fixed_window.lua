@@ -22,8 +22,9 @@ elseif count + cost <= rate then
 else
   retry = window_end - t
 end
-if count > 0 then
+if count > 0 then -- all of it comes back at once, at the window's end
   reset = window_end - t
+  refill = reset
 end
 remaining = rate - count
 

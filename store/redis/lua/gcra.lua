@@ -46,6 +46,9 @@ else
 end
 reset = floor((level + n - 1) / n)
 remaining = floor((capacity - level) / p)
+if remaining < burst then -- limiter.refill: room for one more request
+  refill = floor(((remaining + 1) * p - (capacity - level) + n - 1) / n)
+end
 
 -- Go leaves the state as it was for a cost of 0; so does this, but for
 -- deleting a key that has drained (Reset 0).

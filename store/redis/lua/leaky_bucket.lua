@@ -36,6 +36,9 @@ else
 end
 reset = floor((level + n - 1) / n)
 remaining = floor((capacity - level) / p)
+if remaining < burst then -- limiter.refill: room for one more request
+  refill = floor(((remaining + 1) * p - (capacity - level) + n - 1) / n)
+end
 
 if allowed == 1 then
   value = struct.pack('>dd', level, t)

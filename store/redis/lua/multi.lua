@@ -2,7 +2,7 @@
 -- nothing, in one script call. The script is lib.lua, then for every
 -- algorithm a function decide[alg](key, cost, t, l1, l2, l3) made of
 -- state.lua and the algorithm's file, returning allowed, remaining, retry,
--- reset and value (see common.lua), then this file. sliding_log's value
+-- reset, refill and value (see common.lua), then this file. sliding_log's value
 -- is instead a function(expire) that writes its list
 -- (sliding_log_write.lua): its decision itself writes nothing.
 --
@@ -17,7 +17,7 @@
 -- rules that deny answer their denial, the others what a look (cost 0)
 -- answers, which reads the unchanged key again.
 --
--- Reply: four doubles per key, as common.lua's, in the order of KEYS.
+-- Reply: five doubles per key, as common.lua's, in the order of KEYS.
 
 local args = ARGV[1]
 local t, expire = decision_time(struct.unpack('>d', args))
@@ -25,11 +25,11 @@ local decisions, values = {}, {}
 local pass = true
 for i = 1, #KEYS do
   local alg, cost, enforce, l1, l2, l3 = struct.unpack('>dddddd', args, 48 * i - 39)
-  local allowed, remaining, retry, reset, value = decide[alg](KEYS[i], cost, t, l1, l2, l3)
+  local allowed, remaining, retry, reset, refill, value = decide[alg](KEYS[i], cost, t, l1, l2, l3)
   if allowed == 0 and enforce == 1 then
     pass = false
   end
-  decisions[i] = { allowed, remaining, retry, reset }
+  decisions[i] = { allowed, remaining, retry, reset, refill }
   values[i] = value
 end
 
@@ -47,6 +47,6 @@ for i = 1, #KEYS do
     local alg, _, _, l1, l2, l3 = struct.unpack('>dddddd', args, 48 * i - 39)
     d = { decide[alg](KEYS[i], 0, t, l1, l2, l3) }
   end
-  replies[i] = struct.pack('>dddd', d[1], d[2], d[3], d[4])
+  replies[i] = struct.pack('>ddddd', d[1], d[2], d[3], d[4], d[5])
 end
 return table.concat(replies)

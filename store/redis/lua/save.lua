@@ -6,4 +6,4 @@
 if value then
   save(key, value, reset, expire)
 end
-return reply or struct.pack('>dddd', allowed, remaining, retry, reset)
+return reply or struct.pack('>ddddd', allowed, remaining, retry, reset, refill)

@@ -58,9 +58,11 @@ local expired, used = 0, total
 if size > 0 and newest_at + period <= t then -- all of them: no need to look
   expired, used = size, 0
 end
+local oldest_at -- the oldest entry that still counts, if any
 while expired < size do
   local at, c = entry(expired + 1)
   if at + period > t then
+    oldest_at = at
     break
   end
   expired = expired + 1
@@ -93,3 +95,10 @@ elseif live then
   reset = newest_at + period - t
 end
 remaining = rate - used
+-- The oldest entry frees its cost first (the request's own, if it is the
+-- only one).
+if oldest_at then
+  refill = oldest_at + period - t
+elseif allowed == 1 and cost > 0 then
+  refill = period
+end

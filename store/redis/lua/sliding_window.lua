@@ -29,6 +29,45 @@ if used > rate then
   used = rate
 end
 
+-- weighted is limiter.weighted, as above.
+local function weighted(count, x)
+  return floor((count * (period - x)) / period)
+end
+
+-- first_fit returns the least elapsed time x in [lo, period) at which
+-- weighted(count, x) <= room, or nil: limiter.firstFit.
+local function first_fit(count, room, lo)
+  local hi = period - 1
+  if lo > hi or weighted(count, hi) > room then
+    return nil
+  end
+  while lo < hi do
+    local mid = lo + floor((hi - lo) / 2)
+    if weighted(count, mid) <= room then
+      hi = mid
+    else
+      lo = mid + 1
+    end
+  end
+  return lo
+end
+
+-- retry_after returns how long after e a request of cost c (c <= rate)
+-- first fits, with the counts as they are when it is called:
+-- limiter.slidingRetry.
+local function retry_after(c)
+  local room = rate - curr - c
+  local at = room >= 0 and first_fit(prev, room, e + 1)
+  if at then
+    return at - e
+  end
+  at = first_fit(curr, rate - c, 0)
+  if at then
+    return period - e + at
+  end
+  return period - e + period
+end
+
 if cost > rate then
   retry = NEVER
 elseif used + cost <= rate then
@@ -36,45 +75,7 @@ elseif used + cost <= rate then
   curr = curr + cost
   used = used + cost
 else
-  -- How long after e a request of cost (cost <= rate) first fits:
-  -- limiter.slidingRetry. Only a denial needs these functions.
-
-  -- weighted is limiter.weighted, as above.
-  local function weighted(count, x)
-    return floor((count * (period - x)) / period)
-  end
-
-  -- first_fit returns the least elapsed time x in [lo, period) at which
-  -- weighted(count, x) <= room, or nil: limiter.firstFit.
-  local function first_fit(count, room, lo)
-    local hi = period - 1
-    if lo > hi or weighted(count, hi) > room then
-      return nil
-    end
-    while lo < hi do
-      local mid = lo + floor((hi - lo) / 2)
-      if weighted(count, mid) <= room then
-        hi = mid
-      else
-        lo = mid + 1
-      end
-    end
-    return lo
-  end
-
-  local room = rate - curr - cost
-  local at = room >= 0 and first_fit(prev, room, e + 1)
-  if at then
-    retry = at - e
-  else
-    local next_window = period - e
-    at = first_fit(curr, rate - cost, 0)
-    if at then
-      retry = next_window + at
-    else
-      retry = next_window + period
-    end
-  end
+  retry = retry_after(cost)
 end
 if curr > 0 then
   reset = start + 2 * period - t
@@ -84,6 +85,9 @@ end
 remaining = rate - used
 if remaining < 0 then
   remaining = 0
+end
+if remaining < rate then -- when a request of remaining+1 would first fit
+  refill = retry_after(remaining + 1)
 end
 
 if allowed == 1 then

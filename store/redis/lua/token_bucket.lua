@@ -33,6 +33,9 @@ else
 end
 reset = floor((capacity - tokens + n - 1) / n)
 remaining = floor(tokens / p)
+if remaining < burst then -- limiter.refill: room for one more request
+  refill = floor(((remaining + 1) * p - tokens + n - 1) / n)
+end
 
 if allowed == 1 then
   value = struct.pack('>dd', tokens, t)
