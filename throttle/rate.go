@@ -9,8 +9,9 @@ const ratePeriod = time.Second
 // wait. It counts completions in the current and the previous period and
 // weighs the previous by how much of it still lies within the last period
 // (the sliding-window estimate). With no completion in the last two periods
-// the rate is taken as one per time since the last completion, so a stalled
-// upstream makes the expected wait grow instead of staying unknown.
+// the rate is taken as one per time since the last completion (at least a
+// period), so a stalled upstream makes the expected wait grow instead of
+// staying unknown.
 type completions struct {
 	start time.Time // start of the current period
 	cur   int
@@ -45,10 +46,11 @@ func (c *completions) wait(now time.Time, n int) (d time.Duration, ok bool) {
 	c.roll(now)
 	frac := float64(ratePeriod-now.Sub(c.start)) / float64(ratePeriod)
 	count := float64(c.prev)*frac + float64(c.cur)
-	per := float64(now.Sub(c.last)) // no completion counted: at most one per time since the last
+	// No completion counted: at most one per time since the last (at least
+	// a period, also when the clock went back).
+	per := float64(max(now.Sub(c.last), ratePeriod))
 	if count > 0 {
 		per = float64(ratePeriod) / count
 	}
-	per = max(per, float64(time.Microsecond))
 	return time.Duration(per * float64(n)), true
 }

@@ -70,59 +70,76 @@ func TestShedFromOne(t *testing.T) {
 	}
 }
 
-// The invariant under mixed concurrent load: no request is refused for
-// overload while one of lower priority waits, nor is one admitted while a
-// higher priority waits. testHook sees every decision under the lock.
-func TestInvariantPriorityUnderLoad(t *testing.T) {
-	var violations atomic.Int64
-	testHook = func(th *Throttle, p Priority, d Decision) {
-		q := &th.queue
+// checkDecision is the testHook of TestInvariantPriorityUnderLoad: it
+// counts decisions that refuse a request for overload while a lower
+// priority waits, admit one while a higher priority waits, or admit one
+// over the limit or the ceiling.
+func checkDecision(violations *atomic.Int64) func(*Throttle, Priority, Decision) {
+	return func(th *Throttle, p Priority, d Decision) {
 		lower, higher := 0, 0
 		for i := range numPriorities {
 			switch {
 			case i < p.index():
-				lower += q.levels[i].n
+				lower += th.queue.levels[i].n
 			case i > p.index():
-				higher += q.levels[i].n
+				higher += th.queue.levels[i].n
 			}
 		}
-		if d.Reason.Overload() && lower > 0 || d.Admitted && higher > 0 {
+		over := th.inFlight >= th.limit || th.limit > th.cfg.MaxInFlight
+		if d.Reason.Overload() && lower > 0 || d.Admitted && (higher > 0 || over) {
 			violations.Add(1)
 		}
 	}
-	defer func() { testHook = nil }()
-	src := rand.New(rand.NewPCG(1, 2))
-	th, clk := newThrottle(t, Config{
-		MaxInFlight: 4, ShedFrom: 0.5,
-		Queue: Queue{MaxLength: 6, MaxWait: 40 * time.Millisecond},
-		Rand:  src.Float64, // called under the Throttle's lock
+}
+
+// The invariant under mixed concurrent load, with the adaptive limit moving
+// and the upstream asking for pauses: no request is refused for overload
+// while one of lower priority waits, none is admitted while a higher
+// priority waits, and none beyond the limit.
+func TestInvariantPriorityUnderLoad(t *testing.T) {
+	queue := Queue{MaxLength: 6, MaxWait: 40 * time.Millisecond}
+	t.Run("priorities", func(t *testing.T) {
+		runLoad(t, Config{MaxInFlight: 4, ShedFrom: 0.5, Queue: queue}, false)
 	})
+	t.Run("adaptive and backoff", func(t *testing.T) {
+		runLoad(t, Config{
+			MaxInFlight: 6, ShedFrom: 0.5, UpstreamBackoff: true, Queue: Queue{MaxLength: 6, MaxWait: 200 * time.Millisecond},
+			Adaptive: &Adaptive{MinInFlight: 2, LatencyTarget: 60 * time.Millisecond, Window: 50 * time.Millisecond, MinSamples: 5},
+		}, true)
+	})
+}
+
+// runLoad sends 16 callers' 150 requests each through a Throttle with cfg,
+// checking every decision with checkDecision; pauses adds upstream 503s and
+// 429s with Retry-After to the outcomes.
+func runLoad(t *testing.T, cfg Config, pauses bool) {
+	var violations atomic.Int64
+	testHook = checkDecision(&violations)
+	defer func() { testHook = nil }()
+	cfg.Rand = rand.New(rand.NewPCG(1, 2)).Float64 // called under the Throttle's lock
+	th, clk := newThrottle(t, cfg)
 	var reasons [numReasons]atomic.Int64
 	var wg sync.WaitGroup
 	for c := range 16 {
 		wg.Go(func() {
 			for i := range 150 {
-				ctx, cancel := context.WithCancel(context.Background())
-				if (c+i)%23 == 0 {
-					cancel() // a caller already gone
-				}
-				r := Request{Priority: Priority(c%4) - 1, Client: string(rune('a' + c%6)), Degrade: i%17 == 0}
-				d := th.Acquire(ctx, r)
+				d := loadRequest(th, c, i)
 				reasons[d.Reason].Add(1)
-				if d.Admitted {
+				if !d.Admitted {
+					clk.Advance(100 * time.Microsecond) // time passes for the refused too
+				} else {
 					for range 20 { // the service takes a while
 						runtime.Gosched()
 					}
 					clk.Advance(5 * time.Millisecond)
-					d.Release(Outcome{})
+					d.Release(loadOutcome(i, pauses))
 				}
-				cancel()
 			}
 		})
 	}
 	wg.Wait()
 	if n := violations.Load(); n > 0 {
-		t.Fatalf("%d decisions broke the priority invariant", n)
+		t.Fatalf("%d decisions broke the invariant", n)
 	}
 	for r := range numReasons {
 		t.Logf("%-16v %d", r, reasons[r].Load())
@@ -134,4 +151,28 @@ func TestInvariantPriorityUnderLoad(t *testing.T) {
 	if s := th.Stats(); s.InFlight != 0 || s.QueueLength != 0 {
 		t.Fatalf("after the load: %+v", s)
 	}
+}
+
+// loadRequest is caller c's i-th request: every priority, some callers
+// gone before they ask, some requests non-essential.
+func loadRequest(th *Throttle, c, i int) Decision {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if (c+i)%23 == 0 {
+		cancel()
+	}
+	r := Request{Priority: Priority(c%4) - 1, Client: string(rune('a' + c%6)), Degrade: i%17 == 0}
+	return th.Acquire(ctx, r)
+}
+
+// loadOutcome varies the upstream: latencies around the target and, with
+// pauses, some 503s and 429s asking for a pause.
+func loadOutcome(i int, pauses bool) Outcome {
+	switch {
+	case pauses && i%53 == 52:
+		return Outcome{Status: 503, RetryAfter: 10 * time.Millisecond}
+	case pauses && i%13 == 12:
+		return Outcome{Status: 429, RetryAfter: 20 * time.Millisecond}
+	}
+	return Outcome{Status: 200, Latency: time.Duration(i%4) * 20 * time.Millisecond}
 }
