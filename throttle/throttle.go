@@ -126,7 +126,10 @@ func (c *Config) check() error {
 // Request is what the Throttle needs to know about a request.
 type Request struct {
 	// Priority orders requests at the limit (zero value: Normal). Low is
-	// shed early and never queues.
+	// shed early and never queues. The caller decides it: in sluice, the
+	// highest of the matched rules' priorities and the priority the
+	// caller's plan grants (a plan raises, never lowers). Values outside
+	// Low..Critical count as the nearest.
 	Priority Priority
 	// Degrade marks a non-essential request: it is refused
 	// (ReasonDegraded) while in flight ≥ ShedFrom × limit, whatever its
