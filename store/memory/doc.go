@@ -17,7 +17,8 @@
 // exists. A new key's string is copied once, so the store never retains a
 // caller's buffer. sliding_log's entries live in a separate per-shard map,
 // only while the key has some: up to 16 bytes per request admitted in the
-// last period (at most the rate).
+// last period (at most the rate), and at most Options.MaxLogEntries of them
+// across the store's keys (see below).
 //
 // # Bounds
 //
@@ -63,6 +64,16 @@
 // forgotten once expired. There is one overflow counter per rule and limit,
 // and the reserved keys are as many as the caller of New allows, so
 // neither grows with a flood of distinct keys.
+//
+// sliding_log entries are bounded the same way. The store holds at most
+// Options.MaxLogEntries of them, counted across its keys. A decision that
+// would add one beyond the bound first drops the shard's expired keys and
+// evicts the least recently used eighth of its keys that have a log and
+// are not being limited; if that frees nothing, a key that is not reserved
+// is decided on its overflow counter, its own log left as it was. A denial
+// needs no entry, so a key over its limit is still denied by its own log.
+// Reserved keys and overflow counters always get their entries: their logs
+// (at most the rate each) come on top of the bound.
 //
 // # Concurrency trade-offs
 //

@@ -16,6 +16,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultMaxKeys       = 1_000_000
+	DefaultMaxLogEntries = 10_000_000
 	DefaultSweepInterval = 10 * time.Second
 	minDefaultShards     = 64
 	maxShards            = 1 << 16
@@ -28,6 +29,16 @@ type Options struct {
 	// MaxKeys is the most keys the store holds, split evenly over the
 	// shards. Zero or less means DefaultMaxKeys (1,000,000).
 	MaxKeys int
+
+	// MaxLogEntries is the most sliding_log entries the store holds,
+	// counted across its keys: one per request admitted within the period
+	// of a sliding_log limit, 16 bytes each. Zero or less means
+	// DefaultMaxLogEntries (10,000,000: 160 MB of entries). A key that is
+	// not reserved and would need an entry beyond it is decided on its
+	// overflow counter, like a key that finds no room; reserved keys and
+	// overflow counters always have room, so their logs (at most the rate
+	// each) can take the store past MaxLogEntries.
+	MaxLogEntries int
 
 	// Shards is the number of independently locked parts of the store,
 	// rounded up to a power of two. Zero or less means the smallest power
@@ -64,6 +75,7 @@ type Store struct {
 	mask      uint64 // len(shards) - 1
 	shards    []shard
 	reserved  func(string) bool // Options.Reserved
+	bound     logBound
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -88,6 +100,7 @@ func newStore(opts Options, afterSweep func()) *Store {
 		done:     make(chan struct{}),
 	}
 	s.shards = make([]shard, opts.Shards)
+	s.bound.max = int64(opts.MaxLogEntries)
 	s.mask = uint64(opts.Shards - 1)
 	hash := func(key string) uint64 { return maphash.String(s.seed, key) }
 	per, extra := opts.MaxKeys/opts.Shards, opts.MaxKeys%opts.Shards
@@ -98,6 +111,7 @@ func newStore(opts Options, afterSweep func()) *Store {
 			sh.max++
 		}
 		sh.tab.hash = hash
+		sh.bound = &s.bound
 	}
 	ticker := opts.Clock.NewTicker(opts.SweepInterval)
 	go s.sweepLoop(ticker, afterSweep)
@@ -109,6 +123,9 @@ func newStore(opts Options, afterSweep func()) *Store {
 func (o Options) withDefaults() Options {
 	if o.MaxKeys <= 0 {
 		o.MaxKeys = DefaultMaxKeys
+	}
+	if o.MaxLogEntries <= 0 {
+		o.MaxLogEntries = DefaultMaxLogEntries
 	}
 	if o.Shards <= 0 {
 		o.Shards = max(minDefaultShards, 4*runtime.GOMAXPROCS(0))
@@ -143,12 +160,15 @@ func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now t
 		sh.mu.Unlock()
 		return d, store.ErrClosed
 	}
+	if limit.Algorithm() == limiter.SlidingLog && !s.bound.fits(1) {
+		sh.makeLogRoom(now) // before find: it may evict this key
+	}
 	i := sh.tab.find(h, key)
 	switch {
 	case i < 0:
 		d, err = sh.decideNew(h, key, limit, now, cost, s.reserved != nil && s.reserved(key))
 	case limit.Algorithm() == limiter.SlidingLog:
-		d = sh.decideLog(sh.tab.at(i), limit, now, cost)
+		d, err = sh.decideLog(sh.tab.at(i), limit, now, cost)
 	default:
 		// The common case, written out here: a key the shard holds, with
 		// no sliding_log to look up. It saves copying the limit and the
@@ -205,6 +225,7 @@ func (s *Store) Close() error {
 			sh.logs = nil
 			sh.mu.Unlock()
 		}
+		s.bound.used.Store(0)
 	})
 	return nil
 }

@@ -30,7 +30,7 @@ func (s *Store) decideOverflow(key string, limit limiter.Limit, now time.Time, c
 	case i < 0:
 		return sh.decideNew(h, key, limit, now, cost, true)
 	case limit.Algorithm() == limiter.SlidingLog:
-		return sh.decideLog(sh.tab.at(i), limit, now, cost), nil
+		return sh.decideLog(sh.tab.at(i), limit, now, cost) // reserved: never errNoRoom
 	}
 	e := sh.tab.at(i)
 	st := limiter.State{A: e.a, B: e.b}

@@ -37,6 +37,11 @@ type shardState struct {
 	// logs holds the entries of sliding_log keys, only while non-empty,
 	// keyed by the entry's own copy of the key.
 	logs map[string][]limiter.Entry
+	// bound counts the entries of every shard's logs (the store's).
+	bound *logBound
+	// logTried is the second at which makeLogRoom last found nothing to
+	// free.
+	logTried uint32
 }
 
 // shard pads shardState to a multiple of 128 bytes (two cache lines, as
@@ -47,19 +52,10 @@ type shard struct {
 	_ [128 - unsafe.Sizeof(shardState{})%128]byte
 }
 
-// decideLog is Store.Decide for the key of entry e under a sliding_log
-// limit, with the shard locked.
-func (sh *shardState) decideLog(e *entry, l limiter.Limit, now time.Time, cost int64) limiter.Decision {
-	st := limiter.State{A: e.a, B: e.b, Log: sh.logs[e.key]} // A holds the log's total cost
-	d := l.Apply(&st, now, cost)
-	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
-	sh.setLog(e.key, st.Log)
-	return d
-}
-
-// errNoRoom is decideNew's answer for a key that finds no room: the
-// request is then decided on its overflow counter (overflow.go).
-var errNoRoom = errors.New("memory store: no room for a new key")
+// errNoRoom is the answer of decideNew and decideLog for a key that finds
+// no room (for itself, or for a sliding_log entry): the request is then
+// decided on its overflow counter (overflow.go).
+var errNoRoom = errors.New("memory store: no room")
 
 // decideNew decides for a key the shard does not hold. A decision that
 // leaves the state as good as fresh (Reset 0: a denied or zero-cost
@@ -76,13 +72,18 @@ func (sh *shardState) decideNew(h uint64, key string, l limiter.Limit, now time.
 	if !reserved && sh.tab.n-sh.reserved >= sh.max && !sh.makeRoom(now) {
 		return limiter.Decision{}, errNoRoom
 	}
+	if !reserved && len(next.Log) > 0 && !sh.bound.fits(int64(len(next.Log))) {
+		if sh.makeLogRoom(now); !sh.bound.fits(int64(len(next.Log))) {
+			return limiter.Decision{}, errNoRoom
+		}
+	}
 	e := sh.tab.insert(h, strings.Clone(key))
 	if reserved {
 		e.use, sh.reserved = reservedBit, sh.reserved+1
 	}
 	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, next.A, next.B, now)
 	if len(next.Log) > 0 {
-		sh.setLog(e.key, next.Log)
+		sh.setLog(e.key, next.Log, 0)
 	}
 	return d, nil
 }
@@ -100,8 +101,12 @@ func (sh *shardState) record(e *entry, open bool, reset time.Duration, a, b int6
 	e.use = use
 }
 
-// setLog keeps a sliding_log's entries under the entry's copy of its key.
-func (sh *shardState) setLog(key string, log []limiter.Entry) {
+// setLog keeps a sliding_log's entries under the entry's copy of its key,
+// in place of a log of was entries.
+func (sh *shardState) setLog(key string, log []limiter.Entry, was int) {
+	if d := len(log) - was; d != 0 {
+		sh.bound.used.Add(int64(d))
+	}
 	if len(log) > 0 {
 		if sh.logs == nil {
 			sh.logs = make(map[string][]limiter.Entry)
@@ -116,7 +121,10 @@ func (sh *shardState) setLog(key string, log []limiter.Entry) {
 func (sh *shardState) removeAt(i int) {
 	e := sh.tab.at(i)
 	if len(sh.logs) > 0 {
-		delete(sh.logs, e.key)
+		if log, ok := sh.logs[e.key]; ok {
+			sh.bound.used.Add(-int64(len(log)))
+			delete(sh.logs, e.key)
+		}
 	}
 	if e.use&reservedBit != 0 {
 		sh.reserved--
