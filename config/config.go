@@ -148,7 +148,7 @@ func Parse(name string, data []byte) (*File, error) {
 }
 
 var topFields = []string{"listen", "upstream", "admin", "trusted_proxies", "forwarded_header",
-	"ipv6_prefix", "legacy_headers", "store", "clients", "plans", "rules"}
+	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "store", "clients", "plans", "rules"}
 
 // decodeFile decodes the top-level mapping.
 func (d *decoder) decodeFile(root *yaml.Node) *File {

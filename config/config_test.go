@@ -95,6 +95,7 @@ legacy_headers: true
 trusted_proxies: [10.1.2.3/8, 192.0.2.7, "2001:db8::/32", "::ffff:198.51.100.0/120"]
 forwarded_header: forwarded
 ipv6_prefix: 56
+case_insensitive_paths: true
 store:
   type: redis
   redis: {addrs: ["r1:6379", "r2:6379"], timeout: 20ms, username: sluice, password: secret, tls: true, prefix: "gw:"}
@@ -133,7 +134,8 @@ func TestEverySetting(t *testing.T) {
 	}
 	p := f.Policy
 	nets := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"), netip.MustParsePrefix("2001:db8::/32"), netip.MustParsePrefix("198.51.100.0/24")}
-	if !slices.Equal(p.TrustedProxies, nets) || p.ForwardedHeader != policy.Forwarded || p.IPv6Prefix != 56 || p.Clients.Unknown != policy.UnknownAnonymous {
+	if !slices.Equal(p.TrustedProxies, nets) || p.ForwardedHeader != policy.Forwarded || p.IPv6Prefix != 56 || p.Clients.Unknown != policy.UnknownAnonymous ||
+		!p.CaseInsensitivePaths {
 		t.Errorf("policy: %+v", p)
 	}
 	r := f.Compiled.Rule(0)

@@ -45,7 +45,7 @@ func TestErrors(t *testing.T) {
 		{"duplicate key", head + "listen: :9\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{`t.yaml:3:1: duplicate key "listen" (first at line 1)`}},
 		{"unknown field", head + "rules: [{name: a, rate: 1/s}]\nupstraem: x\n",
-			[]string{`t.yaml:4:1: unknown field "upstraem" (did you mean "upstream"? accepted: listen, upstream, admin, trusted_proxies, forwarded_header, ipv6_prefix, legacy_headers, store, clients, plans, rules)`}},
+			[]string{`t.yaml:4:1: unknown field "upstraem" (did you mean "upstream"? accepted: listen, upstream, admin, trusted_proxies, forwarded_header, ipv6_prefix, case_insensitive_paths, legacy_headers, store, clients, plans, rules)`}},
 		{"missing required", "admin: 127.0.0.1:9\n", []string{
 			"t.yaml:1:1: listen: missing (required; such as listen: 127.0.0.1:8080)",
 			"t.yaml:1:1: upstream: missing (required; such as upstream: http://127.0.0.1:9000)",
@@ -66,6 +66,11 @@ func TestErrors(t *testing.T) {
 			[]string{"t.yaml:3:8: admin: 127.0.0.1:8080 is also listen's address (the admin port must differ; default 127.0.0.1:9090)"}},
 		{"legacy_headers", head + "legacy_headers: yes\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{`t.yaml:3:17: legacy_headers: "yes" is not a boolean (true or false)`}},
+		{"case_insensitive_paths", head + "case_insensitive_paths: on\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{`t.yaml:3:25: case_insensitive_paths: "on" is not a boolean (true or false)`}},
+		{"rule path not clean", head + "rules: [{name: a, rate: 1/s, match: {path: /claims//7}}, {name: b, rate: 1/s, match: {path: /a%2Fb}}]\n", []string{
+			`t.yaml:3:44: rules[0].match.path: "/claims//7" never matches: request paths are cleaned first (write "/claims/7")`,
+			`t.yaml:3:93: rules[1].match.path: "/a%2Fb" never matches: request paths are cleaned first (write a path without '%', '\', '#', '?', ';' and control characters)`}},
 		{"trusted_proxies", head + "trusted_proxies: [10.0.0.0/33, proxy]\nrules: [{name: a, rate: 1/s}]\n", []string{
 			`t.yaml:3:19: trusted_proxies[0]: "10.0.0.0/33" is not a CIDR or an IP address (such as 10.0.0.0/8, 192.0.2.7 or 2001:db8::/32)`,
 			`t.yaml:3:32: trusted_proxies[1]: "proxy" is not a CIDR or an IP address (such as 10.0.0.0/8, 192.0.2.7 or 2001:db8::/32)`}},
@@ -76,7 +81,7 @@ func TestErrors(t *testing.T) {
 		{"forwarded_header both", head + "forwarded_header: [forwarded, x-forwarded-for]\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{`t.yaml:3:19: forwarded_header: want x-forwarded-for or forwarded, not a list`}},
 		{"forwarded_header misspelt field", head + "forwarded_headers: forwarded\nrules: [{name: a, rate: 1/s}]\n",
-			[]string{`t.yaml:3:1: unknown field "forwarded_headers" (did you mean "forwarded_header"? accepted: listen, upstream, admin, trusted_proxies, forwarded_header, ipv6_prefix, legacy_headers, store, clients, plans, rules)`}},
+			[]string{`t.yaml:3:1: unknown field "forwarded_headers" (did you mean "forwarded_header"? accepted: listen, upstream, admin, trusted_proxies, forwarded_header, ipv6_prefix, case_insensitive_paths, legacy_headers, store, clients, plans, rules)`}},
 		{"ipv6_prefix zero", head + "ipv6_prefix: 0\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{"t.yaml:3:14: ipv6_prefix: 0 is out of range (1 to 128; default 64)"}},
 		{"ipv6_prefix huge", head + "ipv6_prefix: 99999999999999999999999999\nrules: [{name: a, rate: 1/s}]\n",

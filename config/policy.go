@@ -22,6 +22,7 @@ func (d *decoder) policy(m map[string]*yaml.Node, root *yaml.Node) policy.Policy
 	}
 	p.ForwardedHeader = d.forwardedHeader(m["forwarded_header"], "forwarded_header")
 	p.IPv6Prefix = int(d.integer(m["ipv6_prefix"], "ipv6_prefix", 1, 128, DefaultIPv6Prefix, "1 to 128; default 64"))
+	p.CaseInsensitivePaths = d.boolean(m["case_insensitive_paths"], "case_insensitive_paths")
 	p.Clients = d.clients(m["clients"], "clients")
 	p.Plans = d.plans(m["plans"], "plans")
 	if d.required(m, root, "", "rules", "rules: [{name: api, rate: 100/m}]") {

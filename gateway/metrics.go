@@ -36,7 +36,7 @@ func newMetrics() *metrics {
 		}, []string{"rule", "client", "decision"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_responses_total",
-			Help: "Requests by what sluice did: passed, or answered itself with 401, 429 or 503.",
+			Help: "Requests by what sluice did: passed, or answered itself with 400, 401, 429 or 503.",
 		}, []string{"client", "code"}),
 		decision: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sluice_decision_seconds",
@@ -83,6 +83,8 @@ func (m *metrics) observe(rep *httplimit.Report) {
 	}
 	code := "passed"
 	switch rep.Status {
+	case http.StatusBadRequest:
+		code = "400"
 	case http.StatusUnauthorized:
 		code = "401"
 	case http.StatusTooManyRequests:

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
-	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +26,9 @@ import (
 )
 
 // ClientHeader tells the protected handler who the caller is. A copy sent
-// by the caller is always removed.
+// by the caller is always removed, in every spelling. A proxy behind the
+// Limiter must set it on its outgoing request after removing hop-by-hop
+// headers, as the gateway does: a caller may name it in Connection.
 const ClientHeader = "X-Sluice-Client"
 
 // Options configure a Limiter. Policy and Store are required.
@@ -99,10 +100,13 @@ func (l *Limiter) SetLegacyHeaders(on bool) { l.legacy.Store(on) }
 // Policy returns the policy in force.
 func (l *Limiter) Policy() *policy.Compiled { return l.policy.Load() }
 
-// Handler returns next behind the limiter.
+// Handler returns next behind the limiter. next receives the request with
+// its method and path as the rules matched them (see policy.CleanPath) and
+// without the headers a caller must not pass on (X-Sluice-Client, the
+// method-override headers, other spellings of the key header).
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if l.decide(w, r) {
+		if r, pass := l.decide(w, r); pass {
 			next.ServeHTTP(w, r)
 		}
 	})
@@ -119,31 +123,32 @@ type scratch struct {
 	report  Report
 }
 
-// decide answers the request itself (false) or prepares it to pass (true).
-func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) bool {
+// decide answers the request itself (false) or prepares it to pass (true),
+// returning the request to pass on.
+func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	pol := l.policy.Load()
 	now := l.opts.Clock.Now()
-	removeClientHeader(r.Header)
-	caller := identify(pol, r)
+	scrubHeaders(r.Header)
 	s := l.scratch.Get().(*scratch)
 	defer l.scratch.Put(s)
 	rep := &s.report
 	*rep = Report{Rules: rep.Rules[:0]}
+	caller := identify(pol, r)
 	if caller == nil {
-		rep.Client, rep.Status = UnknownClient, http.StatusUnauthorized
-		l.report(r, rep, now)
-		w.Header()["Www-Authenticate"] = []string{`ApiKey header="` + pol.KeyHeader() + `"`}
-		writeProblem(w, problem{Title: "Unauthorized", Status: http.StatusUnauthorized,
-			Detail: "missing or unknown access key in " + pol.KeyHeader()})
-		return false
+		l.unidentified(w, r, pol, rep, now)
+		return r, false
 	}
 	name := clientName(pol, caller)
 	rep.Client = cmp.Or(name, "-")
+	r, err := cleanRequest(r)
+	if err != nil {
+		l.badRequest(w, r, rep, now, "the request path cannot be read one way only: it has "+err.(*policy.PathError).Reason)
+		return r, false
+	}
 	addr := clientAddr(pol, r)
-	s.match = pol.Match(r.Method, cleanPath(r.URL.Path), s.match[:0])
+	s.match = pol.Match(r.Method, r.URL.Path, s.match[:0])
 	l.requests(pol, caller, addr, r, s)
 	var results []store.Result
-	var err error
 	if len(s.reqs) > 0 {
 		results, err = l.decideAll(r.Context(), s, now)
 	}
@@ -152,7 +157,25 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) bool {
 	if pass && name != "" {
 		r.Header[ClientHeader] = []string{name}
 	}
-	return pass
+	return r, pass
+}
+
+// unidentified answers 401 to a request without a known key. Nothing is
+// counted.
+func (l *Limiter) unidentified(w http.ResponseWriter, r *http.Request, pol *policy.Compiled, rep *Report, now time.Time) {
+	rep.Client, rep.Status = UnknownClient, http.StatusUnauthorized
+	l.report(r, rep, now)
+	w.Header()["Www-Authenticate"] = []string{`ApiKey header="` + pol.KeyHeader() + `"`}
+	writeProblem(w, problem{Title: "Unauthorized", Status: http.StatusUnauthorized,
+		Detail: "missing or unknown access key in " + pol.KeyHeader()})
+}
+
+// badRequest answers 400 for a request sluice cannot count one way only.
+// Nothing is counted.
+func (l *Limiter) badRequest(w http.ResponseWriter, r *http.Request, rep *Report, now time.Time, detail string) {
+	rep.Status = http.StatusBadRequest
+	l.report(r, rep, now)
+	writeProblem(w, problem{Title: "Bad Request", Status: http.StatusBadRequest, Detail: detail})
 }
 
 // requests builds one store request per matching rule that does not exempt
@@ -306,32 +329,4 @@ func (l *Limiter) storeFailed(w http.ResponseWriter, rep *Report, err error) boo
 	writeProblem(w, problem{Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
 		Detail: "the rate limiter cannot count this request right now; retry later"})
 	return false
-}
-
-// removeClientHeader removes every caller-sent copy of X-Sluice-Client,
-// including spellings with '_' that CGI-style upstreams read as the same.
-func removeClientHeader(h http.Header) {
-	delete(h, ClientHeader)
-	for k := range h {
-		if len(k) == len(ClientHeader) && strings.EqualFold(strings.ReplaceAll(k, "_", "-"), ClientHeader) {
-			delete(h, k)
-		}
-	}
-}
-
-// cleanPath is the path rules match against: "//claims/./7" and
-// "/x/../claims/7" are "/claims/7", as most upstreams will read them, so
-// that odd spellings are no way around a rule.
-func cleanPath(p string) string {
-	if p == "" {
-		return "/"
-	}
-	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
-		return p
-	}
-	c := path.Clean("/" + p)
-	if strings.HasSuffix(p, "/") && c != "/" {
-		c += "/"
-	}
-	return c
 }

@@ -116,6 +116,8 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	}
 	if r.Match.Path != "" && !strings.HasPrefix(r.Match.Path, "/") {
 		fail(at+".match.path", "%q must start with '/'", r.Match.Path)
+	} else if clean, ok := cleanRulePath(r.Match.Path); !ok {
+		fail(at+".match.path", "%q never matches: request paths are cleaned first (write %s)", r.Match.Path, clean)
 	}
 	for j, m := range r.Match.Methods {
 		if m == "" || strings.ToUpper(m) != m || strings.ContainsAny(m, " \t\r\n") {
@@ -377,4 +379,29 @@ func unmapPrefixes(nets []netip.Prefix) []netip.Prefix {
 		out[i] = n
 	}
 	return out
+}
+
+// cleanRulePath reports whether a rule's path is in the decoded form that
+// CleanPath gives request paths, so that the rule can match at all; if not,
+// it says what to write instead.
+func cleanRulePath(p string) (string, bool) {
+	if p == "" {
+		return "", true
+	}
+	raw := make([]byte, 0, len(p))
+	for i := 0; i < len(p); i++ { // the rule's path is decoded: encode what stands for itself in no request
+		if c := p[i]; c == '%' || plain[c] == refuse {
+			raw = append(raw, '%', upperHex[c>>4], upperHex[c&15])
+		} else {
+			raw = append(raw, c)
+		}
+	}
+	_, dec, err := CleanPath(string(raw))
+	switch {
+	case err != nil:
+		return "a path without '%', '\\', '#', '?', ';' and control characters", false
+	case dec != p:
+		return fmt.Sprintf("%q", dec), false
+	}
+	return "", true
 }

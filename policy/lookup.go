@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sluice-rl/sluice/limiter"
 )
@@ -53,11 +55,13 @@ func (c *Compiled) Rule(i int) *Rule { return &c.rules[i].Rule }
 func (c *Compiled) RuleLimit(i int) limiter.Limit { return c.global.limits[i] }
 
 // Match appends to dst the indexes of the rules that match a request and
-// returns it.
+// returns it. method is the request's method as CanonicalMethod spells it,
+// path its decoded path as CleanPath returns it.
 func (c *Compiled) Match(method, path string, dst []int) []int {
+	fold := c.src.CaseInsensitivePaths
 	for i := range c.rules {
 		m := &c.rules[i].Match
-		if pathMatches(m.Path, path) && methodMatches(m.Methods, method) {
+		if pathMatches(m.Path, path, fold) && methodMatches(m.Methods, method) {
 			dst = append(dst, i)
 		}
 	}
@@ -72,17 +76,74 @@ func methodMatches(methods []string, method string) bool {
 }
 
 // pathMatches reports whether prefix matches path on segment boundaries:
-// "/claims" matches "/claims" and "/claims/7", not "/claimsx".
-func pathMatches(prefix, path string) bool {
+// "/claims" matches "/claims" and "/claims/7", not "/claimsx". With fold,
+// segments are compared regardless of case.
+func pathMatches(prefix, path string, fold bool) bool {
 	prefix = strings.TrimSuffix(prefix, "/")
 	if prefix == "" {
 		return true
+	}
+	if fold {
+		return foldPrefix(prefix, path)
 	}
 	if !strings.HasPrefix(path, prefix) {
 		return false
 	}
 	return len(path) == len(prefix) || path[len(prefix)] == '/'
 }
+
+// foldPrefix is pathMatches regardless of case. It compares segment by
+// segment, as a letter and its other case may differ in length ("ſ" is two
+// bytes and matches "s").
+func foldPrefix(prefix, path string) bool {
+	for prefix != "" {
+		if path == "" || path[0] != '/' {
+			return false
+		}
+		var want, got string
+		want, prefix = cutSegment(prefix[1:])
+		got, path = cutSegment(path[1:])
+		if !foldEqual(want, got) {
+			return false
+		}
+	}
+	return true
+}
+
+// cutSegment splits s at its first '/': the segment, and the rest from the
+// '/' on.
+func cutSegment(s string) (seg, rest string) {
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		return s[:i], s[i:]
+	}
+	return s, ""
+}
+
+// foldEqual reports whether a and b are equal regardless of case. It is
+// wider than strings.EqualFold: a letter also equals whatever its upper
+// case's lower case is, as "ı" (dotless i) upper-cases to "I", which
+// ASP.NET's ordinal case-insensitive comparison then equates with "i".
+// Bytes that are not UTF-8 compare as themselves.
+func foldEqual(a, b string) bool {
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		switch {
+		case ra == utf8.RuneError && na == 1 || rb == utf8.RuneError && nb == 1:
+			if na != nb || a[0] != b[0] {
+				return false
+			}
+		case ra != rb && foldRune(ra) != foldRune(rb):
+			return false
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return a == b
+}
+
+// foldRune is the lower case of r's upper case: one rune for every member
+// of a case orbit ("K", "k" and the Kelvin sign; "S", "s" and "ſ").
+func foldRune(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }
 
 // Exempt reports whether rule i's allow list exempts a caller with client
 // id (may be "") from address addr (may be invalid).

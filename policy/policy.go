@@ -27,6 +27,11 @@ type Policy struct {
 	// counting by IP (one household or host gets one /64). Default 64;
 	// 128 counts every address apart.
 	IPv6Prefix int
+	// CaseInsensitivePaths matches rules' paths to request paths
+	// regardless of case, for upstreams that route "/CLAIMS" to "/claims"
+	// (Express, ASP.NET Core, IIS). Default false: paths are
+	// case-sensitive, as Go, Spring, Django, Flask and Rails read them.
+	CaseInsensitivePaths bool
 	// Clients says how callers are recognised by access key.
 	Clients Clients
 	// Plans maps a plan name to its rate overrides.
@@ -156,10 +161,11 @@ type Rule struct {
 type Match struct {
 	// Path is a path prefix; "/claims" matches /claims and /claims/7 but not
 	// /claimsx. Empty or "/" matches every path. Request paths are cleaned
-	// first ("//claims/./7" is "/claims/7").
+	// first (CleanPath: "//claims/./7" and "/claims;x/7" are "/claims/7"),
+	// so Path must be clean itself, in decoded form.
 	Path string
 	// Methods, if any, restricts the rule to these methods (upper case);
-	// GET also covers HEAD.
+	// GET also covers HEAD. Request methods are upper-cased first.
 	Methods []string
 }
 
