@@ -112,6 +112,13 @@
 // it cheaply itself; the waiters a new hold covers leave the queue at once.
 // The upstream's own answers are not touched: the caller passes them on.
 //
+// # Reloading
+//
+// Update changes the configuration of a running Throttle in place. A new
+// Throttle per reload would start from nothing in flight while the old
+// one's requests are still at the upstream, letting up to twice the
+// ceiling through; Update keeps the slots, the queue and the holds.
+//
 // Every refusal carries a RetryAfter that is never zero: the expected wait
 // for a slot, or what remains of an upstream's hold. RetryAfterSeconds
 // rounds it up for a Retry-After header.

@@ -165,10 +165,8 @@ func (q *queue) ahead(p Priority, client string) int {
 // longest flow if that flow is longer than the client's would become (so a
 // flooding caller makes room for the others). nil if there is none.
 func (q *queue) victim(p Priority, client string) *waiter {
-	for i := 0; i < p.index(); i++ {
-		if q.levels[i].n > 0 {
-			return q.levels[i].longest().tail
-		}
+	if v := q.lowest(); v != nil && v.prio < p {
+		return v
 	}
 	lv := &q.levels[p.index()]
 	if lv.n == 0 {
@@ -180,6 +178,17 @@ func (q *queue) victim(p Priority, client string) *waiter {
 	}
 	if l := lv.longest(); l.client != client && l.n > own+1 {
 		return l.tail
+	}
+	return nil
+}
+
+// lowest returns the newest waiter of the longest flow in the lowest
+// priority that has any, nil if the queue is empty.
+func (q *queue) lowest() *waiter {
+	for i := range q.levels {
+		if q.levels[i].n > 0 {
+			return q.levels[i].longest().tail
+		}
 	}
 	return nil
 }

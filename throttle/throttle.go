@@ -81,23 +81,28 @@ func New(cfg Config) (*Throttle, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	cfg.fill()
 	t := &Throttle{clk: cfg.Clock, rnd: cfg.Rand, cfg: cfg, limit: cfg.MaxInFlight}
-	if t.clk == nil {
-		t.clk = clock.Real{}
-	}
-	if t.rnd == nil {
-		t.rnd = rand.Float64
-	}
-	if t.cfg.ShedFrom == 0 {
-		t.cfg.ShedFrom = defaultShedFrom
-	}
-	if t.cfg.MaxBackoff == 0 {
-		t.cfg.MaxBackoff = defaultMaxBackoff
-	}
 	if cfg.Adaptive != nil {
 		t.adapt = newWindow(*cfg.Adaptive, cfg.MaxInFlight, t.clk.Now())
 	}
 	return t, nil
+}
+
+// fill puts the defaults into zero fields.
+func (c *Config) fill() {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+	if c.ShedFrom == 0 {
+		c.ShedFrom = defaultShedFrom
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = defaultMaxBackoff
+	}
 }
 
 func (c *Config) check() error {
