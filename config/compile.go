@@ -25,7 +25,7 @@ func (d *decoder) compileErrors(err error) {
 			continue
 		}
 		if !d.reported(fe.Path) {
-			d.errorf(d.nodeAt(fe.Path, fe.Msg), fe.Path, "%s", fe.Msg)
+			d.errorf(d.nodeAt(fe.Path, fe.Name), fe.Path, "%s", fe.Msg)
 		}
 	}
 }
@@ -44,10 +44,10 @@ func (d *decoder) reported(path string) bool {
 }
 
 // nodeAt returns the node a problem at path is best shown at: the key of a
-// mapping entry for an unknown name, else the value at path, else the
+// mapping entry when the name is at fault, else the value at path, else the
 // nearest enclosing node that exists.
-func (d *decoder) nodeAt(path, msg string) *yaml.Node {
-	if k := d.keys[path]; k != nil && strings.HasPrefix(msg, "unknown rule") {
+func (d *decoder) nodeAt(path string, name bool) *yaml.Node {
+	if k := d.keys[path]; k != nil && name {
 		return k
 	}
 	for {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/store/memory"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -20,8 +21,9 @@ const (
 	DefaultRedisTimeout = 50 * time.Millisecond
 	MaxRedisTimeout     = 10 * time.Second
 	DefaultRedisPrefix  = "sluice:"
-	DefaultMaxKeys      = 1_000_000
-	DefaultIPv6Prefix   = 64
+	DefaultStoreType    = "memory"
+	DefaultMaxKeys      = memory.DefaultMaxKeys
+	DefaultInstances    = 1
 )
 
 // File is a whole configuration file: the gateway's settings and the

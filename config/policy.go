@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 
@@ -21,7 +22,7 @@ func (d *decoder) policy(m map[string]*yaml.Node, root *yaml.Node) policy.Policy
 		}
 	}
 	p.ForwardedHeader = d.forwardedHeader(m["forwarded_header"], "forwarded_header")
-	p.IPv6Prefix = int(d.integer(m["ipv6_prefix"], "ipv6_prefix", 1, 128, DefaultIPv6Prefix, "1 to 128; default 64"))
+	p.IPv6Prefix = int(d.integer(m["ipv6_prefix"], "ipv6_prefix", 1, 128, policy.DefaultIPv6Prefix, fmt.Sprintf("1 to 128; default %d", policy.DefaultIPv6Prefix)))
 	p.CaseInsensitivePaths = d.boolean(m["case_insensitive_paths"], "case_insensitive_paths")
 	p.Clients = d.clients(m["clients"], "clients")
 	p.Plans = d.plans(m["plans"], "plans")
@@ -108,7 +109,7 @@ func (d *decoder) clients(n *yaml.Node, path string) policy.Clients {
 	if h := m["key_header"]; !isNull(h) {
 		c.KeyHeader = d.str(h, join(path, "key_header"), "a header name", "")
 		if c.KeyHeader != "" && !validHeaderName(c.KeyHeader) || c.KeyHeader == "" && !d.failed[join(path, "key_header")] {
-			d.fail(h, join(path, "key_header"), "%q is not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~; default X-API-Key)", clip(c.KeyHeader))
+			d.fail(h, join(path, "key_header"), "%q is not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~; default %s)", clip(c.KeyHeader), policy.DefaultKeyHeader)
 			c.KeyHeader = ""
 		}
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -37,7 +38,7 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 		r.Rate, _ = d.rate(m["rate"], join(path, "rate"))
 	}
 	r.Burst = d.integer(m["burst"], join(path, "burst"), 1, 1<<62, 0, "1 or more; default: the rate's N")
-	r.Cost = d.integer(m["cost"], join(path, "cost"), 1, 1<<62, 1, "1 or more; default 1")
+	r.Cost = d.integer(m["cost"], join(path, "cost"), 1, 1<<62, policy.DefaultCost, fmt.Sprintf("1 or more; default %d", policy.DefaultCost))
 	if d.oneOf(m["mode"], join(path, "mode"), "enforce", []string{"enforce", "shadow"}) == "shadow" {
 		r.Mode = policy.Shadow
 	}

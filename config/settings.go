@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
@@ -122,15 +123,17 @@ var (
 
 // store decodes the store block.
 func (d *decoder) store(n *yaml.Node, path string) Store {
-	s := Store{Type: "memory", Instances: 1, MaxKeys: DefaultMaxKeys}
 	m := d.fields(n, path, "a mapping (type, redis, memory, on_failure, instances)", storeFields)
-	s.Type = d.oneOf(m["type"], join(path, "type"), "memory", []string{"memory", "redis"})
+	var s Store
+	s.Type = d.oneOf(m["type"], join(path, "type"), DefaultStoreType, []string{"memory", "redis"})
 	s.Redis = d.redis(m["redis"], join(path, "redis"), s.Type == "redis")
 	mem := d.fields(m["memory"], join(path, "memory"), "a mapping (max_keys)", memoryFields)
-	s.MaxKeys = int(d.integer(mem["max_keys"], join(path, "memory.max_keys"), 1, 1_000_000_000, DefaultMaxKeys, "1 to 1000000000; default 1000000"))
-	fail := d.oneOf(m["on_failure"], join(path, "on_failure"), "open", onFailureNames)
+	s.MaxKeys = int(d.integer(mem["max_keys"], join(path, "memory.max_keys"), 1, 1_000_000_000, DefaultMaxKeys,
+		fmt.Sprintf("1 to 1000000000; default %d", DefaultMaxKeys)))
+	fail := d.oneOf(m["on_failure"], join(path, "on_failure"), store.FailOpen.String(), onFailureNames)
 	s.OnFailure = store.FailurePolicy(slices.Index(onFailureNames, fail)) // oneOf returns a listed name
-	s.Instances = int(d.integer(m["instances"], join(path, "instances"), 1, 10_000, 1, "1 to 10000; default 1"))
+	s.Instances = int(d.integer(m["instances"], join(path, "instances"), 1, 10_000, DefaultInstances,
+		fmt.Sprintf("1 to 10000; default %d", DefaultInstances)))
 	return s
 }
 

@@ -89,42 +89,78 @@ type Limit struct {
 
 // New validates and builds a limit of rate requests per period. burst is the
 // bucket size of token_bucket, gcra and leaky_bucket (0 means rate); the
-// window algorithms take no burst and reject one that differs from rate.
+// window algorithms take no burst and reject one that differs from rate. A
+// limit it refuses gives a *LimitError naming the argument at fault.
 func New(alg Algorithm, rate int64, period time.Duration, burst int64) (Limit, error) {
 	if !alg.valid() {
-		return Limit{}, fmt.Errorf("limiter: unknown algorithm %d (want %s)", alg, algorithmList)
+		return Limit{}, limitErr(FieldAlgorithm, "unknown algorithm %d (want %s)", alg, algorithmList)
 	}
 	if rate < 1 || rate > MaxRate {
-		return Limit{}, fmt.Errorf("limiter: rate %d out of range (1 to %d per period)", rate, MaxRate)
+		return Limit{}, limitErr(FieldRate, "rate %d out of range (1 to %d per period)", rate, MaxRate)
 	}
 	if period < MinPeriod || period > MaxPeriod {
-		return Limit{}, fmt.Errorf("limiter: period %v out of range (%v to %v)", period, MinPeriod, MaxPeriod)
+		return Limit{}, limitErr(FieldPeriod, "period %v out of range (%v to %v)", period, MinPeriod, MaxPeriod)
 	}
 	if period%time.Microsecond != 0 {
-		return Limit{}, fmt.Errorf("limiter: period %v is not a whole number of microseconds", period)
+		return Limit{}, limitErr(FieldPeriod, "period %v is not a whole number of microseconds", period)
 	}
 	if alg == SlidingLog && rate > MaxLogRate {
-		return Limit{}, fmt.Errorf("limiter: sliding_log rate %d too large (at most %d per period; it stores one entry per request: use sliding_window or gcra)", rate, MaxLogRate)
+		return Limit{}, limitErr(FieldRate, "sliding_log rate %d too large (at most %d per period; it stores one entry per request: use sliding_window or gcra)", rate, MaxLogRate)
 	}
 	if burst == 0 {
 		burst = rate
 	}
 	if !alg.HasBurst() && burst != rate {
-		return Limit{}, fmt.Errorf("limiter: %v takes no burst (got %d; only token_bucket, gcra and leaky_bucket have one)", alg, burst)
+		return Limit{}, limitErr(FieldBurst, "%v takes no burst (got %d; only token_bucket, gcra and leaky_bucket have one)", alg, burst)
 	}
 	if burst < 1 || burst > MaxBurst {
-		return Limit{}, fmt.Errorf("limiter: burst %d out of range (1 to %d)", burst, MaxBurst)
+		return Limit{}, limitErr(FieldBurst, "burst %d out of range (1 to %d)", burst, MaxBurst)
 	}
 	us := int64(period / time.Microsecond)
 	g := gcd(us, rate)
 	l := Limit{alg: alg, rate: rate, burst: burst, period: us, p: us / g, n: rate / g}
 	if alg.HasBurst() {
 		if l.burst > (exactLimit-l.n)/l.p || l.burst*l.p+l.n > exactLimit { // the first test keeps the product from overflowing
-			return Limit{}, fmt.Errorf("limiter: %d/%v with burst %d cannot be computed exactly (burst x period/rate too fine; round the rate or period, or lower the burst)", rate, period, burst)
+			return Limit{}, limitErr(FieldBurst, "%d/%v with burst %d cannot be computed exactly (burst x period/rate too fine; round the rate or period, or lower the burst)", rate, period, burst)
 		}
 		l.full = l.burst * l.p / l.n
 	}
 	return l, nil
+}
+
+// Field names the argument of New at fault in a LimitError.
+type Field uint8
+
+// The arguments of New.
+const (
+	FieldAlgorithm Field = iota + 1
+	FieldRate
+	FieldPeriod
+	FieldBurst
+)
+
+var fieldNames = []string{FieldAlgorithm: "algorithm", FieldRate: "rate", FieldPeriod: "period", FieldBurst: "burst"}
+
+// String returns the argument's name: algorithm, rate, period or burst.
+func (f Field) String() string {
+	if int(f) < len(fieldNames) && f > 0 {
+		return fieldNames[f]
+	}
+	return fmt.Sprintf("Field(%d)", uint8(f))
+}
+
+// LimitError is why New refused a limit: Field is the argument at fault
+// (a burst that cannot be computed exactly blames the burst), Msg what is
+// wrong with it and what would be accepted.
+type LimitError struct {
+	Field Field
+	Msg   string
+}
+
+func (e *LimitError) Error() string { return "limiter: " + e.Msg }
+
+func limitErr(f Field, format string, args ...any) *LimitError {
+	return &LimitError{Field: f, Msg: fmt.Sprintf(format, args...)}
 }
 
 // MustNew is New for limits known to be valid; it panics otherwise. It is

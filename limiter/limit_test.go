@@ -1,6 +1,7 @@
 package limiter_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -162,6 +163,34 @@ func TestParseAlgorithmRejects(t *testing.T) {
 		}
 		if a != 0 {
 			t.Errorf("ParseAlgorithm(%q) returned %v with its error", s, a)
+		}
+	}
+}
+
+// TestNewErrorField: New's errors are *limiter.LimitError naming the argument at
+// fault, so that callers blame a field without reading the message.
+func TestNewErrorField(t *testing.T) {
+	for _, tc := range []struct {
+		alg          limiter.Algorithm
+		rate         int64
+		period       time.Duration
+		burst        int64
+		want         limiter.Field
+		wantInString string
+	}{
+		{0, 10, time.Second, 0, limiter.FieldAlgorithm, "unknown algorithm"},
+		{limiter.GCRA, 0, time.Second, 0, limiter.FieldRate, "rate 0 out of range"},
+		{limiter.SlidingLog, limiter.MaxLogRate + 1, time.Second, 0, limiter.FieldRate, "sliding_log rate"},
+		{limiter.GCRA, 10, 0, 0, limiter.FieldPeriod, "period 0s out of range"},
+		{limiter.GCRA, 10, time.Millisecond + 1, 0, limiter.FieldPeriod, "whole number of microseconds"},
+		{limiter.SlidingWindow, 10, time.Second, 5, limiter.FieldBurst, "takes no burst"},
+		{limiter.GCRA, 10, time.Second, limiter.MaxBurst + 1, limiter.FieldBurst, "burst 1000000001 out of range"},
+		{limiter.GCRA, 7, limiter.MaxPeriod, limiter.MaxBurst, limiter.FieldBurst, "cannot be computed exactly"},
+	} {
+		_, err := limiter.New(tc.alg, tc.rate, tc.period, tc.burst)
+		var le *limiter.LimitError
+		if !errors.As(err, &le) || le.Field != tc.want || !strings.Contains(err.Error(), tc.wantInString) || !strings.HasPrefix(err.Error(), "limiter: ") {
+			t.Errorf("New(%v, %d, %v, %d) = %v (%#v), want a *limiter.LimitError for %v saying %q", tc.alg, tc.rate, tc.period, tc.burst, err, le, tc.want, tc.wantInString)
 		}
 	}
 }

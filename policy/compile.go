@@ -17,6 +17,10 @@ import (
 type FieldError struct {
 	Path string
 	Msg  string
+	// Name reports that the last part of Path, a name used as a mapping
+	// key (the rule of a plan's or a client's override), is at fault
+	// rather than the value under it.
+	Name bool
 }
 
 func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
@@ -64,7 +68,7 @@ func Compile(p Policy) (*Compiled, error) {
 	p = clonePolicy(p)
 	c := &Compiled{src: p, byKey: map[string]*Caller{}, byID: map[string]*Caller{}, ipv6Bits: p.IPv6Prefix}
 	if c.ipv6Bits == 0 {
-		c.ipv6Bits = 64
+		c.ipv6Bits = DefaultIPv6Prefix
 	}
 	var errs []error
 	fail := func(path, format string, args ...any) {
@@ -83,6 +87,9 @@ func Compile(p Policy) (*Compiled, error) {
 	for i, r := range p.Rules {
 		c.rules = append(c.rules, compileRule(i, r, names, fail))
 	}
+	c.checkRuleNames(names, func(path, format string, args ...any) {
+		errs = append(errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...), Name: true})
+	})
 	c.checkOverrides(names, fail)
 	c.global = c.caller("", "", nil, fail, "")
 	if p.Clients.Unknown == UnknownAnonymous {
@@ -135,25 +142,37 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	}
 	cr := compiledRule{Rule: r, allowIDs: map[string]bool{}}
 	if cr.Algorithm == 0 {
-		cr.Algorithm = limiter.SlidingWindow
+		cr.Algorithm = DefaultAlgorithm
 	}
 	if cr.Cost == 0 {
-		cr.Cost = 1
+		cr.Cost = DefaultCost
 	}
 	if _, err := ruleLimit(cr.Rule, r.Rate); err != nil {
-		path := at + ".rate"
-		switch msg := err.Error(); {
-		case strings.Contains(msg, "burst"):
+		field, msg := limitProblem(err)
+		path := at + ".rate" // the rate's N or its period
+		switch field {
+		case limiter.FieldBurst:
 			path = at + ".burst"
-		case strings.Contains(msg, "algorithm"):
+		case limiter.FieldAlgorithm:
 			path = at + ".algorithm"
 		}
-		fail(path, "%s", strings.TrimPrefix(err.Error(), "limiter: "))
+		fail(path, "%s", msg)
 	}
 	for _, id := range r.Allow {
 		cr.allowIDs[id] = true
 	}
 	return cr
+}
+
+// limitProblem returns the argument limiter.New blamed and its message
+// without the package prefix (the rate, and the whole error, for an error
+// that is not a *limiter.LimitError).
+func limitProblem(err error) (limiter.Field, string) {
+	var le *limiter.LimitError
+	if errors.As(err, &le) {
+		return le.Field, le.Msg
+	}
+	return limiter.FieldRate, err.Error()
 }
 
 // ruleLimit builds the limit of rule r (its defaults filled in by
@@ -180,11 +199,11 @@ func (c *Compiled) checkOverrides(names map[string]int, fail func(string, string
 			rate := pl.Limits[rule]
 			i, ok := names[rule]
 			if !ok {
-				fail("plans."+plan+"."+rule, "unknown rule %q (rules: %s)", rule, ruleNames(c.src.Rules))
-				continue
+				continue // checkRuleNames reports it
 			}
 			if _, err := ruleLimit(c.rules[i].Rule, rate); err != nil {
-				fail("plans."+plan+"."+rule, "%s", strings.TrimPrefix(err.Error(), "limiter: "))
+				_, msg := limitProblem(err)
+				fail("plans."+plan+"."+rule, "%s", msg)
 			}
 		}
 	}
@@ -224,11 +243,6 @@ func (c *Compiled) compileClients(fail func(string, string, ...any)) {
 // its plan's, else the rule's.
 func (c *Compiled) caller(id, plan string, own map[string]Rate, fail func(string, string, ...any), at string) *Caller {
 	cl := &Caller{ID: id, Plan: plan, limits: make([]limiter.Limit, len(c.rules)), tags: make([]string, len(c.rules))}
-	for rule := range own {
-		if !c.hasRule(rule) {
-			fail(at+".limits."+rule, "unknown rule %q (rules: %s)", rule, ruleNames(c.src.Rules))
-		}
-	}
 	for i, r := range c.rules {
 		rate, ownRate := r.Rate, false
 		if o, ok := c.src.Plans[plan].Limits[r.Name]; ok {
@@ -239,20 +253,30 @@ func (c *Compiled) caller(id, plan string, own map[string]Rate, fail func(string
 		}
 		l, err := ruleLimit(r.Rule, rate)
 		if err != nil && ownRate { // plans and rules are checked once, elsewhere
-			fail(at+".limits."+r.Name, "%s", strings.TrimPrefix(err.Error(), "limiter: "))
+			_, msg := limitProblem(err)
+			fail(at+".limits."+r.Name, "%s", msg)
 		}
 		cl.limits[i], cl.tags[i] = l, l.String()
 	}
 	return cl
 }
 
-func (c *Compiled) hasRule(name string) bool {
-	for _, r := range c.rules {
-		if r.Name == name {
-			return true
+// checkRuleNames reports overrides, in plans and in clients' own limits,
+// of rules that do not exist.
+func (c *Compiled) checkRuleNames(names map[string]int, failName func(string, string, ...any)) {
+	check := func(path string, limits map[string]Rate) {
+		for _, rule := range slices.Sorted(maps.Keys(limits)) {
+			if _, ok := names[rule]; !ok {
+				failName(path+"."+rule, "unknown rule %q (rules: %s)", rule, ruleNames(c.src.Rules))
+			}
 		}
 	}
-	return false
+	for _, plan := range slices.Sorted(maps.Keys(c.src.Plans)) {
+		check("plans."+plan, c.src.Plans[plan].Limits)
+	}
+	for i, cl := range c.src.Clients.List {
+		check(fmt.Sprintf("clients.list[%d].limits", i), cl.Limits)
+	}
 }
 
 // checkCosts reports a rule whose cost is more than a limit it applies can

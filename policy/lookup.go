@@ -16,7 +16,7 @@ func (c *Compiled) Policy() Policy { return c.src }
 // KeyHeader returns the header carrying access keys (default X-API-Key).
 func (c *Compiled) KeyHeader() string {
 	if c.src.Clients.KeyHeader == "" {
-		return "X-API-Key"
+		return DefaultKeyHeader
 	}
 	return c.src.Clients.KeyHeader
 }

@@ -14,6 +14,15 @@ import (
 	"github.com/sluice-rl/sluice/limiter"
 )
 
+// The defaults Compile applies to fields left zero, defined here once
+// (package config refers to them).
+const (
+	DefaultIPv6Prefix = 64
+	DefaultKeyHeader  = "X-API-Key"
+	DefaultAlgorithm  = limiter.SlidingWindow
+	DefaultCost       = 1
+)
+
 // Policy is the whole set of rules. Only Rules is required.
 type Policy struct {
 	// TrustedProxies are the networks whose ForwardedHeader is believed
