@@ -4,7 +4,7 @@ import "time"
 
 // counters are the Throttle's running totals, guarded by its mutex.
 type counters struct {
-	admitted uint64
+	admitted [numPriorities]uint64
 	queued   uint64
 	waited   time.Duration
 	refused  [numPriorities][numReasons]uint64
@@ -18,8 +18,13 @@ type Stats struct {
 	Limit, MaxInFlight int
 	// QueueLength is how many requests wait.
 	QueueLength int
-	// Admitted counts requests given a slot, from the queue or not.
+	// Admitted counts requests given a slot, from the queue or not
+	// (AdmittedFor counts one priority).
 	Admitted uint64
+	// Shedding is true while in flight ≥ ShedFrom × limit: Degrade
+	// requests are refused and Low ones shed. A caller that logs when
+	// shedding starts and ends polls it.
+	Shedding bool
 	// Queued counts requests that joined the queue.
 	Queued uint64
 	// QueueWait is the total time requests admitted from the queue waited.
@@ -31,7 +36,16 @@ type Stats struct {
 	UpstreamHold time.Duration
 	HeldClients  int
 
-	refused [numPriorities][numReasons]uint64
+	admitted [numPriorities]uint64
+	refused  [numPriorities][numReasons]uint64
+}
+
+// AdmittedFor returns how many requests of priority p were given a slot.
+func (s Stats) AdmittedFor(p Priority) uint64 {
+	if !p.valid() {
+		return 0
+	}
+	return s.admitted[p.index()]
 }
 
 // Refused returns how many requests of priority p were refused for reason
@@ -55,9 +69,19 @@ func (t *Throttle) Stats() Stats {
 		Limit:        t.limit,
 		MaxInFlight:  t.cfg.MaxInFlight,
 		QueueLength:  t.queue.n,
-		Admitted:     t.counts.admitted,
+		Admitted:     total(t.counts.admitted),
+		Shedding:     float64(t.inFlight) >= t.cfg.ShedFrom*float64(t.limit),
 		Queued:       t.counts.queued,
 		QueueWait:    t.counts.waited,
+		admitted:     t.counts.admitted,
 		refused:      t.counts.refused,
 	}
+}
+
+func total(counts [numPriorities]uint64) uint64 {
+	var n uint64
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }

@@ -247,7 +247,7 @@ func (t *Throttle) admit(now time.Time, p Priority, client string) Decision {
 		testHook(t, p, Decision{Admitted: true})
 	}
 	t.inFlight++
-	t.counts.admitted++
+	t.counts.admitted[p.index()]++
 	if t.adapt != nil {
 		t.adapt.peak = max(t.adapt.peak, t.inFlight)
 	}
