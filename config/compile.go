@@ -2,9 +2,11 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -68,4 +70,33 @@ func parent(path string) string {
 		return ""
 	}
 	return path[:i]
+}
+
+// checkLocalShares warns about rules whose cost is more than an instance's
+// local share of a limit allows at once: with on_failure: local each of
+// store.instances instances enforces the limit divided by their number (at
+// least 1), so while the store fails every such request is refused.
+func (d *decoder) checkLocalShares(f *File) {
+	n := int64(f.Store.Instances)
+	if f.Store.OnFailure != store.FailLocal || n < 2 {
+		return
+	}
+	c := f.Compiled
+	callers := []*policy.Caller{c.Anonymous()}
+	for _, cl := range f.Policy.Clients.List {
+		caller, _ := c.CallerByID(cl.ID)
+		callers = append(callers, caller)
+	}
+	for i := 0; i < c.Rules(); i++ {
+		r, smallest := c.Rule(i), c.RuleLimit(i)
+		for _, caller := range callers {
+			if caller != nil && caller.Limit(i).Burst() < smallest.Burst() {
+				smallest = caller.Limit(i)
+			}
+		}
+		if share := max(1, smallest.Burst()/n); r.Cost > share {
+			path := fmt.Sprintf("rules[%d].cost", i)
+			d.warnf(d.nodeAt(path, false), path, "%d is more than the %d that each of %d instances allows on its own (a limit of %d at once, divided by store.instances) with on_failure: local: while the store fails, such requests are refused", r.Cost, share, n, smallest.Burst())
+		}
+	}
 }

@@ -141,6 +141,9 @@ func Parse(name string, data []byte) (*File, error) {
 		c, err := policy.Compile(f.Policy)
 		d.compileErrors(err)
 		f.Compiled = c
+		if c != nil {
+			d.checkLocalShares(f)
+		}
 	}
 	if len(d.errs) > 0 {
 		return nil, sortErrors(d.errs)

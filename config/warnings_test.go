@@ -124,3 +124,30 @@ func TestSecretReferenceErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalShareWarning: with on_failure: local each instance enforces its
+// share of a limit; a cost above the smallest share (plans and clients
+// included) refuses every such request while the store fails.
+func TestLocalShareWarning(t *testing.T) {
+	const file = head + `store: {type: redis, on_failure: local, instances: 4}
+clients: {list: [{id: a, keys: [k], limits: {api: 8/m}}]}
+rules:
+  - name: api
+    rate: 100/m
+    cost: 3
+  - name: ok
+    rate: 100/m
+    cost: 3
+`
+	f, err := Parse("t.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "t.yaml:8:11: rules[0].cost: 3 is more than the 2 that each of 4 instances allows on its own (a limit of 8 at once, divided by store.instances) with on_failure: local: while the store fails, such requests are refused"
+	if len(f.Warnings) != 1 || f.Warnings[0].Error() != want {
+		t.Errorf("warnings %v, want\n%s", f.Warnings, want)
+	}
+	if f, err := Parse("t.yaml", []byte(strings.Replace(file, "instances: 4", "instances: 2", 1))); err != nil || len(f.Warnings) != 0 {
+		t.Errorf("2 instances: warnings %v (%v), want none", f.Warnings, err)
+	}
+}
