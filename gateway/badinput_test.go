@@ -61,9 +61,9 @@ func TestBadInputRejected(t *testing.T) {
 		{"empty key", "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: \r\n\r\n", 401},
 		{"key of spaces", "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key:    \r\n\r\n", 401},
 		{"key with tab inside", "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: secret\tkey\r\n\r\n", 401},
-		{"two keys", "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\nX-API-Key: " + keyB + "\r\n\r\n", 401},
-		{"same key twice", "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\nX-API-Key: " + keyA + "\r\n\r\n", 401},
-		{"key list", "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + ", " + keyB + "\r\n\r\n", 401},
+		{"two keys", "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\nX-API-Key: " + keyB + "\r\n\r\n", 400},
+		{"same key twice", "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\nX-API-Key: " + keyA + "\r\n\r\n", 400},
+		{"key list", "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + ", " + keyB + "\r\n\r\n", 400},
 		{"key in trailer only", "POST /submit/1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTrailer: X-API-Key\r\n\r\n0\r\nX-API-Key: " + keyA + "\r\n\r\n", 401},
 	}
 	for _, c := range cases {

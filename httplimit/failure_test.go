@@ -228,7 +228,7 @@ func TestOnDecisionReportsOncePerRequestWithoutKeys(t *testing.T) {
 		{"allowed", req{key: secretA}, false, 200, "partner-a"},
 		{"limited", req{key: secretA}, false, 429, "partner-a"},
 		{"unknown key", req{key: wrong}, false, 401, "unknown"},
-		{"two keys", req{header: http.Header{"X-Api-Key": {secretA, secretB}}}, false, 401, "unknown"},
+		{"two keys", req{header: http.Header{"X-Api-Key": {secretA, secretB}}}, false, 400, "unknown"},
 		{"no rule", req{key: secretB, path: "/health"}, false, 200, "partner-b"},
 		{"store down", req{key: secretB}, true, 503, "partner-b"},
 	}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"net/textproto"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -128,20 +129,23 @@ type scratch struct {
 func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	pol := l.policy.Load()
 	now := l.opts.Clock.Now()
-	scrubHeaders(r.Header)
+	var key string
+	if pol.IdentifiesByKey() {
+		key = textproto.CanonicalMIMEHeaderKey(pol.KeyHeader())
+	}
+	scrubHeaders(r.Header, key)
 	s := l.scratch.Get().(*scratch)
 	defer l.scratch.Put(s)
 	rep := &s.report
 	*rep = Report{Rules: rep.Rules[:0]}
-	caller := identify(pol, r)
+	caller, err := identify(pol, r, key)
 	if caller == nil {
-		l.unidentified(w, r, pol, rep, now)
+		l.unidentified(w, r, pol, rep, now, err)
 		return r, false
 	}
 	name := clientName(pol, caller)
 	rep.Client = cmp.Or(name, "-")
-	r, err := cleanRequest(r)
-	if err != nil {
+	if r, err = cleanRequest(r); err != nil {
 		l.badRequest(w, r, rep, now, "the request path cannot be read one way only: it has "+err.(*policy.PathError).Reason)
 		return r, false
 	}
@@ -160,10 +164,16 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) (*http.Request,
 	return r, pass
 }
 
-// unidentified answers 401 to a request without a known key. Nothing is
+// unidentified answers a request whose key sluice cannot accept: 400 for a
+// key header it cannot read one way only (err), else 401. Nothing is
 // counted.
-func (l *Limiter) unidentified(w http.ResponseWriter, r *http.Request, pol *policy.Compiled, rep *Report, now time.Time) {
-	rep.Client, rep.Status = UnknownClient, http.StatusUnauthorized
+func (l *Limiter) unidentified(w http.ResponseWriter, r *http.Request, pol *policy.Compiled, rep *Report, now time.Time, err error) {
+	rep.Client = UnknownClient
+	if err != nil {
+		l.badRequest(w, r, rep, now, err.Error())
+		return
+	}
+	rep.Status = http.StatusUnauthorized
 	l.report(r, rep, now)
 	w.Header()["Www-Authenticate"] = []string{`ApiKey header="` + pol.KeyHeader() + `"`}
 	writeProblem(w, problem{Title: "Unauthorized", Status: http.StatusUnauthorized,

@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -13,21 +14,33 @@ import (
 const maxHops = 32
 
 // identify returns the caller of r, or nil if the policy rejects it (an
-// unknown or missing key with unknown: reject). A key is used only if it is
-// the single value of the key header.
-func identify(pol *policy.Compiled, r *http.Request) *policy.Caller {
+// unknown or missing key with unknown: reject). key is the key header's
+// canonical name. A key header sent more than once, or holding a list that
+// is not itself a key, is an error: an upstream may read one of its keys
+// while sluice counted none (Go's Header.Get reads the first, Node.js joins
+// them with ", ").
+func identify(pol *policy.Compiled, r *http.Request, key string) (*policy.Caller, error) {
 	if !pol.IdentifiesByKey() {
 		if a := pol.Anonymous(); a != nil {
-			return a // unknown: anonymous and no clients: everyone is unknown
+			return a, nil // unknown: anonymous and no clients: everyone is unknown
 		}
-		return pol.Unidentified()
+		return pol.Unidentified(), nil
 	}
-	if vals := r.Header.Values(pol.KeyHeader()); len(vals) == 1 {
-		if c, ok := pol.CallerByKey(vals[0]); ok {
-			return c
-		}
+	vals := r.Header[key]
+	switch len(vals) {
+	case 0:
+		return pol.Anonymous(), nil
+	case 1:
+	default:
+		return nil, fmt.Errorf("%s sent %d times (send one access key, once)", pol.KeyHeader(), len(vals))
 	}
-	return pol.Anonymous()
+	if c, ok := pol.CallerByKey(vals[0]); ok {
+		return c, nil
+	}
+	if strings.IndexByte(vals[0], ',') >= 0 {
+		return nil, fmt.Errorf("%s holds a list (send one access key)", pol.KeyHeader())
+	}
+	return pol.Anonymous(), nil
 }
 
 // clientAddr returns the caller's IP address: the peer's, unless the peer is

@@ -14,11 +14,14 @@ var methodOverrides = [...]string{"X-Http-Method-Override", "X-Http-Method", "X-
 
 // scrubHeaders removes the headers a caller must not pass on, in every
 // spelling an upstream may read as the same (sameName): X-Sluice-Client,
-// which only sluice writes, and the method-override headers, which would
-// make the upstream serve another method than the one counted.
-func scrubHeaders(h http.Header) {
+// which only sluice writes; the method-override headers, which would make
+// the upstream serve another method than the one counted; and every
+// spelling of the key header other than key itself (its canonical name,
+// "" when the policy reads no key), which the upstream might take for the
+// key sluice did not see.
+func scrubHeaders(h http.Header, key string) {
 	for k := range h {
-		if sameName(k, ClientHeader) || isMethodOverride(k) {
+		if sameName(k, ClientHeader) || key != "" && k != key && sameName(k, key) || isMethodOverride(k) {
 			delete(h, k)
 		}
 	}

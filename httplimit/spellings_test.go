@@ -187,3 +187,45 @@ func TestCaseInsensitivePaths(t *testing.T) {
 	s.exhaust()
 	wantStatus(t, s.send("GET", "/CLAIMS", http.Header{"X-Api-Key": {"key-a"}}), 200, "GET /CLAIMS, case-sensitive")
 }
+
+// A key header sent twice, or holding a list, is refused (400) in both
+// modes: never counted anonymous while a key travels on.
+func TestKeyHeaderTwiceRefused(t *testing.T) {
+	for _, anonymous := range []bool{false, true} {
+		p := partners()
+		if anonymous {
+			p.Clients.Unknown = policy.UnknownAnonymous
+		}
+		s := newSpellings(t, p)
+		for _, keys := range [][]string{{"key-a", "key-a"}, {"key-a", "key-b"}, {"nope", "key-a"}, {"key-a, key-a"}, {"nope, key-a"}} {
+			w := s.send("GET", "/claims/1", http.Header{"X-Api-Key": keys})
+			p := readProblem(t, w, http.StatusBadRequest)
+			if !strings.Contains(p.Detail, "X-API-Key") || strings.Contains(w.Body.String(), "key-a") {
+				t.Errorf("anonymous %v, keys %q: detail %q (want the header named, no key)", anonymous, keys, p.Detail)
+			}
+		}
+		if n, c := s.next.count(), s.mem.Len(); n != 0 || c != 0 {
+			t.Errorf("anonymous %v: %d requests passed, %d counters; want 0, 0", anonymous, n, c)
+		}
+	}
+}
+
+// A respelled key header (X_API_KEY, read by CGI-style upstreams as the
+// key) is neither read nor passed on; the key header itself is.
+func TestKeyHeaderRespellingRemoved(t *testing.T) {
+	p := partners()
+	p.Clients.Unknown = policy.UnknownAnonymous
+	p.Plans[policy.AnonymousPlan] = policy.Plan{Limits: map[string]policy.Rate{"claims": rate(1, time.Minute)}}
+	s := newSpellings(t, p)
+	wantStatus(t, s.send("GET", "/claims/1", http.Header{"X_api_key": {"key-a"}, "X-API_KEY": {"key-a"}}), 200, "respelled key")
+	got := s.next.last(t)
+	if len(got.Header) != 1 || got.Header.Get(httplimit.ClientHeader) != "anonymous" {
+		t.Errorf("the handler received %v, want X-Sluice-Client: anonymous only", got.Header)
+	}
+	wantStatus(t, s.send("GET", "/claims/1", http.Header{"X_api_key": {"key-a"}}), 429, "respelled key: anonymous, limited")
+	wantStatus(t, s.send("GET", "/claims/1", http.Header{"X-Api-Key": {"key-a"}, "X_api_key": {"key-b"}}), 200, "key and respelling")
+	got = s.next.last(t)
+	if v := got.Header["X-Api-Key"]; len(v) != 1 || v[0] != "key-a" || len(got.Header) != 2 {
+		t.Errorf("the handler received %v, want X-Api-Key: key-a and X-Sluice-Client only", got.Header)
+	}
+}
