@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ func TestCeilingUnderConcurrentLoad(t *testing.T) {
 				n := at.Add(1)
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 				}
+				runtime.Gosched() // the service takes a while
 				at.Add(-1)
 				d.Release(Outcome{})
 			}
