@@ -24,6 +24,9 @@ const (
 	DefaultStoreType    = "memory"
 	DefaultMaxKeys      = memory.DefaultMaxKeys
 	DefaultInstances    = 1
+	// DefaultMaxLogEntries bounds the memory store's sliding_log entries
+	// (16 bytes each: 160 MB).
+	DefaultMaxLogEntries = memory.DefaultMaxLogEntries
 )
 
 // File is a whole configuration file: the gateway's settings and the
@@ -77,12 +80,16 @@ type Store struct {
 	// MaxKeys bounds the keys the memory store holds (store.memory.max_keys,
 	// also the local fallback's bound). Default 1,000,000.
 	MaxKeys int
+	// MaxLogEntries bounds the sliding_log entries the memory store holds,
+	// across its keys (store.memory.max_log_entries, also the local
+	// fallback's bound). Default 10,000,000.
+	MaxLogEntries int
 }
 
 // Equal reports whether s and o are the same settings.
 func (s Store) Equal(o Store) bool {
 	return s.Type == o.Type && s.OnFailure == o.OnFailure && s.Instances == o.Instances &&
-		s.MaxKeys == o.MaxKeys && s.Redis.Equal(o.Redis)
+		s.MaxKeys == o.MaxKeys && s.MaxLogEntries == o.MaxLogEntries && s.Redis.Equal(o.Redis)
 }
 
 // Redis is how to reach Redis.
@@ -143,6 +150,7 @@ func Parse(name string, data []byte) (*File, error) {
 		f.Compiled = c
 		if c != nil {
 			d.checkLocalShares(f)
+			d.checkLogBound(f)
 		}
 	}
 	if len(d.errs) > 0 {

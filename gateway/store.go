@@ -55,11 +55,11 @@ func openStore(ctx context.Context, cfg *config.File, clk clock.Clock, m *metric
 }
 
 // memoryOptions configures a memory store, the store or the local
-// fallback: bounded by max_keys, with room always kept for the clients the
-// policy lists (the bound is on the other callers' keys), sweeping on the
-// clock that times the decisions.
+// fallback: bounded by max_keys and max_log_entries, with room always kept
+// for the clients the policy lists (the bounds are on the other callers'
+// keys), sweeping on the clock that times the decisions.
 func memoryOptions(sc config.Store, clk clock.Clock) memory.Options {
-	return memory.Options{MaxKeys: sc.MaxKeys, Reserved: httplimit.ListedKey, Clock: clk}
+	return memory.Options{MaxKeys: sc.MaxKeys, MaxLogEntries: sc.MaxLogEntries, Reserved: httplimit.ListedKey, Clock: clk}
 }
 
 // registerFailover exports the failover store's own state and counters, so
