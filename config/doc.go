@@ -10,6 +10,11 @@
 //	sluice.yaml:14:5: rules[0]: unknown field "algoritm" (did you mean "algorithm"? accepted: name, match, ...)
 //
 // Unknown fields, duplicate keys, values of the wrong kind, YAML aliases and
-// files that are not UTF-8 text are errors, never silently ignored. The
-// format is described field by field in docs/configuration.md.
+// files that are not UTF-8 text are errors, never silently ignored; so is a
+// limit that cannot work (a cost above what a limit ever allows at once).
+// Settings that work but are dangerous (an admin address other machines can
+// reach without a token, every address a trusted proxy) are returned as
+// File.Warnings, with positions too. Secrets may be references (env:NAME,
+// file:PATH, literal:TEXT). The format is described field by field in
+// docs/configuration.md.
 package config

@@ -10,9 +10,10 @@ import (
 
 // Info is what the toolchain recorded about the running binary.
 type Info struct {
-	// Version is the main module's version: a tag such as v1.2.0 when
-	// built with `go install module@version`, "(devel)" when built from a
-	// checkout.
+	// Version is the main module's version: a tag such as v1.2.0 (`go
+	// install module@version`, or a checkout at that tag), a pseudo-version
+	// naming the commit for a checkout elsewhere, "(devel)" when the go
+	// command recorded none (-buildvcs=false, a git worktree, no checkout).
 	Version string
 	// Revision is the VCS commit the binary was built from (vcs.revision),
 	// "" when not recorded (built outside a checkout, or -buildvcs=false).
