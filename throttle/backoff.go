@@ -85,14 +85,14 @@ func (t *Throttle) backoff(now time.Time, client string, o Outcome) {
 	case statusServiceUnavailable:
 		t.holds.holdAll(now, d)
 		for _, w := range t.queue.below(Critical) {
-			t.release(w, t.refuse(w.prio, ReasonUpstreamBackoff, d))
+			t.decide(w, t.refuse(w.prio, ReasonUpstreamBackoff, d))
 		}
 	case statusTooManyRequests:
 		if client == "" || !t.holds.holdClient(now, client, d) {
 			return
 		}
 		for _, w := range t.queue.client(client) {
-			t.release(w, t.refuse(w.prio, ReasonUpstreamBackoff, d))
+			t.decide(w, t.refuse(w.prio, ReasonUpstreamBackoff, d))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package throttle
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/sluice-rl/sluice/clock"
 )
@@ -32,7 +33,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 
 // The same with the adaptive limit on (a latency sample per request).
 func BenchmarkAcquireReleaseAdaptive(b *testing.B) {
-	th := benchThrottle(b, Config{MaxInFlight: 100, Adaptive: &Adaptive{MinInFlight: 1, LatencyTarget: 1e8}})
+	th := benchThrottle(b, Config{MaxInFlight: 100, Adaptive: &Adaptive{MinInFlight: 1, LatencyTarget: 100 * time.Millisecond}})
 	ctx := context.Background()
 	r := Request{Client: "a"}
 	b.ReportAllocs()

@@ -48,7 +48,10 @@
 // drop; either way it shrinks by at least one and at most by half. A window
 // within the target grows the limit by a tenth (at least one), but only if
 // at least half the limit was in use: an unused limit proves nothing. The
-// limit starts at MaxInFlight and Throttle.Limit reads it.
+// limit starts at MaxInFlight and Throttle.Limit reads it. The p99 is
+// exact up to 512 latencies a window and taken from a uniform sample of 512
+// beyond (reservoir sampling); fewer than 100 make it the window's maximum,
+// which errs on the side of shrinking.
 //
 // It learns from two families of anchors and pins their known failures in
 // tests:
@@ -119,7 +122,14 @@
 // one's requests are still at the upstream, letting up to twice the
 // ceiling through; Update keeps the slots, the queue and the holds.
 //
-// Every refusal carries a RetryAfter that is never zero: the expected wait
-// for a slot, or what remains of an upstream's hold. RetryAfterSeconds
-// rounds it up for a Retry-After header.
+// # Refusals and counters
+//
+// Every refusal carries a Reason and a RetryAfter that is never zero: the
+// expected wait for a slot, or what remains of an upstream's hold;
+// RetryAfterSeconds rounds it up for a Retry-After header. Stats is a
+// snapshot of plain values for metrics (in flight, limit, queue length,
+// admissions and refusals by priority and reason, total queue wait, the
+// upstream's holds, whether shedding is on); Decision.Waited gives each
+// request's queue wait for a histogram. ReasonCanceled is not an overload
+// refusal: the caller went away.
 package throttle

@@ -276,7 +276,7 @@ func (t *Throttle) enqueue(now time.Time, r Request) (Decision, *waiter) {
 		// ahead of r, so it too now expects more than MaxWait: it goes
 		// first, and r is never refused while a lower priority waits.
 		for _, v := range t.queue.below(r.Priority) {
-			t.release(v, t.refuse(v.prio, ReasonWaitTooLong, wait))
+			t.decide(v, t.refuse(v.prio, ReasonWaitTooLong, wait))
 		}
 		return t.refuse(r.Priority, ReasonWaitTooLong, wait), nil
 	}
@@ -286,7 +286,7 @@ func (t *Throttle) enqueue(now time.Time, r Request) (Decision, *waiter) {
 			return t.refuse(r.Priority, ReasonQueueFull, t.slotWait(now, t.queue.n+1)), nil
 		}
 		t.queue.remove(v)
-		t.release(v, t.refuse(v.prio, ReasonQueueFull, wait))
+		t.decide(v, t.refuse(v.prio, ReasonQueueFull, wait))
 	}
 	t.seq++
 	w := &waiter{prio: r.Priority, client: r.Client, since: now, seq: t.seq, ready: make(chan struct{})}
@@ -295,9 +295,9 @@ func (t *Throttle) enqueue(now time.Time, r Request) (Decision, *waiter) {
 	return Decision{}, w
 }
 
-// release hands w its final decision; w is out of the queue. The caller
+// decide hands w its final decision; w is out of the queue. The caller
 // holds t.mu.
-func (t *Throttle) release(w *waiter, d Decision) {
+func (t *Throttle) decide(w *waiter, d Decision) {
 	w.d = d
 	close(w.ready)
 }
@@ -338,7 +338,7 @@ func (t *Throttle) dispatch(now time.Time) {
 		d := t.admit(now, w.prio, w.client)
 		d.Waited = now.Sub(w.since)
 		t.counts.waited += d.Waited
-		t.release(w, d)
+		t.decide(w, d)
 	}
 }
 

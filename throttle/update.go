@@ -34,7 +34,7 @@ func (t *Throttle) Update(cfg Config) error {
 	for t.queue.n > cfg.Queue.MaxLength {
 		v := t.queue.lowest()
 		t.queue.remove(v)
-		t.release(v, t.refuse(v.prio, ReasonQueueFull, t.slotWait(now, t.queue.n+1)))
+		t.decide(v, t.refuse(v.prio, ReasonQueueFull, t.slotWait(now, t.queue.n+1)))
 	}
 	t.dispatch(now)
 	return nil
