@@ -32,7 +32,7 @@ func newMetrics() *metrics {
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_requests_total",
-			Help: "Rule decisions by rule, client id and decision (allowed, limited, shadow_limited, exempt, store_error).",
+			Help: "Rule decisions by rule, client id and decision (allowed, limited, shadow_limited, exempt, store_error, not_spent: had room, spent nothing as another rule rejected the request).",
 		}, []string{"rule", "client", "decision"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_responses_total",

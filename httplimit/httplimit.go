@@ -153,10 +153,11 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) (*http.Request,
 	s.match = pol.Match(r.Method, r.URL.Path, s.match[:0])
 	l.requests(pol, caller, addr, r, s)
 	var results []store.Result
+	spent := true
 	if len(s.reqs) > 0 {
-		results, err = l.decideAll(r.Context(), s, now)
+		results, spent, err = l.decideAll(r.Context(), s, now)
 	}
-	pass := l.judge(w, pol, caller, addr, s, results, err)
+	pass := l.judge(w, pol, caller, addr, s, results, spent, err)
 	l.report(r, rep, now)
 	if pass && name != "" {
 		r.Header[ClientHeader] = []string{name}
@@ -214,14 +215,19 @@ func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr net
 // concurrent requests may then both see room and one be rejected after
 // spending some rules: the race is narrow, and it errs on the side of the
 // service.
-func (l *Limiter) decideAll(ctx context.Context, s *scratch, now time.Time) ([]store.Result, error) {
+//
+// spent reports whether the allowed results spent their cost: false when
+// an enforcing rule's denial kept the others from spending (their results
+// are then looks). A single batch spends whatever it allows.
+func (l *Limiter) decideAll(ctx context.Context, s *scratch, now time.Time) (res []store.Result, spent bool, err error) {
 	if enforcing(s.reqs) < 2 {
-		return l.opts.Store.DecideBatch(ctx, s.reqs, now)
+		res, err = l.opts.Store.DecideBatch(ctx, s.reqs, now)
+		return res, true, err
 	}
 	if all, ok := l.opts.Store.(store.AllOrNothing); ok {
 		res, err := all.DecideAll(ctx, s.reqs, now)
 		if !errors.Is(err, store.ErrNotAtomic) {
-			return res, err
+			return res, err != nil || !enforcedDenial(s.reqs, res), err
 		}
 	}
 	s.again = append(s.again[:0], s.reqs...)
@@ -230,7 +236,7 @@ func (l *Limiter) decideAll(ctx context.Context, s *scratch, now time.Time) ([]s
 	}
 	looks, err := l.opts.Store.DecideBatch(ctx, s.again, now)
 	if err != nil || len(looks) != len(s.reqs) {
-		return looks, err
+		return looks, false, err
 	}
 	s.again, s.denied = s.again[:0], s.denied[:0]
 	blocked := false
@@ -241,16 +247,27 @@ func (l *Limiter) decideAll(ctx context.Context, s *scratch, now time.Time) ([]s
 		}
 	}
 	if !blocked { // a shadow rule without room stops nothing: spend, and it reports its denial
-		return l.opts.Store.DecideBatch(ctx, s.reqs, now)
+		res, err = l.opts.Store.DecideBatch(ctx, s.reqs, now)
+		return res, true, err
 	}
 	again, err := l.opts.Store.DecideBatch(ctx, s.again, now)
 	if err != nil || len(again) != len(s.again) {
-		return again, err
+		return again, false, err
 	}
 	for j, k := range s.denied {
 		looks[k] = again[j]
 	}
-	return looks, nil
+	return looks, false, nil
+}
+
+// enforcedDenial reports whether an enforcing request was denied.
+func enforcedDenial(reqs []store.Request, res []store.Result) bool {
+	for k, r := range res {
+		if k < len(reqs) && !reqs[k].Shadow && r.Err == nil && !r.Decision.Allowed {
+			return true
+		}
+	}
+	return false
 }
 
 func enforcing(reqs []store.Request) int {

@@ -26,12 +26,15 @@ const (
 	Exempt
 	// Failed: the store could not decide.
 	Failed
+	// NotSpent: the rule had room, but another rule rejected the request,
+	// so nothing was counted against this one.
+	NotSpent
 )
 
-var outcomeNames = [...]string{"allowed", "limited", "shadow_limited", "exempt", "store_error"}
+var outcomeNames = [...]string{"allowed", "limited", "shadow_limited", "exempt", "store_error", "not_spent"}
 
 // String returns the metric label of o: allowed, limited, shadow_limited,
-// exempt or store_error.
+// exempt, store_error or not_spent.
 func (o Outcome) String() string { return outcomeNames[o] }
 
 // UnknownClient is Report.Client for a caller rejected for its key.
@@ -77,9 +80,10 @@ func clientName(pol *policy.Compiled, c *policy.Caller) string {
 }
 
 // judge turns the store's decisions into the answer: headers on w, and a 429
-// or 503 written (false) or the request allowed to pass (true).
+// or 503 written (false) or the request allowed to pass (true). spent
+// reports whether the allowed decisions spent their cost (see decideAll).
 func (l *Limiter) judge(w http.ResponseWriter, pol *policy.Compiled, caller *policy.Caller, addr netip.Addr,
-	s *scratch, results []store.Result, err error) bool {
+	s *scratch, results []store.Result, spent bool, err error) bool {
 	rep := &s.report
 	if err == nil && len(results) != len(s.reqs) {
 		err = errShortBatch
@@ -106,6 +110,9 @@ func (l *Limiter) judge(w http.ResponseWriter, pol *policy.Compiled, caller *pol
 		}
 		d := res.Decision
 		out := Allowed
+		if !spent {
+			out = NotSpent
+		}
 		if !d.Allowed {
 			out = Limited
 			if rule.Mode == policy.Shadow {
