@@ -31,7 +31,9 @@
 // slow another). A request is refused at once (ReasonWaitTooLong) when its
 // expected wait exceeds MaxWait: the waiters that round-robin puts ahead of
 // it, plus one, divided by the recent completion rate (completions over the
-// last second, weighted as a sliding window). A full queue takes a new
+// last second, weighted as a sliding window). A waiter that has waited
+// MaxWait without a slot is refused then (a ticker from the Throttle's
+// clock, started when it joins the queue). A full queue takes a new
 // request only by displacing a waiter: the newest waiter of the longest
 // caller's FIFO in the lowest priority below the newcomer's, or, in its own
 // priority, the newest of a caller with at least two more waiting than the
@@ -97,9 +99,10 @@
 // WaitTooLong) while one of lower priority waits in the queue, and none is
 // admitted while one of higher priority waits. Dispatch takes the highest
 // priority first; a full queue displaces a lower priority before refusing;
-// and when an arrival's expected wait exceeds MaxWait, every waiter of a
-// lower priority (which stands behind all that is ahead of the arrival, so
-// expects even longer) is refused first. TestInvariantPriorityUnderLoad
+// and when an arrival's expected wait exceeds MaxWait, or a waiter has
+// waited MaxWait, every waiter of a lower priority (which stands behind
+// all that is ahead of it, so expects to wait even longer) is refused
+// first. TestInvariantPriorityUnderLoad
 // checks every decision under mixed concurrent load.
 //
 // # Settling: the upstream's outcome

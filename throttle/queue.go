@@ -1,6 +1,10 @@
 package throttle
 
-import "time"
+import (
+	"time"
+
+	"github.com/sluice-rl/sluice/clock"
+)
 
 // The queue holds requests waiting for a slot: one level per priority, and
 // within a level one FIFO per caller (a flow), served round-robin. It is
@@ -23,10 +27,12 @@ type waiter struct {
 	since  time.Time     // when it joined the queue
 	seq    uint64        // order of arrival
 	ready  chan struct{} // closed once d is final
-	d      Decision
-	f      *flow // nil once out of the queue
-	prev   *waiter
-	next   *waiter
+	expiry clock.Ticker  // ticks when it has waited MaxWait; nil without
+
+	d    Decision
+	f    *flow // nil once out of the queue
+	prev *waiter
+	next *waiter
 }
 
 // flow is one caller's FIFO within a priority.

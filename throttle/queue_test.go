@@ -267,3 +267,34 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// A waiter that has waited MaxWait without a slot is refused then, and the
+// waiters of lower priority behind it with it; later ones of its own
+// priority keep their places.
+func TestQueueMaxWaitBoundsTheWait(t *testing.T) {
+	th, clk := newThrottle(t, Config{MaxInFlight: 1, Queue: Queue{MaxLength: 10, MaxWait: time.Second}})
+	slot := hold(t, th, 1, Request{})[0] // no completion yet: the rate is unknown, all may queue
+	h1 := acquire(t, th, "h1", Request{Priority: High, Client: "a"})
+	clk.Advance(500 * time.Millisecond)
+	h2 := acquire(t, th, "h2", Request{Priority: High, Client: "b"})
+	n := acquire(t, th, "n", Request{Client: "c"})
+	clk.Advance(500 * time.Millisecond) // h1 has waited 1s
+	for _, p := range []*pending{h1, n} {
+		if d := p.result(t); d.Reason != ReasonWaitTooLong || d.Admitted {
+			t.Fatalf("%s: %+v, want wait_too_long", p.name, d)
+		}
+	}
+	if h2.decided() {
+		t.Fatal("h2 refused before its time")
+	}
+	clk.Advance(200 * time.Millisecond)
+	slot.Release(Outcome{})
+	d := h2.result(t)
+	if !d.Admitted || d.Waited != 700*time.Millisecond {
+		t.Fatalf("h2: %+v, want admitted after 700ms", d)
+	}
+	d.Release(Outcome{})
+	if s := th.Stats(); s.Refused(High, ReasonWaitTooLong) != 1 || s.Refused(Normal, ReasonWaitTooLong) != 1 || s.QueueLength != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}

@@ -48,9 +48,10 @@ const defaultShedFrom = 0.8
 type Queue struct {
 	// MaxLength is how many requests may wait at once; 0 means no queue.
 	MaxLength int
-	// MaxWait is the longest expected wait a request is queued for: one
-	// expected to wait longer is refused at once (ReasonWaitTooLong). 0
-	// means no bound. The wait itself is bounded by the caller's context.
+	// MaxWait bounds the wait (0: no bound but the caller's context). A
+	// request expected to wait longer is refused at once, and one that has
+	// waited MaxWait without a slot is refused then, together with the
+	// waiters of lower priority behind it (ReasonWaitTooLong).
 	MaxWait time.Duration
 }
 
@@ -290,6 +291,9 @@ func (t *Throttle) enqueue(now time.Time, r Request) (Decision, *waiter) {
 	}
 	t.seq++
 	w := &waiter{prio: r.Priority, client: r.Client, since: now, seq: t.seq, ready: make(chan struct{})}
+	if q.MaxWait > 0 { // started here, under the lock, so a fake clock cannot pass it by
+		w.expiry = t.clk.NewTicker(q.MaxWait)
+	}
 	t.queue.push(w)
 	t.counts.queued++
 	return Decision{}, w
@@ -302,25 +306,50 @@ func (t *Throttle) decide(w *waiter, d Decision) {
 	close(w.ready)
 }
 
-// wait blocks until w is decided or ctx ends.
+// wait blocks until w is decided, ctx ends or w has waited MaxWait.
 func (t *Throttle) wait(ctx context.Context, w *waiter) Decision {
+	var expired <-chan time.Time
+	if w.expiry != nil {
+		defer w.expiry.Stop()
+		expired = w.expiry.C()
+	}
 	select {
 	case <-w.ready:
 		return w.d
 	case <-ctx.Done():
+		return t.leave(w, ReasonCanceled)
+	case <-expired:
+		return t.leave(w, ReasonWaitTooLong)
 	}
+}
+
+// leave takes w out of the queue because its caller went away
+// (ReasonCanceled) or it waited MaxWait (ReasonWaitTooLong), unless it was
+// decided meanwhile: then a canceled caller hands its slot on, and one that
+// waited long enough keeps it.
+func (t *Throttle) leave(w *waiter, why Reason) Decision {
 	t.mu.Lock()
-	if w.f != nil { // still queued: leave
+	if w.f != nil { // still queued
+		now := t.clk.Now()
 		t.queue.remove(w)
-		d := t.refuse(w.prio, ReasonCanceled, minRetryAfter)
-		d.Waited = t.clk.Now().Sub(w.since)
+		after := minRetryAfter
+		if why == ReasonWaitTooLong {
+			// Those behind it wait longer still; refused first, so that
+			// none is refused while a lower priority waits.
+			after = t.slotWait(now, t.queue.n+1)
+			for _, v := range t.queue.below(w.prio) {
+				t.decide(v, t.refuse(v.prio, ReasonWaitTooLong, after))
+			}
+		}
+		d := t.refuse(w.prio, why, after)
+		d.Waited = now.Sub(w.since)
 		t.mu.Unlock()
 		return d
 	}
 	t.mu.Unlock()
 	<-w.ready // decided meanwhile
 	d := w.d
-	if !d.Admitted {
+	if !d.Admitted || why != ReasonCanceled {
 		return d
 	}
 	d.Release(Outcome{Canceled: true}) // the slot goes to the next waiter
