@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"net/textproto"
 	"os"
 	"slices"
 	"sync"
@@ -142,7 +143,8 @@ func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 // Handler returns the callers' side: limiter in front of the proxy.
 func (g *Gateway) Handler() http.Handler { return g.limiter.Handler(g.proxy) }
 
-// rewrite points the request at the upstream in force. From a trusted
+// rewrite points the request at the upstream in force, with X-Sluice-Client
+// and the access key as the limiter left them. From a trusted
 // proxy, the header sluice reads the caller from (forwarded_header) goes on
 // as the proxy wrote it, with the peer added; the other one may be the
 // caller's own and never goes on. ReverseProxy has removed both from
@@ -165,6 +167,14 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	}
 	pr.SetXForwarded()
 	pr.Out.Host = pr.In.Host
+	// ReverseProxy has removed the headers the caller named in Connection;
+	// the caller may not make these two vanish. The limiter left at most
+	// one key header and sluice's own X-Sluice-Client on pr.In.
+	for _, name := range [...]string{httplimit.ClientHeader, textproto.CanonicalMIMEHeaderKey(cfg.Compiled.KeyHeader())} {
+		if v, ok := pr.In.Header[name]; ok {
+			pr.Out.Header[name] = v
+		}
+	}
 }
 
 // forwardedFor returns the RFC 7239 Forwarded element naming addr:

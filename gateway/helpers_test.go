@@ -81,6 +81,7 @@ type seen struct {
 	Method, Path, RawQuery, Body string
 	Header                       http.Header
 	RemoteAddr                   string
+	RequestURI                   string // the request-target as it came
 }
 
 // upstream is a test service that counts and records what reaches it.
@@ -104,7 +105,8 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	u.hits.Add(1)
 	u.mu.Lock()
-	u.last = append(u.last, seen{r.Method, r.URL.Path, r.URL.RawQuery, string(body), r.Header.Clone(), r.RemoteAddr})
+	u.last = append(u.last, seen{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Body: string(body),
+		Header: r.Header.Clone(), RemoteAddr: r.RemoteAddr, RequestURI: r.RequestURI})
 	u.mu.Unlock()
 	switch r.URL.Path {
 	case "/upstream-429":
