@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,7 +13,6 @@ import (
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/httplimit"
-	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
 	"github.com/sluice-rl/sluice/store/memory"
@@ -29,14 +27,20 @@ func openStore(ctx context.Context, cfg *config.File, clk clock.Clock, m *metric
 	if sc.Type == "" || sc.Type == "memory" {
 		return memory.New(memoryOptions(sc, clk)), nil
 	}
+	// Lazy: an instance started during a Redis outage serves by its
+	// on_failure policy instead of not starting, and connects once Redis
+	// answers (the failover's circuit sends it only probes meanwhile).
 	ro := redis.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
-		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix}
+		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix, Lazy: true, Clock: clk}
 	if sc.Redis.TLS {
 		ro.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	shared := &sharedRedis{open: func(ctx context.Context) (*redis.Store, error) { return redis.New(ctx, ro) },
-		latency: m.storeLatency}
-	_, err := shared.get(ctx)
+	rs, err := redis.New(ctx, ro)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	shared := timedRedis{Store: rs, latency: m.storeLatency}
+	err = rs.Connect(ctx)
 	if err != nil {
 		log.Warn("redis unreachable at start; on_failure decides until it answers", "err", err.Error())
 	}
@@ -88,82 +92,31 @@ func (m *metrics) registerFailover(fs *failover.Store) {
 		}, func() float64 { return float64(fs.Stats().Degraded.Load()) }))
 }
 
-// sharedRedis is the Redis store as the failover store sees it. It stands
-// in for Redis until Redis has answered once, so that an instance started
-// during an outage serves by its on_failure policy instead of not
-// starting: until connected, every call (at most one a second; the
-// failover's circuit sends only probes) tries to connect. It times each
-// batch of decisions, connecting included, into latency.
-type sharedRedis struct {
-	open    func(context.Context) (*redis.Store, error)
+// timedRedis is the Redis store as the failover store sees it: each batch
+// of decisions is timed into latency (a lazy store's tries to connect
+// included).
+type timedRedis struct {
+	*redis.Store
 	latency prometheus.Histogram
-	mu      sync.Mutex
-	st      *redis.Store
-	next    time.Time
-	err     error
 }
 
-var _ store.AllOrNothing = (*sharedRedis)(nil)
+var _ store.AllOrNothing = timedRedis{}
 
-const redialEvery = time.Second
-
-func (s *sharedRedis) get(ctx context.Context) (*redis.Store, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.st != nil || time.Now().Before(s.next) {
-		return s.st, s.err
-	}
-	s.next = time.Now().Add(redialEvery)
-	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	defer cancel()
-	s.st, s.err = s.open(ctx)
-	if s.err != nil {
-		s.st, s.err = nil, fmt.Errorf("gateway: open redis store: %w", s.err)
-	}
-	return s.st, s.err
-}
-
-// Decide is not timed: only Probe calls it.
-func (s *sharedRedis) Decide(ctx context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
-	st, err := s.get(ctx)
-	if err != nil {
-		return limiter.Decision{}, err
-	}
-	return st.Decide(ctx, key, l, now, cost)
-}
-
-func (s *sharedRedis) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+// DecideBatch is the Redis store's, timed.
+func (t timedRedis) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	start := time.Now()
-	st, err := s.get(ctx)
-	var res []store.Result
-	if err == nil {
-		res, err = st.DecideBatch(ctx, reqs, now)
-	}
-	s.latency.Observe(time.Since(start).Seconds())
+	res, err := t.Store.DecideBatch(ctx, reqs, now)
+	t.latency.Observe(time.Since(start).Seconds())
 	return res, err
 }
 
-// DecideAll passes store.AllOrNothing on to the Redis store, timed like
-// DecideBatch unless Redis cannot decide the requests all or nothing.
-func (s *sharedRedis) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+// DecideAll is the Redis store's, timed unless Redis cannot decide the
+// requests all or nothing.
+func (t timedRedis) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	start := time.Now()
-	st, err := s.get(ctx)
-	var res []store.Result
-	if err == nil {
-		res, err = st.DecideAll(ctx, reqs, now)
-	}
+	res, err := t.Store.DecideAll(ctx, reqs, now)
 	if !errors.Is(err, store.ErrNotAtomic) {
-		s.latency.Observe(time.Since(start).Seconds())
+		t.latency.Observe(time.Since(start).Seconds())
 	}
 	return res, err
-}
-
-func (s *sharedRedis) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.next = time.Now().Add(100 * 365 * 24 * time.Hour) // no more dialing
-	if s.st == nil {
-		return nil
-	}
-	return s.st.Close()
 }

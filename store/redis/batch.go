@@ -20,7 +20,8 @@ type batchCall struct {
 // trip: the scripts are pipelined with EVALSHA, and in a cluster the
 // requests for different nodes go out in parallel. Each request is decided
 // on its own, as with Decide; a request that fails has its error in its
-// Result. The returned error is store.ErrClosed after Close, else nil.
+// Result. The returned error is store.ErrClosed after Close, or a lazy
+// store's failure to connect (ErrNotConnected), else nil.
 func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
@@ -36,6 +37,9 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 	}
 	if len(calls) == 0 {
 		return results, nil
+	}
+	if err := s.Connect(ctx); err != nil {
+		return nil, err
 	}
 	if c := calls[0]; len(calls) == 1 { // one request: it may join its key's batch
 		results[c.req].Decision, results[c.req].Err = s.coalesce(ctx, c.call)

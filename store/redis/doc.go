@@ -97,4 +97,14 @@
 // canceled (the caller has gone), the error matches context.Canceled, even
 // if Redis missed the cancellation and the wait ended with the timeout, so
 // that it is not taken for a failure of Redis.
+//
+// # Starting while Redis is down
+//
+// New connects before it returns, and fails if no address answers. With
+// Options.Lazy it returns at once instead: the store connects on first use
+// (or Connect), and tries again at most once a second of Options.Clock,
+// each try bounded by 500ms. Calls made before it has connected fail at
+// once with an error matching ErrNotConnected, which the caller's failure
+// policy answers like any other (store/failover's circuit sends such a
+// store only its probes).
 package redis

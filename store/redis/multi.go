@@ -29,6 +29,9 @@ func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Ti
 	if !combinable(reqs) {
 		return nil, store.ErrNotAtomic
 	}
+	if err := s.Connect(ctx); err != nil {
+		return nil, err
+	}
 	t := int64(useRedisTime)
 	if s.callerTime {
 		t = limiter.UnixMicro(now)

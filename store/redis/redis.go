@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
 )
@@ -51,13 +52,29 @@ type Options struct {
 	// time-step tables on a fake clock; instances sharing a Redis must use
 	// Redis TIME (the default, false), their one time authority.
 	CallerTime bool
+	// Lazy makes New return at once, without connecting, so that a program
+	// can start while Redis is down. The store connects on first use (or
+	// Connect), and tries again at most once a second (on Clock) while
+	// Redis does not answer; each try is bounded by 500ms. Until it has
+	// connected, calls fail at once with an error matching
+	// ErrNotConnected, except the one that makes a try, which waits for
+	// it. Default false: New connects before it returns.
+	Lazy bool
+	// Clock times a lazy store's tries to connect. Decisions never read
+	// it: they use Redis TIME. Default clock.Real{}.
+	Clock clock.Clock
 }
 
 // Store is a store.Store on Redis or Redis Cluster. It is safe for
 // concurrent use; rueidis pipelines concurrent calls on shared connections.
 type Store struct {
+	// client is set once: by New and NewFromClient, or by a lazy store's
+	// first successful try (lazy.go), which then sets ready. Read it only
+	// when ready.
 	client     rueidis.Client
-	ownsClient bool // New made the client, so Close closes it
+	ready      atomic.Bool
+	lazy       *lazy // nil unless Options.Lazy
+	ownsClient bool  // New made the client, so Close closes it
 	timeout    time.Duration
 	prefix     string
 	callerTime bool
@@ -74,7 +91,8 @@ var _ store.Store = (*Store)(nil)
 // address answers, or if ctx ends first (without a deadline in ctx,
 // connecting is bounded by 5 seconds). The scripts are loaded on every
 // node; a node that loses them later (a restart, SCRIPT FLUSH) gets them
-// again on first use.
+// again on first use. With Options.Lazy, New only checks opts and returns
+// at once; the store connects when used.
 func New(ctx context.Context, opts Options) (*Store, error) {
 	if len(opts.Addrs) == 0 {
 		return nil, errors.New("redis store: no address (Options.Addrs is empty)")
@@ -83,16 +101,30 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Lazy {
+		s.lazy = newLazy(opts)
+		return s, nil
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, connectTimeout)
 		defer cancel()
 	}
+	if s.client, err = dial(ctx, opts); err != nil {
+		return nil, err
+	}
+	s.ready.Store(true)
+	return s, nil
+}
+
+// dial connects to Redis as opts say, within ctx (which has a deadline),
+// and loads the scripts.
+func dial(ctx context.Context, opts Options) (rueidis.Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("redis store: connect: %w", err)
 	}
 	dl, _ := ctx.Deadline()
-	s.client, err = rueidis.NewClient(rueidis.ClientOption{
+	client, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress:  opts.Addrs,
 		Username:     opts.Username,
 		Password:     opts.Password,
@@ -103,11 +135,11 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis store: connect to %s: %w", strings.Join(opts.Addrs, ","), err)
 	}
-	if err := s.loadScripts(ctx); err != nil {
-		s.client.Close()
+	if err := sendScripts(ctx, client); err != nil {
+		client.Close()
 		return nil, err
 	}
-	return s, nil
+	return client, nil
 }
 
 // NewFromClient returns a Store that uses client, a rueidis client the
@@ -131,6 +163,7 @@ func newStore(client rueidis.Client, owns bool, opts Options) (*Store, error) {
 	}
 	s := &Store{client: client, ownsClient: owns, timeout: opts.Timeout, prefix: opts.Prefix, callerTime: opts.CallerTime,
 		flights: make(map[string]*flight)}
+	s.ready.Store(client != nil)
 	if s.timeout == 0 {
 		s.timeout = DefaultTimeout
 	}
@@ -140,9 +173,9 @@ func newStore(client rueidis.Client, owns bool, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// loadScripts loads every script on every node, so that the first
-// decisions need no EVAL fallback.
-func (s *Store) loadScripts(ctx context.Context) error {
+// sendScripts loads every script on every node of client, so that the
+// first decisions need no EVAL fallback.
+func sendScripts(ctx context.Context, client rueidis.Client) error {
 	all := []*script{multiScript}
 	for _, alg := range limiter.Algorithms {
 		all = append(all, scripts[alg])
@@ -150,7 +183,7 @@ func (s *Store) loadScripts(ctx context.Context) error {
 			all = append(all, b)
 		}
 	}
-	for addr, node := range s.client.Nodes() {
+	for addr, node := range client.Nodes() {
 		cmds := make(rueidis.Commands, 0, len(all))
 		for _, sc := range all {
 			cmds = append(cmds, node.B().ScriptLoad().Script(sc.src).Build())
@@ -174,6 +207,9 @@ func (s *Store) Decide(ctx context.Context, key string, limit limiter.Limit, now
 	}
 	if limit.IsZero() || cost < 0 {
 		return limiter.Decision{Limit: limit.Burst(), RetryAfter: limiter.Never}, nil
+	}
+	if err := s.Connect(ctx); err != nil {
+		return limiter.Decision{}, err
 	}
 	return s.coalesce(ctx, s.newCall(key, limit, cost, now))
 }
@@ -249,7 +285,11 @@ func (s *Store) Close() error {
 	if already {
 		return nil
 	}
-	if s.ownsClient {
+	if s.lazy != nil { // a try in progress ends first (it sets the client, or not)
+		s.lazy.mu.Lock()
+		defer s.lazy.mu.Unlock()
+	}
+	if s.ownsClient && s.ready.Load() {
 		s.client.Close()
 	}
 	s.wg.Wait() // batch calls end with the client, or within Options.Timeout
