@@ -36,6 +36,8 @@ type Decision struct {
 
 // State is what an algorithm remembers about one key between decisions: a
 // small value that a store persists. The zero State is a key never seen.
+// A State is read under the Limit it was written under; under another,
+// Reinterpret it first.
 // The meaning of A and B depends on the algorithm:
 //
 //	fixed_window    A = window start (µs since the epoch), B = count

@@ -42,6 +42,12 @@
 // doubles) compute exactly the same decisions; New rejects the rare limit
 // for which that would not hold.
 //
+// A state belongs to the limit it was written under. When a key's limit
+// changes (a reloaded rule, a client on another plan), Reinterpret reads
+// the state under the new limit, keeping what the key has spent, so that
+// a change never hands out a fresh quota; a store keeps the limit with
+// each state for that. A change of algorithm starts fresh.
+//
 // Over the limit is a decision, not an error. A denied request consumes
 // nothing; its Decision says when the same request would pass (RetryAfter),
 // or Never if its cost exceeds what the limit can ever allow at once.

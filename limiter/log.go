@@ -28,10 +28,12 @@ func slidingLog(l *Limit, s State, t, cost int64, d *Decision) State {
 	default:
 		d.RetryAfter = usec(logRetry(log, used+cost-l.rate, l.period, t))
 	}
-	d.Remaining = l.rate - used
-	if n := len(log); n > 0 { // the oldest entry frees its cost first
+	d.Remaining = max(l.rate-used, 0) // entries kept from a higher rate can exceed it
+	if n := len(log); n > 0 {
 		d.Reset = usec(log[n-1].At + l.period - t)
-		d.Refill = usec(log[0].At + l.period - t)
+		// The oldest entry frees its cost first; entries kept from a
+		// higher rate must first expire down to the rate.
+		d.Refill = usec(logRetry(log, max(used-l.rate, 0)+1, l.period, t))
 	}
 	return State{A: used, Log: log}
 }

@@ -29,8 +29,8 @@ func fixedWindow(l *Limit, last, lastCount, t, cost int64, d *Decision) (int64, 
 	default:
 		d.RetryAfter = usec(end - t)
 	}
-	d.Remaining = l.rate - count
-	if count > 0 { // all of it comes back at once, at the window's end
+	d.Remaining = max(l.rate-count, 0) // a count kept from a higher rate can exceed it
+	if count > 0 {                     // all of it comes back at once, at the window's end
 		d.Reset = usec(end - t)
 		d.Refill = d.Reset
 	}

@@ -149,9 +149,10 @@ func (o Options) withDefaults() Options {
 // fresh. A new key that finds no room (its shard is full and every key in
 // it is being limited) is decided on its overflow counter, shared by
 // every key of its rule and limit that found no room: the store never
-// answers that it is full. It returns store.ErrClosed after Close. The
-// context is not consulted: a decision does no I/O and waits only for the
-// shard's lock.
+// answers that it is full. A state written under another limit is first
+// reinterpreted under this one (limiter.Reinterpret). It returns
+// store.ErrClosed after Close. The context is not consulted: a decision
+// does no I/O and waits only for the shard's lock.
 func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
@@ -164,6 +165,11 @@ func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now t
 		sh.makeLogRoom(now) // before find: it may evict this key
 	}
 	i := sh.tab.find(h, key)
+	if i >= 0 {
+		if e := sh.tab.at(i); e.limit.Value() != limit {
+			sh.reinterpret(e, limit, now)
+		}
+	}
 	switch {
 	case i < 0:
 		d, err = sh.decideNew(h, key, limit, now, cost, s.reserved != nil && s.reserved(key))

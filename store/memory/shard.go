@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unique"
 	"unsafe"
 
 	"github.com/sluice-rl/sluice/limiter"
@@ -78,6 +79,7 @@ func (sh *shardState) decideNew(h uint64, key string, l limiter.Limit, now time.
 		}
 	}
 	e := sh.tab.insert(h, strings.Clone(key))
+	e.limit = unique.Make(l)
 	if reserved {
 		e.use, sh.reserved = reservedBit, sh.reserved+1
 	}
@@ -86,6 +88,16 @@ func (sh *shardState) decideNew(h uint64, key string, l limiter.Limit, now time.
 		sh.setLog(e.key, next.Log, 0)
 	}
 	return d, nil
+}
+
+// reinterpret makes the state of e, written under another limit, the state
+// of the same key under l (limiter.Reinterpret), and records l as its
+// limit. The decision that follows keeps it whether it allows or not.
+func (sh *shardState) reinterpret(e *entry, l limiter.Limit, now time.Time) {
+	old := sh.logs[e.key]
+	st := limiter.Reinterpret(e.limit.Value(), l, limiter.State{A: e.a, B: e.b, Log: old}, now)
+	e.a, e.b, e.limit = st.A, st.B, unique.Make(l)
+	sh.setLog(e.key, st.Log, len(old))
 }
 
 // record stores in e the state a, b that a decision at now left, whether

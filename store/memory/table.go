@@ -1,7 +1,13 @@
 package memory
 
+import (
+	"unique"
+
+	"github.com/sluice-rl/sluice/limiter"
+)
+
 // chunkLen is how many entries one chunk of a table holds. 256 entries of
-// 40 bytes fill a 10 KiB allocation, which is a size class of its own, so
+// 48 bytes fill a 12 KiB allocation, which is a size class of its own, so
 // no memory is lost to rounding.
 const (
 	chunkBits = 8
@@ -11,11 +17,15 @@ const (
 
 // entry is everything the store keeps about one key besides a sliding_log's
 // entries: the key itself, the algorithm's state (A and B of
-// limiter.State), when that state becomes equivalent to a fresh one, and
-// when the key was last used.
+// limiter.State) and the limit it was written under, when that state
+// becomes equivalent to a fresh one, and when the key was last used.
 type entry struct {
 	key  string
 	a, b int64
+	// limit is the limit the state was written under, interned: the
+	// store's keys share one copy of each limit, and a decision under
+	// another limit reinterprets the state first (limiter.Reinterpret).
+	limit unique.Handle[limiter.Limit]
 	// expiry is the second (since the Unix epoch, rounded up) from which
 	// the state can no longer change a decision and may be forgotten.
 	expiry uint32
@@ -27,10 +37,11 @@ type entry struct {
 
 // table is an open-addressing hash table from key to entry, one per shard.
 // It exists instead of a Go map for two reasons. It is smaller: over 1M
-// keys it costs about 60 bytes per key besides the key's own bytes
+// keys it costs about 70 bytes per key besides the key's own bytes
 // (BenchmarkIdleKeyMemory), where sharded Go maps of the same 24 bytes of
 // state cost about 77 (measured the same way with Go 1.26, the table
-// swapped for a map[string]struct{a, b int64; expiry, use uint32}). And a
+// swapped for a map[string]struct{a, b int64; expiry, use uint32}, before
+// entries held their limit: 60 bytes then). And a
 // map overwrites its stored key on every assignment, which would retain
 // the caller's string instead of the store's copy.
 //

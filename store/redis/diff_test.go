@@ -157,3 +157,63 @@ func nextCost(rng *rand.Rand, limit int64) int64 {
 		return 1 << 62
 	}
 }
+
+// TestDifferentialLimitChanges replays random steps as TestDifferential
+// does, single requests and batches, while the key's limit changes now and
+// then to another of its algorithm's (rate, period and burst all move, as
+// a reload or another plan moves them): Redis must reinterpret the state
+// exactly as limiter.Reinterpret does.
+func TestDifferentialLimitChanges(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	cases := diffCases()
+	for i, alg := range limiter.Algorithms {
+		var lims []limiter.Limit
+		for _, c := range cases {
+			if c.alg == alg && c.start == epoch.UnixMicro() {
+				lims = append(lims, mustLimit(t, c.alg, c.rate, c.period, c.burst))
+			}
+		}
+		t.Run(alg.String(), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(*diffSeed, 3000+uint64(i)))
+			replayChanging(t, s, "diffchange:"+alg.String(), lims, rng, 4**diffSteps)
+		})
+	}
+}
+
+// replayChanging is replay over a key whose limit changes to one of lims
+// before about one step in six; a step is a single request or a batch.
+func replayChanging(t *testing.T, s *Store, key string, lims []limiter.Limit, rng *rand.Rand, steps int) {
+	t.Helper()
+	var m model
+	var history strings.Builder
+	now, l := epoch.UnixMicro(), lims[0]
+	for step := range steps {
+		if rng.IntN(6) == 0 {
+			l = lims[rng.IntN(len(lims))]
+		}
+		p, n := l.Interval()
+		now = nextTime(rng, now, int64(l.Period()/time.Microsecond), max(p/n, 1))
+		costs := make([]int64, 1+rng.IntN(3))
+		for j := range costs {
+			costs[j] = nextCost(rng, l.Burst())
+		}
+		at := time.UnixMicro(now)
+		var got []outcome
+		if len(costs) == 1 {
+			got = []outcome{{d: decide(t, s, key, l, at, costs[0])}}
+		} else {
+			got = decideBatchNow(s, key, l, at, costs)
+		}
+		for j, cost := range costs {
+			want := m.decide(l, at, cost)
+			fmt.Fprintf(&history, "  step %d.%d: %v now %d cost %d -> %+v\n", step, j, l, now, cost, want)
+			if got[j].err != nil || got[j].d != want {
+				t.Fatalf("step %d.%d under %v (now %d µs, cost %d):\n redis %+v (%v)\n go    %+v\nsteps so far (go):\n%s",
+					step, j, l, now, cost, got[j].d, got[j].err, want, history.String())
+			}
+		}
+	}
+}

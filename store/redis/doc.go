@@ -34,24 +34,24 @@
 // hash tag, so a key's state lives on one node whatever it contains. A key
 // with a group (store.GroupKey: the gateway groups a caller's keys) is
 // "sluice:{<group>}<rest>" instead: a group's keys share a hash slot. The
-// key is a string of two numbers, as limiter.State's A and B, each a
-// big-endian IEEE-754 double (Lua's struct.pack('>dd')), which holds these
-// integers exactly and costs the script no parsing; except that
-// sliding_window keeps three, the window start and its two counts (Go packs
-// the counts into one int64, beyond 2^53), and gcra keeps the time of the
-// last admitted request and the bucket's level then, rather than Go's
+// key is a string of big-endian IEEE-754 doubles (Lua's struct.pack), which
+// hold these integers exactly and cost the script no parsing: two numbers,
+// as limiter.State's A and B, then the limit the state was written under
+// (its algorithm and the three numbers a request sends). sliding_window
+// keeps three numbers, the window start and its two counts (Go packs the
+// counts into one int64, beyond 2^53), and gcra keeps the time of the last
+// admitted request and the bucket's level then, rather than Go's
 // theoretical arrival time, which can exceed 2^53 µs. sliding_log's key is
 // a list: the total cost, then a time and a cost per entry, oldest first,
 // as decimal integers, so that a decision reads only the entries that
 // expire, never the whole log. The scripts in lua/ describe each layout.
 //
-// Earlier versions kept the state in a hash (fields a and b, or a, prev and
-// curr): a script reads such a key as the same state and replaces it with
-// a string on the next admitted request. When a rule's algorithm changes,
-// a key of another type or layout than its new algorithm's (to or from
-// sliding_log, to or from sliding_window) reads as a fresh state; between
-// the other algorithms the two numbers are read as they stand, as they were
-// from the hash.
+// A state written under another limit of its algorithm is reinterpreted
+// under the request's limit first, exactly as limiter.Reinterpret does
+// (lua/state.lua), and written back even when the request is denied. A
+// key of another algorithm (another string, a list for or from
+// sliding_log) reads as a fresh state, and so does a string in an earlier
+// version's layout.
 //
 // Requests and replies travel the same way: the script gets the cost, the
 // time and the limit as five doubles in one argument, and answers allowed,

@@ -48,69 +48,6 @@ return out`, format, format, n, n)
 	}
 }
 
-// TestOldHashMigrated replays decisions on keys left by the previous
-// version of the store, which kept the state in a hash: the decisions go
-// on from that state exactly, a denial leaves the hash alone, and the next
-// admitted request stores the state in the current layout.
-func TestOldHashMigrated(t *testing.T) {
-	t.Parallel()
-	srv := redistest.StartServer(t)
-	s := open(t, []string{srv.Addr}, true)
-	type step struct {
-		at   time.Duration
-		cost int64
-	}
-	steps := []step{{0, 4}, {time.Microsecond, 3}, {10 * time.Microsecond, 1}, {1500 * time.Millisecond, 2}, {1600 * time.Millisecond, 5}}
-	for _, alg := range limiter.Algorithms {
-		if alg == limiter.SlidingLog { // a list, as before
-			continue
-		}
-		l := mustLimit(t, alg, 5, time.Second, 0)
-		var m model
-		key := "migrate:" + alg.String()
-		want := m.decide(l, epoch, steps[0].cost)
-		if got := decide(t, s, key, l, epoch, steps[0].cost); got != want {
-			t.Fatalf("%v: first decision %+v, want %+v", alg, got, want)
-		}
-		rk := redisKey(s.prefix, key)
-		writeOldHash(t, s, alg, rk)
-		for i, st := range steps[1:] {
-			at := epoch.Add(st.at)
-			want := m.decide(l, at, st.cost)
-			if got := decide(t, s, key, l, at, st.cost); got != want {
-				t.Fatalf("%v: step %d on the old hash: %+v, want %+v", alg, i+1, got, want)
-			}
-			typ, _ := do(t, s, s.client.B().Type().Key(rk).Build()).ToString()
-			if wantTyp := map[bool]string{false: "hash", true: "string"}[i > 0]; typ != wantTyp {
-				t.Fatalf("%v: after step %d (allowed %v) the key is a %s, want a %s", alg, i+1, want.Allowed, typ, wantTyp)
-			}
-		}
-	}
-}
-
-// writeOldHash replaces the state at rk, in the current layout, with the
-// hash the previous version of the store kept: fields a and b (a, prev
-// and curr for sliding_window), as decimal integers.
-func writeOldHash(t *testing.T, s *Store, alg limiter.Algorithm, rk string) {
-	t.Helper()
-	v, err := do(t, s, s.client.B().Get().Key(rk).Build()).ToString()
-	if err != nil || len(v)%8 != 0 {
-		t.Fatalf("%v: state %x, %v", alg, v, err)
-	}
-	fields := []string{"a", "b"}
-	if alg == limiter.SlidingWindow {
-		fields = []string{"a", "prev", "curr"}
-	}
-	if len(v) != 8*len(fields) {
-		t.Fatalf("%v: state of %d bytes, want %d doubles", alg, len(v), len(fields))
-	}
-	do(t, s, s.client.B().Del().Key(rk).Build())
-	for i, f := range fields {
-		num := strconv.FormatInt(int64(getDouble(v[8*i:])), 10)
-		do(t, s, s.client.B().Hset().Key(rk).FieldValue().FieldValue(f, num).Build())
-	}
-}
-
 // TestCallerContext checks the errors for a caller's context: canceled
 // before the call or during it (the caller has gone), the error matches
 // context.Canceled; a caller's deadline sooner than Timeout bounds the

@@ -62,12 +62,15 @@ func decide(t testing.TB, s *Store, key string, l limiter.Limit, now time.Time, 
 
 // model is limiter.Decide with the state a store keeps: a denied request
 // leaves the state alone, and an allowed one whose Reset is 0 leaves a
-// fresh state (the Redis key is deleted).
+// fresh state (the Redis key is deleted). A state written under another
+// limit is reinterpreted first, and kept so whatever the decision.
 type model struct {
 	state limiter.State
+	limit limiter.Limit // the state was written under it
 }
 
 func (m *model) decide(l limiter.Limit, now time.Time, cost int64) limiter.Decision {
+	m.rebase(l, now)
 	d, next := limiter.Decide(l, m.copyState(), now, cost)
 	switch {
 	case !d.Allowed:
@@ -77,6 +80,14 @@ func (m *model) decide(l limiter.Limit, now time.Time, cost int64) limiter.Decis
 		m.state = next
 	}
 	return d
+}
+
+// rebase reinterprets the model's state under l, if it was written under
+// another limit.
+func (m *model) rebase(l limiter.Limit, now time.Time) {
+	if m.limit != l {
+		m.state, m.limit = limiter.Reinterpret(m.limit, l, m.copyState(), now), l
+	}
 }
 
 // copyState returns the model's state with a Log of its own: Decide

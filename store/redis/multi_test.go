@@ -20,6 +20,7 @@ func decideAllModel(models []*model, reqs []store.Request, now time.Time) []limi
 	ds := make([]limiter.Decision, len(reqs))
 	pass := true
 	for i, r := range reqs {
+		models[i].rebase(r.Limit, now) // a rebased state is kept whatever the outcome
 		ds[i], _ = limiter.Decide(r.Limit, models[i].copyState(), now, r.Cost)
 		if !ds[i].Allowed && !r.Shadow {
 			pass = false
@@ -37,7 +38,8 @@ func decideAllModel(models []*model, reqs []store.Request, now time.Time) []limi
 }
 
 // TestDecideAllDifferential replays random requests over two to four
-// rules (random algorithms, limits, costs, shadow rules)
+// rules (random algorithms, limits changed now and then, costs, shadow
+// rules)
 // through DecideAll and through its Go model: every decision must be
 // identical, and so the states, which the next steps read.
 func TestDecideAllDifferential(t *testing.T) {
@@ -72,6 +74,13 @@ func TestDecideAllDifferential(t *testing.T) {
 			now := epoch.UnixMicro()
 			for step := range *diffSteps {
 				now = nextTime(rng, now, 1_000_000, 1000)
+				if rng.IntN(8) == 0 { // a reload changes one rule's limit
+					r, l := &rules[rng.IntN(len(rules))], lims[rng.IntN(len(lims))]
+					if !r.Limit.Algorithm().HasBurst() {
+						l.burst = 0
+					}
+					r.Limit = mustLimit(t, r.Limit.Algorithm(), l.rate, l.period, l.burst)
+				}
 				reqs := append([]store.Request(nil), rules...)
 				for i := range reqs {
 					reqs[i].Cost = nextCost(rng, reqs[i].Limit.Burst())

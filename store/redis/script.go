@@ -49,15 +49,19 @@ func loadScripts() ([limiter.LeakyBucket + 1]*script, *script) {
 		// request to the next (batch_state.lua).
 		state, write, carry := mustRead("lua/state.lua"), "", mustRead("lua/batch_state.lua")
 		commit := "" // how the multi-rule script's decide[alg] hands back its write
+		rebased := "rebase"
 		if alg == limiter.SlidingLog {
 			state, write, carry = "", mustRead("lua/sliding_log_write.lua"), ""
 			commit = "value = function(expire)\n" + write + "end\n"
+			rebased = "false" // a list is kept as it is under any limit
 		}
-		out[alg] = newScript(alg.String(), lib+common+state+body+write+save)
-		out[alg].batch = newScript(alg.String()+" batch", lib+common+state+begin+body+write+carry+end+save)
-		multi += fmt.Sprintf("\n-- %s\ndecide[%d] = function(key, cost, t, l1, l2, l3)\n", alg, alg) +
+		// The state records its algorithm (state.lua).
+		named := fmt.Sprintf("local alg = %d -- %s\n", alg, alg)
+		out[alg] = newScript(alg.String(), lib+named+common+state+body+write+save)
+		out[alg].batch = newScript(alg.String()+" batch", lib+named+common+state+begin+body+write+carry+end+save)
+		multi += fmt.Sprintf("\n-- %s\ndecide[%d] = function(key, cost, t, l1, l2, l3)\n", alg, alg) + named +
 			"local allowed, remaining, retry, reset, refill, value = 0, 0, 0, 0, 0, nil\n" +
-			state + body + commit + "return allowed, remaining, retry, reset, refill, value\nend\n"
+			state + body + commit + "return allowed, remaining, retry, reset, refill, value, " + rebased + "\nend\n"
 	}
 	return out, newScript("multi-rule", multi+mustRead("lua/multi.lua"))
 }

@@ -11,11 +11,18 @@ import (
 )
 
 // reference is the reference store: limiter.Decide behind one mutex; for
-// tests. It keeps every key forever.
+// tests. It keeps every key forever, with the limit its state was written
+// under.
 type reference struct {
 	mu     sync.Mutex
-	states map[string]limiter.State
+	states map[string]kept
 	closed bool
+}
+
+// kept is a key's state and the limit it was written under.
+type kept struct {
+	state limiter.State
+	limit limiter.Limit
 }
 
 var _ store.Store = (*reference)(nil)
@@ -23,7 +30,7 @@ var _ store.Store = (*reference)(nil)
 // NewReference returns the reference store: limiter.Decide behind one
 // mutex; for tests. It is not bounded (it forgets no key) and starts no
 // goroutine. It is safe for concurrent use.
-func NewReference() store.Store { return &reference{states: map[string]limiter.State{}} }
+func NewReference() store.Store { return &reference{states: map[string]kept{}} }
 
 // Decide decides one request with limiter.Decide under the store's mutex.
 func (r *reference) Decide(ctx context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
@@ -38,10 +45,16 @@ func (r *reference) Decide(ctx context.Context, key string, l limiter.Limit, now
 	return r.decide(key, l, now, cost), nil
 }
 
-// decide runs the algorithm and keeps the new state; r.mu is held.
+// decide runs the algorithm and keeps the new state; r.mu is held. A
+// state written under another limit is first reinterpreted under l, and
+// kept so even when the request is denied.
 func (r *reference) decide(key string, l limiter.Limit, now time.Time, cost int64) limiter.Decision {
-	d, s := limiter.Decide(l, r.states[key], now, cost)
-	r.states[key] = s
+	k, ok := r.states[key]
+	if ok && k.limit != l {
+		k.state = limiter.Reinterpret(k.limit, l, k.state, now)
+	}
+	d, s := limiter.Decide(l, k.state, now, cost)
+	r.states[key] = kept{s, l}
 	return d
 }
 

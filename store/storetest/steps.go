@@ -58,11 +58,18 @@ func (s Step) when(t time.Time) Step {
 	return s
 }
 
-// table builds a Table, filling in each Want.Limit from l: the burst for
-// the bucket algorithms, the rate for the windows, 0 for the zero Limit.
+// under returns s made under the limit l instead of the table's.
+func (s Step) under(l limiter.Limit) Step {
+	s.Limit = l
+	return s
+}
+
+// table builds a Table, filling in each Want.Limit from the step's limit
+// (l unless the step has its own): the burst for the bucket algorithms,
+// the rate for the windows, 0 for the zero Limit.
 func table(name string, l limiter.Limit, base time.Time, steps ...Step) Table {
 	for i := range steps {
-		steps[i].Want.Limit = l.Burst()
+		steps[i].Want.Limit = steps[i].limit(l).Burst()
 	}
 	return Table{Name: name, Limit: l, Base: base, Steps: steps}
 }

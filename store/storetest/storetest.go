@@ -38,7 +38,7 @@ import (
 type Table struct {
 	// Name is unique among the tables, such as "gcra/burst_differs".
 	Name string
-	// Limit applies to every step.
+	// Limit applies to every step that names none of its own.
 	Limit limiter.Limit
 	// Base is the time that Step.At counts from.
 	Base time.Time
@@ -59,6 +59,9 @@ type Step struct {
 	Time time.Time
 	// Key is the store key; "" means the table's own key, Table.Key().
 	Key string
+	// Limit, when it is not the zero Limit, is the limit of this step
+	// instead of the table's: a reload changed it between two steps.
+	Limit limiter.Limit
 	// Cost is the request's cost.
 	Cost int64
 	// Want is the decision the request must get, all six fields; but for
@@ -79,6 +82,14 @@ func (s Step) Now(base time.Time) time.Time {
 	return base.Add(s.At)
 }
 
+// limit returns the step's limit: its own, or else the table's.
+func (s Step) limit(table limiter.Limit) limiter.Limit {
+	if s.Limit.IsZero() {
+		return table
+	}
+	return s.Limit
+}
+
 // Tables returns every time-step table of the suite: for each algorithm,
 // filling up and being denied, window boundaries, costs, extreme rates,
 // bursts, uneven refill, idle gaps, a clock going backwards, clamped and
@@ -93,7 +104,8 @@ func Tables() []Table {
 		all = append(all, bucketTables(alg)...)
 	}
 	all = append(all, edgeTables()...)
-	return append(all, refillTables()...)
+	all = append(all, refillTables()...)
+	return append(all, limitChangeTables()...)
 }
 
 // Run runs the whole suite against the stores that newStore returns: every
@@ -142,13 +154,14 @@ func Check(t *testing.T, s store.Store, tb Table) {
 			key = tb.Key()
 		}
 		now := step.Now(tb.Base)
-		got, err := s.Decide(ctx, key, tb.Limit, now, step.Cost)
+		l := step.limit(tb.Limit)
+		got, err := s.Decide(ctx, key, l, now, step.Cost)
 		if err != nil {
 			t.Fatalf("step %d (%v, key %q, cost %d): %v", i, now, key, step.Cost, err)
 		}
 		want := step.Want
 		if !tb.Refill {
-			d, _ := ref.Decide(ctx, key, tb.Limit, now, step.Cost)
+			d, _ := ref.Decide(ctx, key, l, now, step.Cost)
 			want.Refill = d.Refill
 		}
 		if got != want {
@@ -157,7 +170,7 @@ func Check(t *testing.T, s store.Store, tb Table) {
 				when = now.UTC().Format(time.RFC3339Nano)
 			}
 			t.Errorf("step %d (at %s, key %q, cost %d) of %v:\n got %s\nwant %s",
-				i, when, key, step.Cost, tb.Limit, format(got), format(want))
+				i, when, key, step.Cost, l, format(got), format(want))
 		}
 	}
 }

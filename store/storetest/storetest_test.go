@@ -26,13 +26,13 @@ func TestTablesCoverEveryAlgorithm(t *testing.T) {
 			t.Errorf("%s is under %v", tb.Name, alg)
 		}
 		for i, s := range tb.Steps {
-			if s.Want.Limit != tb.Limit.Burst() {
-				t.Errorf("%s step %d wants Limit %d, the limit's burst is %d", tb.Name, i, s.Want.Limit, tb.Limit.Burst())
+			if l := s.limit(tb.Limit); s.Want.Limit != l.Burst() {
+				t.Errorf("%s step %d wants Limit %d, the limit's burst is %d", tb.Name, i, s.Want.Limit, l.Burst())
 			}
 		}
 	}
 	kinds := []string{"fill_and_deny", "cost", "1_per_366_days", "1_per_1ms", "idle_year", "clock_backwards",
-		"before_1970", "after_2112", "int64_extremes", "keys_differ_by_encoding", "extreme_costs"}
+		"before_1970", "after_2112", "int64_extremes", "keys_differ_by_encoding", "extreme_costs", "limit_changed"}
 	for _, alg := range limiter.Algorithms {
 		for _, kind := range kinds {
 			if !names[alg.String()+"/"+kind] {

@@ -2,8 +2,18 @@
 -- (state.lua) is s1 = window start (µs), s2 = count.
 
 local rate, period = l1, l2
-if width == 3 then -- sliding_window's (the rule's algorithm changed): fresh
-  s1, s2 = 0, 0
+if rebase and w2 ~= period and s2 > 0 then
+  -- limiter.rebaseFixed: the count of the old window holding t (or its
+  -- start, for a clock gone back) moves to the new window holding it.
+  local at = t
+  if at < s1 then
+    at = s1
+  end
+  if at >= s1 + w2 then
+    s1, s2 = 0, 0
+  else
+    s1 = at - math.fmod(at, period)
+  end
 end
 local start = t - math.fmod(t, period)
 local count = 0
@@ -27,7 +37,10 @@ if count > 0 then -- all of it comes back at once, at the window's end
   refill = reset
 end
 remaining = rate - count
+if remaining < 0 then -- a count kept from a higher rate
+  remaining = 0
+end
 
-if allowed == 1 then
-  value = struct.pack('>dd', start, count)
+if allowed == 1 or rebase then
+  value = struct.pack('>dddddd', start, count, alg, l1, l2, l3)
 end

@@ -14,8 +14,23 @@
 -- Ceilings are floor((a + b - 1) / b), limiter.ceilDiv, written out.
 
 local burst, p, n = l1, l2, l3
-if width == 3 then -- sliding_window's (the rule's algorithm changed): fresh
-  s1, s2 = 0, 0
+if rebase then
+  -- limiter.rebaseGCRA: the level at t under the old limit, computed as
+  -- below, in the new units; a level of 0 is a fresh state, as in Go.
+  local full, level = w1 * w2, 0
+  if t >= s1 then
+    level = drain(s2, t - s1, w3)
+  elseif s1 - t >= floor((full - s2 + w3 - 1) / w3) then
+    level = full
+  else
+    level = s2 + (s1 - t) * w3
+  end
+  level = convert_level(level, w2, burst, p)
+  if level == 0 then
+    s1, s2 = 0, 0
+  else
+    s1, s2 = t, level
+  end
 end
 local capacity = burst * p
 local level
@@ -51,7 +66,7 @@ if remaining < burst then -- limiter.refill: room for one more request
 end
 
 -- Go leaves the state as it was for a cost of 0; so does this, but for
--- deleting a key that has drained (Reset 0).
-if allowed == 1 and (cost > 0 or reset == 0) then
-  value = struct.pack('>dd', t, level)
+-- deleting a key that has drained (Reset 0) and writing a rebased one.
+if rebase or allowed == 1 and (cost > 0 or reset == 0) then
+  value = struct.pack('>dddddd', t, level, alg, l1, l2, l3)
 end

@@ -4,8 +4,19 @@
 -- Ceilings are floor((a + b - 1) / b), limiter.ceilDiv, written out.
 
 local burst, p, n = l1, l2, l3
-if width == 3 then -- sliding_window's (the rule's algorithm changed): fresh
-  s1, s2 = 0, 0
+if rebase and s2 ~= 0 then
+  -- limiter.Reinterpret: the level drained at the old rate to t (or kept,
+  -- for a clock gone back), in the new units.
+  local at = s2
+  if t > at then
+    at = t
+  end
+  local level = convert_level(drain(s1, at - s2, w3), w2, burst, p)
+  if level == 0 then -- a fresh state, as in Go
+    s1, s2 = 0, 0
+  else
+    s1, s2 = level, at
+  end
 end
 local capacity = burst * p
 local level, last = s1, s2
@@ -40,6 +51,6 @@ if remaining < burst then -- limiter.refill: room for one more request
   refill = floor(((remaining + 1) * p - (capacity - level) + n - 1) / n)
 end
 
-if allowed == 1 then
-  value = struct.pack('>dd', level, t)
+if allowed == 1 or rebase then
+  value = struct.pack('>dddddd', level, t, alg, l1, l2, l3)
 end

@@ -41,6 +41,40 @@ local function decision_time(t)
   return t, expire
 end
 
+-- convert_level is limiter.convertLevel: a bucket level in units of which
+-- one request is from_p, in the units of a limit of the given burst whose
+-- request is p, a fraction of a unit rounded up, at most burst*p. The
+-- product r*p can pass 2^53, so the fraction's part is long division of
+-- r*p by from_p, p taken 7 bits at a time (p < 2^49, so 7 chunks): every
+-- intermediate stays below 2^53 (rem < from_p < 2^46, rem*128 < 2^53).
+-- Only a rebased state (state.lua) calls it.
+local function convert_level(level, from_p, burst, p)
+  local q = floor(level / from_p)
+  if q >= burst then
+    return burst * p
+  end
+  local r = level - q * from_p
+  local f, rem = 0, 0
+  for k = 6, 0, -1 do
+    rem = rem * 128 + r * math.fmod(floor(p / 2 ^ (7 * k)), 128)
+    local d = floor(rem / from_p)
+    f, rem = f * 128 + d, rem - d * from_p
+  end
+  if rem > 0 then
+    f = f + 1
+  end
+  return q * p + f
+end
+
+-- drain is limiter.drain: level less what elapsed microseconds take away at
+-- n units each, never below 0.
+local function drain(level, elapsed, n)
+  if elapsed >= floor((level + n - 1) / n) then
+    return 0
+  end
+  return level - elapsed * n
+end
+
 -- save stores value, the state of an allowed request, in key with a TTL
 -- of its reset rounded up to a whole millisecond (once reset has passed
 -- the state cannot change a decision); or, when reset is 0 and the state

@@ -2,7 +2,8 @@
 -- nothing, in one script call. The script is lib.lua, then for every
 -- algorithm a function decide[alg](key, cost, t, l1, l2, l3) made of
 -- state.lua and the algorithm's file, returning allowed, remaining, retry,
--- reset, refill and value (see common.lua), then this file. sliding_log's value
+-- reset, refill, value (see common.lua) and whether the state was rebased
+-- (state.lua), then this file. sliding_log's value
 -- is instead a function(expire) that writes its list
 -- (sliding_log_write.lua): its decision itself writes nothing.
 --
@@ -13,24 +14,25 @@
 --          numbers as in common.lua.
 --
 -- If every enforcing rule allows, every allowed rule stores its new state
--- (a shadow rule's denial stops nothing). Otherwise nothing is stored: the
+-- (a shadow rule's denial stops nothing). Otherwise nothing is spent: the
 -- rules that deny answer their denial, the others what a look (cost 0)
--- answers, which reads the unchanged key again.
+-- answers, which reads the unchanged key again; only a state rebased under
+-- a changed limit is stored, as a single rule's would be.
 --
 -- Reply: five doubles per key, as common.lua's, in the order of KEYS.
 
 local args = ARGV[1]
 local t, expire = decision_time(struct.unpack('>d', args))
-local decisions, values = {}, {}
+local decisions, values, rebased = {}, {}, {}
 local pass = true
 for i = 1, #KEYS do
   local alg, cost, enforce, l1, l2, l3 = struct.unpack('>dddddd', args, 48 * i - 39)
-  local allowed, remaining, retry, reset, refill, value = decide[alg](KEYS[i], cost, t, l1, l2, l3)
+  local allowed, remaining, retry, reset, refill, value, rebase = decide[alg](KEYS[i], cost, t, l1, l2, l3)
   if allowed == 0 and enforce == 1 then
     pass = false
   end
   decisions[i] = { allowed, remaining, retry, reset, refill }
-  values[i] = value
+  values[i], rebased[i] = value, rebase
 end
 
 local replies = {}
@@ -43,9 +45,16 @@ for i = 1, #KEYS do
     elseif v then
       save(KEYS[i], v, d[4], expire)
     end
-  elseif d[1] == 1 then
-    local alg, _, _, l1, l2, l3 = struct.unpack('>dddddd', args, 48 * i - 39)
-    d = { decide[alg](KEYS[i], 0, t, l1, l2, l3) }
+  else
+    local v = values[i]
+    if d[1] == 1 then
+      local alg, _, _, l1, l2, l3 = struct.unpack('>dddddd', args, 48 * i - 39)
+      d = { decide[alg](KEYS[i], 0, t, l1, l2, l3) }
+      v = d[6]
+    end
+    if rebased[i] then
+      save(KEYS[i], v, d[4], expire)
+    end
   end
   replies[i] = struct.pack('>ddddd', d[1], d[2], d[3], d[4], d[5])
 end

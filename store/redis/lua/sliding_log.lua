@@ -97,8 +97,23 @@ end
 remaining = rate - used
 -- The oldest entry frees its cost first (the request's own, if it is the
 -- only one).
-if oldest_at then
+if used > rate then
+  -- Entries kept from a higher rate (limiter.Reinterpret) must expire down
+  -- to the rate first, as logRetry computes for cost 1; a denial added none.
+  local excess, freed = used - rate + 1, 0
+  for i = expired + 1, size do
+    local at, c = entry(i)
+    freed = freed + c
+    if freed >= excess then
+      refill = at + period - t
+      break
+    end
+  end
+elseif oldest_at then
   refill = oldest_at + period - t
 elseif allowed == 1 and cost > 0 then
   refill = period
+end
+if remaining < 0 then -- entries kept from a higher rate
+  remaining = 0
 end

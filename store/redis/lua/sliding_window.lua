@@ -8,8 +8,30 @@
 -- operation for operation as Go computes it, so both round alike.
 
 local rate, period = l1, l2
-if width ~= 3 then -- another algorithm's (the rule's changed): fresh
-  s1, s2, s3 = 0, 0, 0
+if rebase and w2 ~= period and (s2 > 0 or s3 > 0) then
+  -- limiter.rebaseSliding: the old estimate at t (or the window's start,
+  -- for a clock gone back) becomes the count of the new window holding t.
+  local at = t
+  if at < s1 then
+    at = s1
+  end
+  local old = at - math.fmod(at, w2)
+  local prev, curr = s2, s3
+  if old == s1 then
+  elseif old == s1 + w2 then
+    prev, curr = curr, 0
+  else
+    prev, curr = 0, 0
+  end
+  local used = floor((prev * (w2 - (at - old))) / w2) + curr
+  if used > w1 then
+    used = w1
+  end
+  if used == 0 then
+    s1, s2, s3 = 0, 0, 0
+  else
+    s1, s2, s3 = at - math.fmod(at, period), 0, used
+  end
 end
 local start = t - math.fmod(t, period)
 local prev, curr = s2, s3
@@ -90,6 +112,6 @@ if remaining < rate then -- when a request of remaining+1 would first fit
   refill = retry_after(remaining + 1)
 end
 
-if allowed == 1 then
-  value = struct.pack('>ddd', start, prev, curr)
+if allowed == 1 or rebase then
+  value = struct.pack('>ddddddd', start, prev, curr, alg, l1, l2, l3)
 end

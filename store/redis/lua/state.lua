@@ -1,30 +1,32 @@
 -- state.lua: reads the state of every algorithm but sliding_log. The key is
--- a string of two fields, or three for sliding_window, each a big-endian
--- IEEE-754 double (struct.pack('>dd')): exact for the integers below 2^53
--- the scripts keep, and read back with no parsing. s1, s2 and s3 are the
--- fields, 0 for a missing field or key, and width is how many there are.
+-- a string of big-endian IEEE-754 doubles (struct.pack): exact for the
+-- integers below 2^53 the scripts keep, and read back with no parsing.
+-- First the state's two fields (three for sliding_window), s1, s2 and s3
+-- (0 for a missing key), then the limit it was written under: the
+-- algorithm (limiter.Algorithm) and the limit's three numbers as
+-- common.lua's l1, l2 and l3, here w1, w2 and w3.
 --
--- A key that is no string is an older version's hash (fields a and b, or
--- a, prev and curr for sliding_window), read as the same fields, or a
--- sliding_log list (the rule's algorithm changed), deleted: a fresh state.
+-- A state written under another limit of the same algorithm is rebased:
+-- the algorithm reinterprets it under the new limit first
+-- (limiter.Reinterpret), and its state is written even if the request is
+-- denied. Another algorithm's state (a string of other fields, a
+-- sliding_log list) reads as a fresh state; a list is deleted.
 
-local s1, s2, s3, width = 0, 0, 0, 0
+local s1, s2, s3 = 0, 0, 0
+local rebase, w1, w2, w3 = false, 0, 0, 0
 local v = redis.pcall('GET', key)
 if type(v) == 'string' then
-  if #v == 16 then
-    s1, s2 = struct.unpack('>dd', v)
-    width = 2
-  elseif #v == 24 then
-    s1, s2, s3 = struct.unpack('>ddd', v)
-    width = 3
+  local written
+  if #v == 48 then
+    s1, s2, written, w1, w2, w3 = struct.unpack('>dddddd', v)
+  elseif #v == 56 then
+    s1, s2, s3, written, w1, w2, w3 = struct.unpack('>ddddddd', v)
   end
-elseif v then -- an error: WRONGTYPE
-  local h = redis.pcall('HMGET', key, 'a', 'b', 'prev', 'curr')
-  if h.err then
-    redis.call('DEL', key)
-  elseif h[3] or h[4] then
-    s1, s2, s3, width = tonumber(h[1]) or 0, tonumber(h[3]) or 0, tonumber(h[4]) or 0, 3
+  if written ~= alg then
+    s1, s2, s3 = 0, 0, 0
   else
-    s1, s2, width = tonumber(h[1]) or 0, tonumber(h[2]) or 0, 2
+    rebase = w1 ~= l1 or w2 ~= l2 or w3 ~= l3
   end
+elseif v then -- an error: WRONGTYPE, a sliding_log list
+  redis.call('DEL', key)
 end
