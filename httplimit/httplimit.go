@@ -280,8 +280,9 @@ func enforcing(reqs []store.Request) int {
 	return n
 }
 
-// stateKey is the store key of rule i for this request: the rule, its limit,
-// and what the rule counts by.
+// stateKey is the store key of rule i for this request: the rule, its
+// algorithm (policy.Caller.StateTag: not its rate, so that a changed limit
+// keeps the key's counters), and what the rule counts by.
 func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Addr, r *http.Request) string {
 	rule := pol.Rule(i)
 	tag := caller.StateTag(i)

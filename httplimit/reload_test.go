@@ -1,18 +1,23 @@
 package httplimit_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
-// SetPolicy applies to the requests after it; rules whose limit did not
-// change keep their counters, a changed limit starts afresh.
+// SetPolicy applies to the requests after it; rules keep their counters,
+// also when their limit changed.
 func TestSetPolicy(t *testing.T) {
 	h := newHarness(t, partners()) // claims: fixed_window 3/m for partner-a
 	get := func(key string) int { return h.get("/claims", key).Code }
@@ -50,25 +55,82 @@ func TestSetPolicy(t *testing.T) {
 		wantStatus(t, h.do(req{method: s.method, key: s.key}), s.status, s.name)
 	}
 
-	// claims at 5/m: a changed limit is a fresh counter, not 4 of 5 used.
+	// claims at 5/m: a changed limit keeps its count, 3 of 5 used.
 	p3 := partners()
 	p3.Rules[0].Rate = rate(5, time.Minute)
 	h.lim.SetPolicy(compile(t, p3))
-	for i := range 5 {
-		wantStatus(t, h.get("/claims", "key-a"), 200, fmt.Sprintf("new limit, request %d", i))
-	}
-	wantStatus(t, h.get("/claims", "key-a"), 429, "new limit, 6th")
+	wantStatus(t, h.get("/claims", "key-a"), 200, "new limit, 4th of 5")
+	wantStatus(t, h.get("/claims", "key-a"), 200, "new limit, 5th of 5")
+	wantStatus(t, h.get("/claims", "key-a"), 429, "new limit, 6th of 5")
 
-	// Back to 3/m: the old counter (3 of 3 spent) is found again in the
-	// same window, since the state key names the limit.
+	// Back to 3/m: 5 of 3 spent, nothing left in this window.
 	h.lim.SetPolicy(compile(t, partners()))
 	wantStatus(t, h.get("/claims", "key-a"), 429, "old limit again")
 	h.clock.Advance(time.Minute)
 	wantStatus(t, h.get("/claims", "key-a"), 200, "next window")
 }
 
-// A changed algorithm with the same rate is a changed limit too: state of
-// one algorithm is never read as another's.
+// A reload that tightens a limit gives a limited caller no fresh quota, and
+// one that loosens it gives only the difference; so does a client's limit
+// changed by its plan. Every algorithm, on the memory store and on Redis.
+func TestReloadKeepsCounters(t *testing.T) {
+	srv := redistest.StartServer(t)
+	for _, alg := range limiter.Algorithms {
+		t.Run(alg.String(), func(t *testing.T) { checkReloadKeepsCounters(t, newHarness(t, onePartner(alg, 4)), alg) })
+		t.Run(alg.String()+"_redis", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			// The Timeout is an upper bound for a loaded machine; a store
+			// error answers 503 rather than letting a request pass.
+			s, err := redis.New(ctx, redis.Options{Addrs: []string{srv.Addr}, Prefix: redistest.KeyPrefix(t),
+				CallerTime: true, Timeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			h := newHarness(t, onePartner(alg, 4), func(o *httplimit.Options) { o.Store, o.OnFailure = s, store.FailClosed })
+			checkReloadKeepsCounters(t, h, alg)
+		})
+	}
+}
+
+// onePartner is partner-a on plan standard, limited to n/m on claims by alg.
+func onePartner(alg limiter.Algorithm, n int64) policy.Policy {
+	p := partners()
+	p.Rules[0].Algorithm, p.Rules[0].Rate = alg, rate(n, time.Minute)
+	return p
+}
+
+// checkReloadKeepsCounters spends partner-a's 4/m, then reloads to 2/m,
+// to 8/m, and moves partner-a to a plan of 16/m; no time passes.
+func checkReloadKeepsCounters(t *testing.T, h *harness, alg limiter.Algorithm) {
+	t.Helper()
+	spend := func(what string, n int) {
+		t.Helper()
+		for i := range n {
+			wantStatus(t, h.get("/claims", "key-a"), 200, fmt.Sprintf("%s: request %d of %d", what, i+1, n))
+		}
+		wantStatus(t, h.get("/claims", "key-a"), 429, what+": one more")
+	}
+	spend("4/m", 4)
+	h.lim.SetPolicy(compile(t, onePartner(alg, 2)))
+	spend("tightened to 2/m", 0)
+	// 4 of 8 spent. A bucket fuller than 2/m's burst was emptied to it by
+	// the tightening (a bucket holds at most its burst): 2 of 8 spent.
+	left := 4
+	if alg.HasBurst() {
+		left = 6
+	}
+	h.lim.SetPolicy(compile(t, onePartner(alg, 8)))
+	spend("loosened to 8/m", left)
+	p := onePartner(alg, 8)
+	p.Plans["standard"] = policy.Plan{Limits: map[string]policy.Rate{"claims": rate(16, time.Minute)}}
+	h.lim.SetPolicy(compile(t, p))
+	spend("plan of 16/m", 8)
+}
+
+// A changed algorithm starts fresh: state of one algorithm is never read as
+// another's.
 func TestSetPolicyChangedAlgorithmStartsFresh(t *testing.T) {
 	h := newHarness(t, partners())
 	for i := range 3 {

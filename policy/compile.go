@@ -50,14 +50,15 @@ type Caller struct {
 	// Plan is the caller's plan name.
 	Plan   string
 	limits []limiter.Limit // by rule index
-	tags   []string        // by rule index: the limit, as part of state keys
 }
 
-// StateTag returns a short text naming the limit rule i applies to the
-// caller. Stores key state by it too, so that a changed limit starts from
-// a fresh state instead of misreading the old one, while unchanged rules
-// keep their counters across reloads.
-func (c *Caller) StateTag(i int) string { return c.tags[i] }
+// StateTag returns a short text that state keys of rule i include for the
+// caller: the name of the limit's algorithm, such as "gcra". It names
+// neither the rate nor the burst, so that a key keeps its counters when a
+// reload or another plan changes them (the stores reinterpret the state
+// under the new limit, limiter.Reinterpret); a changed algorithm is
+// another key, whose state starts fresh.
+func (c *Caller) StateTag(i int) string { return c.limits[i].Algorithm().String() }
 
 // Limit returns the limit rule i applies to the caller.
 func (c *Caller) Limit(i int) limiter.Limit { return c.limits[i] }
@@ -242,7 +243,7 @@ func (c *Compiled) compileClients(fail func(string, string, ...any)) {
 // caller resolves every rule's limit for one caller: its own override, else
 // its plan's, else the rule's.
 func (c *Compiled) caller(id, plan string, own map[string]Rate, fail func(string, string, ...any), at string) *Caller {
-	cl := &Caller{ID: id, Plan: plan, limits: make([]limiter.Limit, len(c.rules)), tags: make([]string, len(c.rules))}
+	cl := &Caller{ID: id, Plan: plan, limits: make([]limiter.Limit, len(c.rules))}
 	for i, r := range c.rules {
 		rate, ownRate := r.Rate, false
 		if o, ok := c.src.Plans[plan].Limits[r.Name]; ok {
@@ -256,7 +257,7 @@ func (c *Compiled) caller(id, plan string, own map[string]Rate, fail func(string
 			_, msg := limitProblem(err)
 			fail(at+".limits."+r.Name, "%s", msg)
 		}
-		cl.limits[i], cl.tags[i] = l, l.String()
+		cl.limits[i] = l
 	}
 	return cl
 }

@@ -143,85 +143,50 @@ func TestBurstScaling(t *testing.T) {
 	}
 }
 
+// TestStateTag: every caller of a rule has the same tag, the rule's
+// algorithm, whatever its plan or own override: a key keeps its counters
+// when the caller's limit changes.
 func TestStateTag(t *testing.T) {
 	p := base()
-	p.Plans["same"] = policy.Plan{Limits: map[string]policy.Rate{"api": rate(100, time.Minute)}}
 	p.Clients.List = append(p.Clients.List,
-		policy.Client{ID: "dash", Keys: []string{"k-dash"}, Plan: "same"},
 		policy.Client{ID: "echo", Keys: []string{"k-echo"}, Limits: map[string]policy.Rate{"claims": rate(40, time.Second)}},
-		policy.Client{ID: "foxt", Keys: []string{"k-foxt"}, Limits: map[string]policy.Rate{"api": rate(100, time.Hour)}},
 	)
 	c := mustCompile(t, p)
-	tag := func(id string, i int) string {
-		if id == "" {
-			return c.Unidentified().StateTag(i)
+	for i := range c.Rules() {
+		want := c.Rule(i).Algorithm.String()
+		if got := c.Unidentified().StateTag(i); got != want {
+			t.Errorf("unidentified: StateTag(%d) = %q, want %q", i, got, want)
 		}
-		return callerByID(t, c, id).StateTag(i)
-	}
-	same := [][3]any{
-		{"acme", "bolt", 0}, // both the plan's 1000/m
-		{"corp", "", 0},     // both the rule's
-		{"corp", "", 1},     // both the rule's
-		{"dash", "corp", 0}, // a plan that restates the rule's rate
-		{"echo", "acme", 1}, // an own override equal to the plan's
-		{"foxt", "corp", 1}, // rule 1 untouched
-	}
-	for _, s := range same {
-		a, b, i := s[0].(string), s[1].(string), s[2].(int)
-		if tag(a, i) != tag(b, i) {
-			t.Errorf("rule %d: tags of %q (%s) and %q (%s) differ for the same limit", i, a, tag(a, i), b, tag(b, i))
-		}
-	}
-	differ := [][3]any{
-		{"acme", "corp", 0}, // plan vs rule
-		{"acme", "corp", 1},
-		{"acme", "bolt", 1}, // own override vs plan
-		{"foxt", "corp", 0}, // same N, other period
-	}
-	for _, d := range differ {
-		a, b, i := d[0].(string), d[1].(string), d[2].(int)
-		if tag(a, i) == tag(b, i) {
-			t.Errorf("rule %d: %q and %q share the tag %q for different limits", i, a, b, tag(a, i))
-		}
-	}
-	for _, id := range []string{"acme", "bolt", "corp", "dash", "echo", "foxt"} {
-		cl := callerByID(t, c, id)
-		for i := range c.Rules() {
-			if cl.StateTag(i) == "" {
-				t.Errorf("%s: StateTag(%d) is empty", id, i)
+		for _, id := range []string{"acme", "bolt", "corp", "echo"} {
+			if got := callerByID(t, c, id).StateTag(i); got != want {
+				t.Errorf("%s: StateTag(%d) = %q, want %q", id, i, got, want)
 			}
 		}
 	}
 }
 
-// TestStateTagAcrossReloads: recompiling keeps the tags of unchanged limits
-// and changes those of changed ones, including a bucket's burst alone.
+// TestStateTagAcrossReloads: recompiling with other rates and bursts keeps
+// the tags; another algorithm changes them.
 func TestStateTagAcrossReloads(t *testing.T) {
 	old := mustCompile(t, base())
 	p := base()
 	p.Rules[1].Burst = 30
+	p.Rules[0].Rate = rate(7, time.Hour)
 	p.Plans["large"].Limits["api"] = rate(2000, time.Minute)
 	c := mustCompile(t, p)
-	tests := []struct {
-		id      string
-		rule    int
-		changed bool
-	}{
-		{"acme", 0, true}, {"acme", 1, true}, // 80 -> 120 burst
-		{"bolt", 0, true}, {"bolt", 1, true},
-		{"corp", 0, false}, {"corp", 1, true}, // 20 -> 30 burst
-	}
-	for _, tt := range tests {
-		before, after := callerByID(t, old, tt.id).StateTag(tt.rule), callerByID(t, c, tt.id).StateTag(tt.rule)
-		if (before != after) != tt.changed {
-			t.Errorf("%s rule %d: tag %q -> %q, want changed=%v", tt.id, tt.rule, before, after, tt.changed)
+	for _, id := range []string{"acme", "bolt", "corp"} {
+		for i := range c.Rules() {
+			if before, after := callerByID(t, old, id).StateTag(i), callerByID(t, c, id).StateTag(i); before != after {
+				t.Errorf("%s rule %d: tag %q -> %q for a changed rate or burst", id, i, before, after)
+			}
 		}
 	}
 	p = base()
-	p.Rules[1].Mode, p.Rules[1].Cost = policy.Shadow, 2
+	p.Rules[1].Algorithm = limiter.FixedWindow
+	p.Rules[1].Burst = 0
 	c = mustCompile(t, p)
-	if old.Unidentified().StateTag(1) != c.Unidentified().StateTag(1) {
-		t.Error("changing mode and cost changed the state tag, though the limit is the same")
+	if before, after := old.Unidentified().StateTag(1), c.Unidentified().StateTag(1); before == after {
+		t.Errorf("another algorithm keeps the tag %q", after)
 	}
 }
 
