@@ -25,9 +25,10 @@
 // # Bounds
 //
 // The store holds at most Options.MaxKeys keys, split evenly over the
-// shards. Each entry remembers when its state becomes as good as a fresh
-// one (the decision time plus Decision.Reset, rounded up to a second): the
-// state can then no longer change a decision and the key may be forgotten.
+// shards, besides the reserved keys and overflow counters (see below).
+// Each entry remembers when its state becomes as good as a fresh one (the
+// decision time plus Decision.Reset, rounded up to a second): the state
+// can then no longer change a decision and the key may be forgotten.
 // A background sweeper, one goroutine ticking on Options.Clock, removes such
 // expired keys shard by shard, holding each shard's lock for at most 1024
 // entries at a time. Expiry is judged by the sweeper's clock, so the times

@@ -27,7 +27,9 @@ const (
 // default.
 type Options struct {
 	// MaxKeys is the most keys the store holds, split evenly over the
-	// shards. Zero or less means DefaultMaxKeys (1,000,000).
+	// shards, not counting the keys Reserved names and the overflow
+	// counters (see the package documentation). Zero or less means
+	// DefaultMaxKeys (1,000,000).
 	MaxKeys int
 
 	// MaxLogEntries is the most sliding_log entries the store holds,
