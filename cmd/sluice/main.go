@@ -129,7 +129,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 // warningText formats a configuration warning as check prints it:
 // FILE:line:col: warning: message.
 func warningText(w *config.Error) string {
-	return strings.Replace(w.Error(), ": "+w.Msg, ": warning: "+w.Msg, 1)
+	return strings.TrimSuffix(w.Error(), w.Msg) + "warning: " + w.Msg
 }
 
 // count writes n and a noun, in the plural unless n is 1.
