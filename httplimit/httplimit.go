@@ -146,7 +146,7 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) (*http.Request,
 	name := clientName(pol, caller)
 	rep.Client = cmp.Or(name, "-")
 	if r, err = cleanRequest(r); err != nil {
-		l.badRequest(w, r, rep, now, "the request path cannot be read one way only: it has "+err.(*policy.PathError).Reason)
+		l.badRequest(w, r, rep, now, pathDetail(err))
 		return r, false
 	}
 	addr := clientAddr(pol, r)

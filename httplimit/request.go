@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/sluice-rl/sluice/policy"
@@ -80,4 +81,13 @@ func cleanRequest(r *http.Request) (*http.Request, error) {
 	u.Path, u.RawPath = dec, esc
 	c.URL, c.Method = &u, method
 	return &c, nil
+}
+
+// pathDetail is the problem detail of a path cleanRequest refused.
+func pathDetail(err error) string {
+	var pe *policy.PathError
+	if errors.As(err, &pe) {
+		return "the request path cannot be read one way only: it has " + pe.Reason
+	}
+	return err.Error()
 }

@@ -122,16 +122,7 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 			names[r.Name] = i
 		}
 	}
-	if r.Match.Path != "" && !strings.HasPrefix(r.Match.Path, "/") {
-		fail(at+".match.path", "%q must start with '/'", r.Match.Path)
-	} else if clean, ok := cleanRulePath(r.Match.Path); !ok {
-		fail(at+".match.path", "%q never matches: request paths are cleaned first (write %s)", r.Match.Path, clean)
-	}
-	for j, m := range r.Match.Methods {
-		if m == "" || strings.ToUpper(m) != m || strings.ContainsAny(m, " \t\r\n") {
-			fail(fmt.Sprintf("%s.match.methods[%d]", at, j), "%q is not an HTTP method in upper case (such as GET, POST)", m)
-		}
-	}
+	checkMatch(at, r.Match, fail)
 	if r.Key.Kind == KeyHeader && !validHeaderName(r.Key.Header) {
 		fail(at+".key", "header name %q is not a valid HTTP header name", r.Key.Header)
 	}
@@ -404,6 +395,20 @@ func unmapPrefixes(nets []netip.Prefix) []netip.Prefix {
 		out[i] = n
 	}
 	return out
+}
+
+// checkMatch checks a rule's match: a clean path, upper-case methods.
+func checkMatch(at string, m Match, fail func(string, string, ...any)) {
+	if m.Path != "" && !strings.HasPrefix(m.Path, "/") {
+		fail(at+".match.path", "%q must start with '/'", m.Path)
+	} else if clean, ok := cleanRulePath(m.Path); !ok {
+		fail(at+".match.path", "%q never matches: request paths are cleaned first (write %s)", m.Path, clean)
+	}
+	for j, method := range m.Methods {
+		if method == "" || strings.ToUpper(method) != method || strings.ContainsAny(method, " \t\r\n") {
+			fail(fmt.Sprintf("%s.match.methods[%d]", at, j), "%q is not an HTTP method in upper case (such as GET, POST)", method)
+		}
+	}
 }
 
 // cleanRulePath reports whether a rule's path is in the decoded form that

@@ -9,7 +9,8 @@ import (
 // something that upstreams read in different ways, so no rule could be
 // sure to match what the upstream serves.
 type PathError struct {
-	// Reason says what the path contains, such as "an encoded '/' (%2F)".
+	// Reason says what the path contains and why that is refused, such as
+	// `an encoded "/" (%2F): upstreams disagree on what it means`.
 	Reason string
 }
 
