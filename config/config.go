@@ -24,6 +24,7 @@ const (
 	DefaultStoreType    = "memory"
 	DefaultMaxKeys      = memory.DefaultMaxKeys
 	DefaultInstances    = 1
+	MinAdminToken       = 16 // characters; a shorter admin.token is a warning
 	// DefaultMaxLogEntries bounds the memory store's sliding_log entries
 	// (16 bytes each: 160 MB).
 	DefaultMaxLogEntries = memory.DefaultMaxLogEntries

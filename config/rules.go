@@ -102,6 +102,9 @@ func (d *decoder) allow(n *yaml.Node, path string, ids map[string]bool, r *polic
 	}
 	if p, err := parsePrefix(s); err == nil {
 		r.AllowNets = append(r.AllowNets, p)
+		if p.Bits() == 0 {
+			d.warnf(n, path, "%v is every address: the rule never limits anyone (list the networks it should not limit, such as 10.0.0.0/8)", p)
+		}
 		return
 	}
 	if ids[s] {

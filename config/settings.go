@@ -206,6 +206,9 @@ func (d *decoder) admin(n *yaml.Node, f *File) {
 		addrNode, addrPath = m["listen"], "admin.listen"
 		if t := m["token"]; !isNull(t) {
 			f.AdminToken, _ = d.secret(t, "admin.token", "a token")
+			if n := len(f.AdminToken); n > 0 && n < MinAdminToken {
+				d.warnf(t, "admin.token", "the token is %d characters: easy to guess (at least %d random characters, such as the output of `openssl rand -hex 16`)", n, MinAdminToken)
+			}
 		}
 	}
 	if isNull(addrNode) {

@@ -24,7 +24,11 @@ func TestWarnings(t *testing.T) {
 			"t.yaml:3:17: admin.listen: 192.0.2.7:9090 is reachable from other machines and no admin.token is set: anyone who reaches it can reload the configuration and read the metrics (bind 127.0.0.1, or set admin: {listen: 192.0.2.7:9090, token: env:SLUICE_ADMIN_TOKEN})"}},
 		{"host name", head + "admin: gw.internal:9090\nrules: [{name: a, rate: 1/s}]\n", []string{
 			"t.yaml:3:8: admin: gw.internal:9090 is reachable from other machines and no admin.token is set: anyone who reaches it can reload the configuration and read the metrics (bind 127.0.0.1, or set admin: {listen: gw.internal:9090, token: env:SLUICE_ADMIN_TOKEN})"}},
-		{"with a token", head + "admin: {listen: 0.0.0.0:9090, token: s3cret}\nrules: [{name: a, rate: 1/s}]\n", nil},
+		{"with a token", head + "admin: {listen: 0.0.0.0:9090, token: 0123456789abcdef}\nrules: [{name: a, rate: 1/s}]\n", nil},
+		{"short token", head + "admin: {listen: 0.0.0.0:9090, token: s3cret}\nrules: [{name: a, rate: 1/s}]\n", []string{
+			"t.yaml:3:38: admin.token: the token is 6 characters: easy to guess (at least 16 random characters, such as the output of `openssl rand -hex 16`)"}},
+		{"allow everyone", head + "rules: [{name: a, rate: 1/s, allow: [192.0.2.0/24, 0.0.0.0/0]}]\n", []string{
+			"t.yaml:3:52: rules[0].allow[1]: 0.0.0.0/0 is every address: the rule never limits anyone (list the networks it should not limit, such as 10.0.0.0/8)"}},
 		{"every address trusted", head + "trusted_proxies: [10.0.0.0/8, 0.0.0.0/0, '::/0']\nrules: [{name: a, rate: 1/s}]\n", []string{
 			"t.yaml:3:31: trusted_proxies[1]: 0.0.0.0/0 trusts every address as a proxy: any caller can name the address it is counted by (list only your proxies' networks, such as 10.0.0.0/8)",
 			"t.yaml:3:42: trusted_proxies[2]: ::/0 trusts every address as a proxy: any caller can name the address it is counted by (list only your proxies' networks, such as 10.0.0.0/8)"}},
