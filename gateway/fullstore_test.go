@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // fullStoreConfig counts tenants by header and clients by id, 3/m each, in
@@ -90,6 +92,58 @@ func TestFullStoreLiftsNoLimit(t *testing.T) {
 				t.Errorf("sluice_store_errors_total = %v, want 0", n)
 			}
 		})
+	}
+}
+
+// TestFullLogStoreLiftsNoLimit is TestFullStoreLiftsNoLimit for sliding_log
+// entries: the flood fills store.memory.max_log_entries (10000) with
+// limited tenants' logs, after which a new tenant is counted on the
+// tenants rule's overflow counter, which the flood has spent, while the
+// listed clients keep their own logs. The flood's 10200 requests go to
+// the gateway's handler in process (a millisecond apart, so that each is
+// an entry of its own), the checks through its socket.
+func TestFullLogStoreLiftsNoLimit(t *testing.T) {
+	cfg := strings.Replace(fmt.Sprintf(fullStoreConfig, "closed"), "memory: { max_keys: 300 }", "memory: { max_log_entries: 10000 }", 1)
+	cfg = strings.ReplaceAll(cfg, "algorithm: fixed_window", "algorithm: sliding_log")
+	h := startGateway(t, cfg)
+	if r := h.get("/claims", keyB); r.Status != http.StatusOK {
+		t.Fatalf("partner-b's first request: %d %s", r.Status, r.Body)
+	}
+	flood := h.g.Handler()
+	for i := range 3400 {
+		for range 3 {
+			h.clock.Advance(time.Millisecond)
+			req := httptest.NewRequest(http.MethodGet, "/tenants", nil)
+			req.Header.Set("X-Tenant", "tenant-"+strconv.Itoa(i))
+			w := httptest.NewRecorder()
+			flood.ServeHTTP(w, req)
+			if w.Code != http.StatusOK && w.Code != http.StatusTooManyRequests {
+				t.Fatalf("flood: %d %s", w.Code, w.Body)
+			}
+		}
+	}
+	count := func(n int, path string, hdr map[string]string) int {
+		ok := 0
+		for range n {
+			if r := h.do(h.url, http.MethodGet, path, hdr, ""); r.Status == http.StatusOK {
+				ok++
+			} else if r.Status != http.StatusTooManyRequests {
+				t.Fatalf("GET %s %v: %d %s", path, hdr, r.Status, r.Body)
+			}
+		}
+		return ok
+	}
+	if got := count(4, "/tenants", map[string]string{"X-Tenant": "new-tenant", "X-Forwarded-For": "198.51.100.1"}); got != 0 {
+		t.Errorf("a new tenant passed %d of 4 requests; want 0 (counted on the overflow counter the flood spent)", got)
+	}
+	if got := count(4, "/claims", map[string]string{"X-API-Key": keyA}); got != 3 {
+		t.Errorf("partner-a passed %d of 4 requests at 3/m, want 3", got)
+	}
+	if got := count(3, "/claims", map[string]string{"X-API-Key": keyB}); got != 2 {
+		t.Errorf("partner-b (1 spent before the flood) passed %d of 3 requests at 3/m, want 2", got)
+	}
+	if n := metric(h.metrics(), "sluice_store_errors_total"); n != 0 {
+		t.Errorf("sluice_store_errors_total = %v, want 0", n)
 	}
 }
 
