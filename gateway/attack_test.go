@@ -110,6 +110,10 @@ var attacks = []attack{
 		status: []int{200}, received: []string{"POST /claims/1 | Content-Length: 0 | " + fromA},
 		counted: []string{"writes partner-a allowed"}},
 
+	{name: "path override headers removed", prime: primeA,
+		send:   request("GET /other", withA, "X-Original-URL: /claims/1", "X_REWRITE_URL: /claims/1"),
+		status: []int{200}, received: []string{"GET /other | " + fromA}},
+
 	// Path spellings: counted as the path they spell, sent on clean, or 400.
 	{name: "path parameter", prime: primeA, send: request("GET /claims;x", withA), status: []int{429},
 		counted: []string{"claims partner-a limited"}},

@@ -7,29 +7,32 @@ import (
 	"github.com/sluice-rl/sluice/policy"
 )
 
-// methodOverrides are the headers with which some frameworks (Symfony,
-// Express's method-override, ASP.NET Web API, Google's APIs) serve a
-// request as another method than its request line's. sluice counts the
-// request line's method, so these never reach the handler.
-var methodOverrides = [...]string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override"}
+// overrides are the headers with which some upstreams serve a request as
+// another one than its request line says: another method (Symfony,
+// Express's method-override, ASP.NET Web API, Google's APIs) or another
+// path (X-Original-URL and X-Rewrite-URL: IIS URL Rewrite, Symfony and
+// Zend behind it). sluice counts the request line, so these never reach
+// the handler.
+var overrides = [...]string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override",
+	"X-Original-Url", "X-Rewrite-Url"}
 
 // scrubHeaders removes the headers a caller must not pass on, in every
 // spelling an upstream may read as the same (sameName): X-Sluice-Client,
-// which only sluice writes; the method-override headers, which would make
-// the upstream serve another method than the one counted; and every
+// which only sluice writes; the override headers, which would make the
+// upstream serve another method or path than the one counted; and every
 // spelling of the key header other than key itself (its canonical name,
 // "" when the policy reads no key), which the upstream might take for the
 // key sluice did not see.
 func scrubHeaders(h http.Header, key string) {
 	for k := range h {
-		if sameName(k, ClientHeader) || key != "" && k != key && sameName(k, key) || isMethodOverride(k) {
+		if sameName(k, ClientHeader) || key != "" && k != key && sameName(k, key) || isOverride(k) {
 			delete(h, k)
 		}
 	}
 }
 
-func isMethodOverride(name string) bool {
-	for _, o := range methodOverrides {
+func isOverride(name string) bool {
+	for _, o := range overrides {
 		if sameName(name, o) {
 			return true
 		}

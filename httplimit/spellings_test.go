@@ -168,6 +168,21 @@ func TestPathSpellingsRefused(t *testing.T) {
 	}
 }
 
+// X-Original-URL and X-Rewrite-URL, with which IIS and Symfony serve
+// another path than the request line's, never reach the handler.
+func TestPathOverrideHeadersRemoved(t *testing.T) {
+	s := newSpellings(t, partners())
+	s.exhaust()
+	hdr := http.Header{"X-Api-Key": {"key-a"}}
+	for _, name := range []string{"X-Original-Url", "X-Rewrite-Url", "X_original_url", "X-REWRITE-URL"} {
+		hdr[name] = []string{"/claims/1"}
+	}
+	wantStatus(t, s.send("GET", "/other", hdr), 200, "GET /other with path overrides")
+	if got := s.next.last(t).Header; len(got) != 2 || got.Get("X-Api-Key") != "key-a" {
+		t.Errorf("the handler received %v, want X-Api-Key and X-Sluice-Client only", got)
+	}
+}
+
 // With CaseInsensitivePaths, /CLAIMS is /claims to the rules, as Express
 // and ASP.NET Core route it; the handler receives the path as sent.
 func TestCaseInsensitivePaths(t *testing.T) {
