@@ -157,3 +157,27 @@ func heapAlloc() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// BenchmarkDecideFullStore decides new keys in a store full of limited
+// keys (100k, 1/h each, spent): every new key finds no room and is counted
+// on its rule's overflow counter. It is what a flood of distinct keys costs
+// once it has filled the store.
+func BenchmarkDecideFullStore(b *testing.B) {
+	const n = 100_000
+	s := newTest(b, Options{MaxKeys: n})
+	spent := limiter.MustNew(limiter.FixedWindow, 1, time.Hour, 0)
+	for i := range 2 * n { // more than fit: every shard full
+		if _, err := s.Decide(ctx, store.Key("tenants", strconv.Itoa(i)), spent, t0, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	keys := benchKeys(1 << 16)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := s.Decide(ctx, keys[i&(len(keys)-1)], spent, t0, 1); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

@@ -14,9 +14,16 @@ const sweepBatch = 1024
 // least recently used of the keys that are not being limited, about an
 // eighth of them in one pass so that the cost of the pass (a walk over the
 // shard) is spread over the many new keys that fill the room it makes. It
-// reports false, evicting nothing, when every key is being limited.
+// reports false, evicting nothing, when every key that takes room is being
+// limited; a shard in that state is walked again only a second later, so
+// that a flood of new keys into a store full of limited keys costs each
+// key no walk over its shard (BenchmarkDecideFullStore).
 func (sh *shardState) makeRoom(now time.Time) bool {
-	sh.dropExpired(nowSecond(now), sh.tab.n, 0)
+	sec := nowSecond(now)
+	if sh.roomTried == sec {
+		return false
+	}
+	sh.dropExpired(sec, sh.tab.n, 0)
 	if sh.tab.n-sh.reserved < sh.max {
 		return true
 	}
@@ -27,6 +34,7 @@ func (sh *shardState) makeRoom(now time.Time) bool {
 		}
 	}
 	if len(ages) == 0 {
+		sh.roomTried = sec
 		return false
 	}
 	oldest := kthLargest(ages, max(1, len(ages)/8))

@@ -40,17 +40,26 @@ func (s *Store) decideOverflow(key string, limit limiter.Limit, now time.Time, c
 }
 
 // overflowKey returns the key of the overflow counter of key's rule under
-// limit: '#' (no key made by store.Key or store.GroupKey starts so), then
-// store.Key of the rule and the limit. The rule is the first part of the
-// key, after its group if it has one; a key not made by store.Key has no
-// rule, and shares one overflow counter per limit with such keys.
+// limit: '#' (no key made by store.Key or store.GroupKey starts so), the
+// rule as store.Key writes a part (its length, ':', its bytes), then the
+// limit's algorithm, rate, period in microseconds and burst, each after a
+// ':'. The rule is the first part of the key, after its group if it has
+// one; a key not made by store.Key has no rule, and shares one overflow
+// counter per limit with such keys. It is built in one allocation.
 func overflowKey(key string, limit limiter.Limit) string {
 	if _, rest, ok := store.SplitGroup(key); ok {
 		key = rest
 	}
 	rule, _ := firstPart(key)
-	return "#" + store.Key(rule, limit.Algorithm().String(), strconv.FormatInt(limit.Rate(), 10),
-		strconv.FormatInt(int64(limit.Period()/time.Microsecond), 10), strconv.FormatInt(limit.Burst(), 10))
+	var buf [96]byte
+	b := append(buf[:0], '#')
+	b = strconv.AppendInt(b, int64(len(rule)), 10)
+	b = append(append(b, ':'), rule...)
+	b = append(append(b, ':'), limit.Algorithm().String()...)
+	for _, n := range [...]int64{limit.Rate(), int64(limit.Period() / time.Microsecond), limit.Burst()} {
+		b = strconv.AppendInt(append(b, ':'), n, 10)
+	}
+	return string(b)
 }
 
 // firstPart returns the first part of a key made by store.Key: its rule.

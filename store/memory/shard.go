@@ -40,9 +40,9 @@ type shardState struct {
 	logs map[string][]limiter.Entry
 	// bound counts the entries of every shard's logs (the store's).
 	bound *logBound
-	// logTried is the second at which makeLogRoom last found nothing to
-	// free.
-	logTried uint32
+	// roomTried and logTried are the seconds at which makeRoom and
+	// makeLogRoom last found nothing to free.
+	roomTried, logTried uint32
 }
 
 // shard pads shardState to a multiple of 128 bytes (two cache lines, as
