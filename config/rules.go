@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	ruleFields  = []string{"name", "match", "key", "algorithm", "rate", "burst", "cost", "mode", "allow"}
+	ruleFields  = []string{"name", "match", "key", "missing_header", "algorithm", "rate", "burst", "cost", "mode", "allow"}
 	matchFields = []string{"path", "methods"}
 	keyKinds    = []string{"client", "ip", "header:NAME", "global"}
 )
@@ -31,6 +31,7 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 		r.Match.Methods = append(r.Match.Methods, d.method(mn, index(join(path, "match.methods"), i)))
 	}
 	r.Key = d.key(m["key"], join(path, "key"), len(ids) > 0)
+	r.Key.Missing = d.missingHeader(m["missing_header"], join(path, "missing_header"), r.Key)
 	if alg := d.oneOf(m["algorithm"], join(path, "algorithm"), "", algorithmNames()); alg != "" {
 		r.Algorithm, _ = limiter.ParseAlgorithm(alg)
 	}
@@ -91,6 +92,25 @@ func (d *decoder) key(n *yaml.Node, path string, haveClients bool) policy.KeySpe
 	}
 	d.fail(n, path, "unknown key %q (%saccepted: %s)", clip(s), didYouMean(s, keyKinds), strings.Join(keyKinds, ", "))
 	return policy.KeySpec{Kind: policy.KeyIP}
+}
+
+// missingHeader decodes how a header:NAME rule counts a request without the
+// header: shared (the default), ip or reject. Other keys take none.
+func (d *decoder) missingHeader(n *yaml.Node, path string, key policy.KeySpec) policy.MissingHeader {
+	names := make([]string, len(policy.MissingHeaders))
+	for i, m := range policy.MissingHeaders {
+		names[i] = m.String()
+	}
+	s := d.oneOf(n, path, "", names)
+	if s == "" {
+		return policy.MissingShared
+	}
+	if key.Kind != policy.KeyHeader {
+		d.fail(n, path, "%s applies only to key: header:NAME (this rule counts by %v; remove missing_header)", s, key)
+		return policy.MissingShared
+	}
+	i := slices.Index(names, s)
+	return policy.MissingHeaders[i]
 }
 
 // allow decodes one entry of a rule's allow list: a CIDR or an IP address

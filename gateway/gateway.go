@@ -204,7 +204,7 @@ func (g *Gateway) observe(_ *http.Request, rep *httplimit.Report) {
 	g.metrics.observe(rep)
 	switch {
 	case rep.Status == http.StatusTooManyRequests && g.logGate.allow(logSubject{kind: "limited", client: rep.Client}):
-		g.log.Info("client limited", "client", rep.Client, "rules", limitedRules(rep),
+		g.log.Info("client limited", "client", rep.Client, "counted", rep.Counted, "rules", limitedRules(rep),
 			"retry_after_s", rep.RetryAfter.Seconds())
 	case rep.Status == http.StatusUnauthorized && g.logGate.allow(logSubject{kind: "unauthenticated"}):
 		g.log.Info("unknown callers rejected", "client", rep.Client)

@@ -152,12 +152,16 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) (*http.Request,
 	addr := clientAddr(pol, r)
 	s.match = pol.Match(r.Method, r.URL.Path, s.match[:0])
 	l.requests(pol, caller, addr, r, s)
+	if rule, ok := missingRefused(pol, s, r.Header); ok {
+		l.badRequest(w, r, rep, now, missingDetail(rule))
+		return r, false
+	}
 	var results []store.Result
 	spent := true
 	if len(s.reqs) > 0 {
 		results, spent, err = l.decideAll(r.Context(), s, now)
 	}
-	pass := l.judge(w, pol, caller, addr, s, results, spent, err)
+	pass := l.judge(w, r.Header, pol, caller, addr, s, results, spent, err)
 	l.report(r, rep, now)
 	if pass && name != "" {
 		r.Header[ClientHeader] = []string{name}
@@ -190,7 +194,9 @@ func (l *Limiter) badRequest(w http.ResponseWriter, r *http.Request, rep *Report
 }
 
 // requests builds one store request per matching rule that does not exempt
-// the caller; exempt rules are reported at once.
+// the caller; exempt rules are reported at once, and so is a shadow rule
+// that would refuse the request for a missing header (shadow_limited,
+// nothing counted).
 func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr netip.Addr, r *http.Request, s *scratch) {
 	s.reqs, s.index = s.reqs[:0], s.index[:0]
 	for _, i := range s.match {
@@ -198,6 +204,12 @@ func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr net
 		if pol.Exempt(i, caller.ID, addr) {
 			s.report.Rules = append(s.report.Rules, RuleResult{Rule: rule.Name, Outcome: Exempt})
 			continue
+		}
+		if rule.Mode == policy.Shadow && rule.Key.Kind == policy.KeyHeader && rule.Key.Missing == policy.MissingReject {
+			if _, missing := headerValue(rule.Key, r.Header); missing {
+				s.report.Rules = append(s.report.Rules, RuleResult{Rule: rule.Name, Outcome: ShadowLimited})
+				continue
+			}
 		}
 		s.reqs = append(s.reqs, store.Request{Key: stateKey(pol, caller, i, addr, r), Limit: caller.Limit(i), Cost: rule.Cost,
 			Shadow: rule.Mode != policy.Enforce})
@@ -298,10 +310,15 @@ func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Add
 	case policy.KeyIP:
 		return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, tag)
 	case policy.KeyHeader:
-		// Every request without the header shares one counter, so leaving
-		// it out is no way around the limit. Long values are hashed, so a
-		// caller cannot make a counter cost more than a short key.
-		return store.GroupKey(store.Key("header", boundedValue(r.Header.Get(rule.Key.Header))), rule.Name, tag)
+		v, missing := headerValue(rule.Key, r.Header)
+		if missing && rule.Key.Missing == policy.MissingIP {
+			return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, tag)
+		}
+		// Without the header (missing_header: shared) a request counts on
+		// the value "", one counter for them all, so leaving it out is no
+		// way around the limit. Long values are hashed, so a caller cannot
+		// make a counter cost more than a short key.
+		return store.GroupKey(store.Key("header", boundedValue(v)), rule.Name, tag)
 	default:
 		return store.Key(rule.Name, tag, "global")
 	}

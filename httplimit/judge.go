@@ -49,6 +49,10 @@ type Report struct {
 	// Status is the status sluice answered with itself (401, 429, 503), or
 	// 0 if the request was passed on.
 	Status int
+	// Counted names, for a 429, what the rule whose wait is RetryAfter
+	// counted: the client id, the address, `header X-Tenant "acme"`... as
+	// the problem detail does; never an access key. Empty otherwise.
+	Counted string
 	// RetryAfter is the Retry-After of a 429 or 503.
 	RetryAfter time.Duration
 	// Rules has one result per matching rule.
@@ -82,7 +86,7 @@ func clientName(pol *policy.Compiled, c *policy.Caller) string {
 // judge turns the store's decisions into the answer: headers on w, and a 429
 // or 503 written (false) or the request allowed to pass (true). spent
 // reports whether the allowed decisions spent their cost (see decideAll).
-func (l *Limiter) judge(w http.ResponseWriter, pol *policy.Compiled, caller *policy.Caller, addr netip.Addr,
+func (l *Limiter) judge(w http.ResponseWriter, h http.Header, pol *policy.Compiled, caller *policy.Caller, addr netip.Addr,
 	s *scratch, results []store.Result, spent bool, err error) bool {
 	rep := &s.report
 	if err == nil && len(results) != len(s.reqs) {
@@ -135,7 +139,9 @@ func (l *Limiter) judge(w http.ResponseWriter, pol *policy.Compiled, caller *pol
 	if len(violated) == 0 {
 		return true
 	}
-	l.reject(w, rep, who(pol, caller, addr), pol.Rule(s.index[worstRule]).Name, s.reqs[worstRule].Limit, worst, violated)
+	rule := pol.Rule(s.index[worstRule])
+	rep.Counted = counted(pol, caller, rule, addr, h)
+	l.reject(w, rep, rep.Counted, rule.Name, s.reqs[worstRule].Limit, worst, violated)
 	return false
 }
 
@@ -152,17 +158,6 @@ func (l *Limiter) reject(w http.ResponseWriter, rep *Report, who, rule string, l
 	}
 	writeProblem(w, problem{Type: quotaExceeded, Title: "Too Many Requests", Status: http.StatusTooManyRequests,
 		Detail: limitedDetail(who, rule, lim, retry), ViolatedPolicies: violated})
-}
-
-// who names the caller in a problem detail: its client id, else its address.
-func who(pol *policy.Compiled, c *policy.Caller, addr netip.Addr) string {
-	if c.ID != "" {
-		return c.ID
-	}
-	if addr.IsValid() {
-		return pol.IPKey(addr)
-	}
-	return "caller"
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -126,6 +126,11 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	if r.Key.Kind == KeyHeader && !validHeaderName(r.Key.Header) {
 		fail(at+".key", "header name %q is not a valid HTTP header name", r.Key.Header)
 	}
+	if r.Key.Missing > MissingReject {
+		fail(at+".missing_header", "unknown value %d (shared, ip or reject)", r.Key.Missing)
+	} else if r.Key.Missing != MissingShared && r.Key.Kind != KeyHeader {
+		fail(at+".missing_header", "%v applies only to key: header:NAME (the rule counts by %v)", r.Key.Missing, r.Key)
+	}
 	if r.Burst < 0 {
 		fail(at+".burst", "%d is negative (a burst is 1 or more; 0 or absent means the rate's N)", r.Burst)
 	}

@@ -70,6 +70,15 @@ func TestCompileErrors(t *testing.T) {
 		{"key header with colon", func(p *policy.Policy) { p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "X-Tenant:"} }, []string{"rules[0].key"}},
 		{"key header fine", func(p *policy.Policy) { p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "X-Tenant_Id"} }, nil},
 		{"header ignored for ip", func(p *policy.Policy) { p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyIP, Header: "bad header"} }, nil},
+		{"missing header ip", func(p *policy.Policy) {
+			p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "X-Tenant", Missing: policy.MissingIP}
+		}, nil},
+		{"missing header on an ip rule", func(p *policy.Policy) {
+			p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyIP, Missing: policy.MissingReject}
+		}, []string{"rules[0].missing_header"}},
+		{"missing header unknown", func(p *policy.Policy) {
+			p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "X-Tenant", Missing: 9}
+		}, []string{"rules[0].missing_header"}},
 		{"negative cost", func(p *policy.Policy) { p.Rules[0].Cost = -1 }, []string{"rules[0].cost"}},
 		{"cost 5 is fine", func(p *policy.Policy) { p.Rules[0].Cost = 5 }, nil},
 		// A cost above what a limit allows at once refuses every request.

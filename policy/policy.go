@@ -193,10 +193,44 @@ const (
 	KeyGlobal
 )
 
-// KeySpec is what a rule counts by; Header names the header for KeyHeader.
+// KeySpec is what a rule counts by; Header names the header for KeyHeader,
+// and Missing says how a KeyHeader rule counts a request without it.
 type KeySpec struct {
-	Kind   KeyKind
-	Header string
+	Kind    KeyKind
+	Header  string
+	Missing MissingHeader
+}
+
+// MissingHeader is how a header:NAME rule counts a request that does not
+// carry the header (or carries it empty). The zero value is MissingShared.
+type MissingHeader uint8
+
+const (
+	// MissingShared counts every request without the header on one counter
+	// of the rule: leaving the header out is no way around the limit, and
+	// all such requests together get one value's limit.
+	MissingShared MissingHeader = iota
+	// MissingIP counts a request without the header by the caller's IP
+	// address, as key: ip does.
+	MissingIP
+	// MissingReject refuses a request without the header: 400, nothing
+	// counted. A shadow rule refuses nothing: it reports the request
+	// shadow_limited.
+	MissingReject
+)
+
+// MissingHeaders lists the MissingHeader values, in the order of the constants.
+var MissingHeaders = []MissingHeader{MissingShared, MissingIP, MissingReject}
+
+// String returns the configuration name of m: shared, ip or reject.
+func (m MissingHeader) String() string {
+	switch m {
+	case MissingIP:
+		return "ip"
+	case MissingReject:
+		return "reject"
+	}
+	return "shared"
 }
 
 // String formats k as configuration does: client, ip, header:NAME, global.

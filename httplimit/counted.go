@@ -1,0 +1,138 @@
+package httplimit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-rl/sluice/policy"
+)
+
+// headerValue returns the value a header:NAME rule counts by, and whether
+// the request lacks it (absent or empty: net/http trims the blanks around
+// a value). Of several values the first counts.
+func headerValue(key policy.KeySpec, h http.Header) (string, bool) {
+	v := h.Get(key.Header)
+	return v, v == ""
+}
+
+// missingRefused returns the enforcing header:NAME rule with missing_header:
+// reject whose header the request lacks, if any; ok is false if there is
+// none. Only the rules in s.index (matched, not exempt) are looked at.
+func missingRefused(pol *policy.Compiled, s *scratch, h http.Header) (rule *policy.Rule, ok bool) {
+	for _, i := range s.index {
+		r := pol.Rule(i)
+		if r.Key.Kind != policy.KeyHeader || r.Key.Missing != policy.MissingReject || r.Mode != policy.Enforce {
+			continue
+		}
+		if _, missing := headerValue(r.Key, h); missing {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// missingDetail is the problem detail of the 400 for a request that lacks
+// the header a rule counts by.
+func missingDetail(rule *policy.Rule) string {
+	return "missing header " + rule.Key.Header + ", by which rule " + rule.Name + " counts requests"
+}
+
+// counted names what rule counted for this request, for a 429's detail and
+// the log: the client id, the address (an IPv6 network for grouped
+// addresses), `header X-Tenant "acme"`, or all callers together. It never
+// names an access key (see shownValue).
+func counted(pol *policy.Compiled, c *policy.Caller, rule *policy.Rule, addr netip.Addr, h http.Header) string {
+	switch rule.Key.Kind {
+	case policy.KeyClient:
+		if c.ID != "" {
+			return c.ID
+		}
+		return address(pol, addr) // a caller without an id is counted by IP
+	case policy.KeyIP:
+		return address(pol, addr)
+	case policy.KeyHeader:
+		v, missing := headerValue(rule.Key, h)
+		switch {
+		case !missing:
+			return "header " + rule.Key.Header + " " + shownValue(pol, rule.Key.Header, v)
+		case rule.Key.Missing == policy.MissingIP:
+			return address(pol, addr) + " (without header " + rule.Key.Header + ")"
+		}
+		return "requests without header " + rule.Key.Header
+	}
+	return "all callers together"
+}
+
+// address names the caller's address as an ip rule counts it.
+func address(pol *policy.Compiled, addr netip.Addr) string {
+	if addr.IsValid() {
+		return pol.IPKey(addr)
+	}
+	return "caller"
+}
+
+// maxShownValue is the longest header value a detail or log line shows as
+// it is.
+const maxShownValue = 64
+
+// shownValue is how a header value appears in a detail or a log line:
+// quoted when it is short printable ASCII; withheld when it may be a
+// secret (the header is the access key's, or is named like a credential,
+// or the value is a listed access key or a bearer token or JWT); otherwise
+// (long, binary, control characters) as a fingerprint, sha256: and 16 hex
+// digits, which shows no byte of it and cannot break a log line.
+func shownValue(pol *policy.Compiled, name, v string) string {
+	if secretName(pol, name) || secretValue(pol, v) {
+		return "(value withheld)"
+	}
+	if len(v) <= maxShownValue && printable(v) {
+		return strconv.Quote(v)
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "sha256:" + hex.EncodeToString(sum[:8])
+}
+
+// secretWords, in a header's name, say that it may carry a credential.
+var secretWords = [...]string{"key", "token", "secret", "auth", "pass", "cookie", "session", "signature", "credential", "jwt", "bearer"}
+
+// secretName reports whether a header of this name may carry a secret: the
+// access key header (in any spelling) or a name with a secretWords word.
+func secretName(pol *policy.Compiled, name string) bool {
+	if sameName(name, pol.KeyHeader()) {
+		return true
+	}
+	lower := strings.ToLower(name)
+	for _, w := range secretWords {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretValue reports whether v looks like a credential: a listed access
+// key, an Authorization-style value (Bearer, Basic) or a JWT.
+func secretValue(pol *policy.Compiled, v string) bool {
+	if _, ok := pol.CallerByKey(v); ok {
+		return true
+	}
+	lower := strings.ToLower(v)
+	if strings.HasPrefix(lower, "bearer ") || strings.HasPrefix(lower, "basic ") {
+		return true
+	}
+	return strings.HasPrefix(v, "eyJ") && strings.Count(v, ".") == 2
+}
+
+// printable reports whether s is printable ASCII, spaces included.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
