@@ -48,10 +48,13 @@ func loadScripts() ([limiter.LeakyBucket + 1]*script, *script) {
 		// string (state.lua), and a batch carries their state from one
 		// request to the next (batch_state.lua).
 		state, write, carry := mustRead("lua/state.lua"), "", mustRead("lua/batch_state.lua")
-		commit := "" // how the multi-rule script's decide[alg] hands back its write
+		// How the multi-rule script's decide[alg] hands back its write:
+		// the state followed by its limit, as save.lua writes it.
+		commit := "if value then\nvalue = value .. tag\nend\n"
 		rebased := "rebase"
 		if alg == limiter.SlidingLog {
-			state, write, carry = "", mustRead("lua/sliding_log_write.lua"), ""
+			// Its list records no limit (save.lua's tag is unused).
+			state, write, carry = "local tag\n", mustRead("lua/sliding_log_write.lua"), ""
 			commit = "value = function(expire)\n" + write + "end\n"
 			rebased = "false" // a list is kept as it is under any limit
 		}

@@ -42,5 +42,5 @@ if remaining < 0 then -- a count kept from a higher rate
 end
 
 if allowed == 1 or rebase then
-  value = struct.pack('>dddddd', start, count, alg, l1, l2, l3)
+  value = struct.pack('>dd', start, count)
 end

@@ -68,5 +68,5 @@ end
 -- Go leaves the state as it was for a cost of 0; so does this, but for
 -- deleting a key that has drained (Reset 0) and writing a rebased one.
 if rebase or allowed == 1 and (cost > 0 or reset == 0) then
-  value = struct.pack('>dddddd', t, level, alg, l1, l2, l3)
+  value = struct.pack('>dd', t, level)
 end

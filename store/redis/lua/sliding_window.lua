@@ -113,5 +113,5 @@ if remaining < rate then -- when a request of remaining+1 would first fit
 end
 
 if allowed == 1 or rebase then
-  value = struct.pack('>ddddddd', start, prev, curr, alg, l1, l2, l3)
+  value = struct.pack('>ddd', start, prev, curr)
 end

@@ -6,12 +6,16 @@
 -- algorithm (limiter.Algorithm) and the limit's three numbers as
 -- common.lua's l1, l2 and l3, here w1, w2 and w3.
 --
+-- An algorithm leaves the fields in value; the limit, tag, is appended
+-- when the key is written (save.lua, or multi.lua's decide).
+--
 -- A state written under another limit of the same algorithm is rebased:
 -- the algorithm reinterprets it under the new limit first
 -- (limiter.Reinterpret), and its state is written even if the request is
 -- denied. Another algorithm's state (a string of other fields, a
 -- sliding_log list) reads as a fresh state; a list is deleted.
 
+local tag = struct.pack('>dddd', alg, l1, l2, l3)
 local s1, s2, s3 = 0, 0, 0
 local rebase, w1, w2, w3 = false, 0, 0, 0
 local v = redis.pcall('GET', key)

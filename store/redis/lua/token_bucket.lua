@@ -49,5 +49,5 @@ if remaining < burst then -- limiter.refill: room for one more request
 end
 
 if allowed == 1 or rebase then
-  value = struct.pack('>dddddd', tokens, t, alg, l1, l2, l3)
+  value = struct.pack('>dd', tokens, t)
 end
