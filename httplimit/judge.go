@@ -113,19 +113,11 @@ func (l *Limiter) judge(w http.ResponseWriter, h http.Header, pol *policy.Compil
 			continue
 		}
 		d := res.Decision
-		out := Allowed
-		if !spent {
-			out = NotSpent
-		}
-		if !d.Allowed {
-			out = Limited
-			if rule.Mode == policy.Shadow {
-				out = ShadowLimited
-			} else {
-				violated = append(violated, rule.Name)
-				if d.RetryAfter > worst || worstRule < 0 {
-					worst, worstRule, worstHeader = d.RetryAfter, k, len(s.headers)
-				}
+		out := outcome(rule, d, spent)
+		if out == Limited {
+			violated = append(violated, rule.Name)
+			if d.RetryAfter > worst || worstRule < 0 {
+				worst, worstRule, worstHeader = d.RetryAfter, k, len(s.headers)
 			}
 		}
 		rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Outcome: out, Decision: d})
@@ -143,6 +135,19 @@ func (l *Limiter) judge(w http.ResponseWriter, h http.Header, pol *policy.Compil
 	rep.Counted = counted(pol, caller, rule, addr, h)
 	l.reject(w, rep, rep.Counted, rule.Name, s.reqs[worstRule].Limit, worst, violated)
 	return false
+}
+
+// outcome is what rule's decision d says of the request, spent as in judge.
+func outcome(rule *policy.Rule, d limiter.Decision, spent bool) Outcome {
+	switch {
+	case d.Allowed && spent:
+		return Allowed
+	case d.Allowed:
+		return NotSpent
+	case rule.Mode == policy.Shadow:
+		return ShadowLimited
+	}
+	return Limited
 }
 
 var errShortBatch = errors.New("httplimit: store returned too few results")
