@@ -55,8 +55,8 @@
 //
 // Requests and replies travel the same way: the script gets the cost, the
 // time and the limit as five doubles in one argument, and answers allowed,
-// remaining, retry-after and reset as four doubles; the caller knows the
-// limit.
+// remaining, retry-after, reset and refill (limiter.Decision's fields) as
+// five doubles; the caller knows the limit.
 //
 // # A hot key
 //
