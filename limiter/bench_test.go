@@ -62,3 +62,19 @@ func BenchmarkApply(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSlidingWindowFull is sliding_window with a full previous window
+// over an hour: every decision looks for when Remaining next grows
+// (Decision.Refill) in the previous window's share.
+func BenchmarkSlidingWindowFull(b *testing.B) {
+	l := limiter.MustNew(limiter.SlidingWindow, 1_000_000_000, time.Hour, 0)
+	var s limiter.State
+	now := time.Unix(1_800_000_000, 0).Add(30 * time.Minute)
+	for i := range 100_000 { // the previous window
+		_, s = limiter.Decide(l, s, now.Add(-time.Hour+time.Duration(i)*time.Millisecond), 1)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, s = limiter.Decide(l, s, now.Add(time.Duration(i)*time.Microsecond), 1)
+	}
+}
