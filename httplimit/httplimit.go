@@ -62,12 +62,23 @@ type Options struct {
 	OnDecision func(*http.Request, *Report)
 }
 
+// Settings are what a request is decided under: the policy and whether
+// legacy headers are sent. A Limiter holds one Settings value and replaces
+// it whole, so that no request sees a policy from one change and legacy
+// headers from another.
+type Settings struct {
+	// Policy is the compiled policy.
+	Policy *policy.Compiled
+	// LegacyHeaders is Options.LegacyHeaders.
+	LegacyHeaders bool
+}
+
 // Limiter is the middleware. It is safe for concurrent use.
 type Limiter struct {
-	opts    Options
-	policy  atomic.Pointer[policy.Compiled]
-	legacy  atomic.Bool
-	scratch sync.Pool
+	opts     Options
+	settings atomic.Pointer[Settings]
+	setMu    sync.Mutex // serialises SetPolicy and SetLegacyHeaders
+	scratch  sync.Pool
 }
 
 // New returns a Limiter for opts.
@@ -85,29 +96,55 @@ func New(opts Options) (*Limiter, error) {
 		opts.OnFailure = store.FailClosed
 	}
 	l := &Limiter{opts: opts}
-	l.policy.Store(opts.Policy)
-	l.legacy.Store(opts.LegacyHeaders)
+	l.settings.Store(&Settings{Policy: opts.Policy, LegacyHeaders: opts.LegacyHeaders})
 	l.scratch.New = func() any { return new(scratch) }
 	return l, nil
 }
 
 // SetPolicy replaces the policy for the requests that start after it.
-func (l *Limiter) SetPolicy(p *policy.Compiled) { l.policy.Store(p) }
+func (l *Limiter) SetPolicy(p *policy.Compiled) {
+	l.update(func(s *Settings) { s.Policy = p })
+}
 
 // SetLegacyHeaders switches the X-RateLimit-* headers on or off for the
 // requests that start after it.
-func (l *Limiter) SetLegacyHeaders(on bool) { l.legacy.Store(on) }
+func (l *Limiter) SetLegacyHeaders(on bool) {
+	l.update(func(s *Settings) { s.LegacyHeaders = on })
+}
+
+func (l *Limiter) update(change func(*Settings)) {
+	l.setMu.Lock()
+	defer l.setMu.Unlock()
+	s := *l.settings.Load()
+	change(&s)
+	l.settings.Store(&s)
+}
 
 // Policy returns the policy in force.
-func (l *Limiter) Policy() *policy.Compiled { return l.policy.Load() }
+func (l *Limiter) Policy() *policy.Compiled { return l.settings.Load().Policy }
 
-// Handler returns next behind the limiter. next receives the request with
-// its method and path as the rules matched them (see policy.CleanPath) and
+// Handler returns next behind the limiter, deciding each request under the
+// settings in force when it starts. next receives the request with its
+// method and path as the rules matched them (see policy.CleanPath) and
 // without the headers a caller must not pass on (X-Sluice-Client, the
 // method-override headers, other spellings of the key header).
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r, pass := l.decide(w, r); pass {
+		if r, pass := l.decide(w, r, l.settings.Load()); pass {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// HandlerWith returns next behind the limiter, deciding every request
+// under s whatever SetPolicy and SetLegacyHeaders say. A program that swaps
+// whole configurations (the gateway: policy and upstream) builds one
+// handler per configuration, so that a request is decided and served under
+// the same one. s.Policy must not be nil. next receives the request as
+// Handler's does.
+func (l *Limiter) HandlerWith(s Settings, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r, pass := l.decide(w, r, &s); pass {
 			next.ServeHTTP(w, r)
 		}
 	})
@@ -121,13 +158,14 @@ type scratch struct {
 	headers []ruleHeader
 	again   []store.Request
 	denied  []int
+	legacy  bool // the request's Settings.LegacyHeaders
 	report  Report
 }
 
 // decide answers the request itself (false) or prepares it to pass (true),
 // returning the request to pass on.
-func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	pol := l.policy.Load()
+func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings) (*http.Request, bool) {
+	pol := set.Policy
 	now := l.opts.Clock.Now()
 	var key string
 	if pol.IdentifiesByKey() {
@@ -136,6 +174,7 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request) (*http.Request,
 	scrubHeaders(r.Header, key)
 	s := l.scratch.Get().(*scratch)
 	defer l.scratch.Put(s)
+	s.legacy = set.LegacyHeaders
 	rep := &s.report
 	*rep = Report{Rules: rep.Rules[:0]}
 	caller, err := identify(pol, r, key)

@@ -127,7 +127,7 @@ func (l *Limiter) judge(w http.ResponseWriter, h http.Header, pol *policy.Compil
 		}
 	}
 	// The legacy headers of a 429 speak of the rule whose Retry-After it has.
-	setRateLimitHeaders(w.Header(), s.headers, l.legacy.Load(), worstHeader)
+	setRateLimitHeaders(w.Header(), s.headers, s.legacy, worstHeader)
 	if len(violated) == 0 {
 		return true
 	}
