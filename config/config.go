@@ -48,6 +48,9 @@ type File struct {
 	AdminToken string
 	// Store says where counters are kept.
 	Store Store
+	// Server is how connections are treated: timeouts, the connection
+	// cap, shutdown. Default DefaultServer().
+	Server Server
 	// LegacyHeaders also sends X-RateLimit-Limit, -Remaining and -Reset.
 	// Default false.
 	LegacyHeaders bool
@@ -162,7 +165,7 @@ func Parse(name string, data []byte) (*File, error) {
 }
 
 var topFields = []string{"listen", "upstream", "admin", "trusted_proxies", "forwarded_header",
-	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "store", "clients", "plans", "rules"}
+	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "clients", "plans", "rules"}
 
 // decodeFile decodes the top-level mapping.
 func (d *decoder) decodeFile(root *yaml.Node) *File {
@@ -177,8 +180,13 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	}
 	if d.required(m, root, "", "upstream", "upstream: http://127.0.0.1:9000") {
 		f.Upstream = d.upstream(m["upstream"], "upstream")
+		if f.Upstream != nil && f.Listen != "" && loopsToListen(f.Listen, f.Upstream) {
+			d.fail(m["upstream"], "upstream", "%s is sluice's own listen address %s: every request would come back to sluice (point upstream at the protected service)",
+				f.Upstream.Redacted(), f.Listen)
+		}
 	}
 	d.admin(m["admin"], f)
+	f.Server = d.server(m["server"], "server")
 	f.Store = d.store(m["store"], "store")
 	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")
 	f.Policy = d.policy(m, root)

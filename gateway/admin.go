@@ -106,7 +106,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 		writeText(w, http.StatusServiceUnavailable, "shutting down\n"+state)
 		return
 	}
-	cfg := g.cfg.Load()
+	cfg := g.config()
 	writeText(w, http.StatusOK, fmt.Sprintf("ready\n%srules: %d\n", state, cfg.Compiled.Rules()))
 }
 

@@ -7,12 +7,9 @@
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
@@ -44,7 +41,7 @@ type Options struct {
 	// owned (and closed) by the gateway.
 	Store store.Store
 	// ShutdownTimeout bounds how long Run waits for in-flight requests
-	// after its context ends. Default 10s.
+	// after its context ends. Default: Config.Server.DrainTimeout.
 	ShutdownTimeout time.Duration
 	// Transport reaches the upstream. Default: a clone of
 	// http.DefaultTransport with more idle connections per host.
@@ -54,9 +51,10 @@ type Options struct {
 // Gateway is a running sluice: proxy, limiter, admin.
 type Gateway struct {
 	opts      Options
-	cfg       atomic.Pointer[config.File]
+	snap      atomic.Pointer[snapshot]
 	limiter   *httplimit.Limiter
-	proxy     *httputil.ReverseProxy
+	server    config.Server // as at start: a reload does not change it
+	loopToken string        // this instance's mark on what it forwards
 	metrics   *metrics
 	log       *slog.Logger
 	logGate   *logGate
@@ -74,15 +72,19 @@ func New(opts Options) (*Gateway, error) {
 		return nil, errors.New("gateway: no configuration")
 	}
 	opts = withDefaults(opts)
-	g := &Gateway{opts: opts, metrics: newMetrics(), log: opts.Logger, store: opts.Store}
+	g := &Gateway{opts: opts, metrics: newMetrics(), log: opts.Logger, store: opts.Store,
+		server: opts.Config.Server, loopToken: newLoopToken()}
+	if g.server == (config.Server{}) {
+		g.server = config.DefaultServer() // a File built in code rather than parsed
+	}
+	if g.opts.ShutdownTimeout <= 0 {
+		g.opts.ShutdownTimeout = g.server.DrainTimeout
+	}
 	if opts.Transport == nil {
-		g.transport = http.DefaultTransport.(*http.Transport).Clone()
-		g.transport.MaxIdleConns = 1024
-		g.transport.MaxIdleConnsPerHost = 512
+		g.transport = newTransport(g.server)
 		g.opts.Transport = g.transport
 	}
 	g.logGate = newLogGate(opts.Clock, time.Second)
-	g.cfg.Store(opts.Config)
 	g.logWarnings(opts.Config)
 	g.startSum = fileSum(opts.Config.Path)
 	if g.store == nil {
@@ -104,8 +106,7 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.limiter = lim
-	g.proxy = &httputil.ReverseProxy{Rewrite: g.rewrite, Transport: g.opts.Transport, ErrorHandler: g.upstreamFailed,
-		BufferPool: copyBuffers}
+	g.snap.Store(g.newSnapshot(opts.Config))
 	g.ready.Store(true)
 	return g, nil
 }
@@ -116,9 +117,6 @@ func withDefaults(o Options) Options {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
-	}
-	if o.ShutdownTimeout <= 0 {
-		o.ShutdownTimeout = 10 * time.Second
 	}
 	return o
 }
@@ -140,18 +138,43 @@ func (b *bufferPool) Get() []byte {
 
 func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
-// Handler returns the callers' side: limiter in front of the proxy.
-func (g *Gateway) Handler() http.Handler { return g.limiter.Handler(g.proxy) }
+// snapshot is one configuration in force: the file, and the handler that
+// decides under its policy and proxies to its upstream. Reload swaps it
+// whole, once, so that a request is decided and proxied under one file.
+type snapshot struct {
+	cfg     *config.File
+	handler http.Handler // the limiter in front of the proxy
+}
 
-// rewrite points the request at the upstream in force, with X-Sluice-Client
+func (g *Gateway) newSnapshot(cfg *config.File) *snapshot {
+	proxy := &httputil.ReverseProxy{
+		Rewrite:        func(pr *httputil.ProxyRequest) { g.rewrite(cfg, pr) },
+		Transport:      g.opts.Transport,
+		ErrorHandler:   func(w http.ResponseWriter, r *http.Request, err error) { g.proxyFailed(cfg, w, r, err) },
+		ModifyResponse: g.fromUpstream,
+		BufferPool:     copyBuffers,
+		ErrorLog:       slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+	}
+	settings := httplimit.Settings{Policy: cfg.Compiled, LegacyHeaders: cfg.LegacyHeaders}
+	return &snapshot{cfg: cfg, handler: g.limiter.HandlerWith(settings, passOn{proxy})}
+}
+
+// config returns the configuration in force.
+func (g *Gateway) config() *config.File { return g.snap.Load().cfg }
+
+// Handler returns the callers' side: limiter in front of the proxy, each
+// request under the configuration in force when it arrives.
+func (g *Gateway) Handler() http.Handler { return http.HandlerFunc(g.serveCaller) }
+
+// rewrite points the request at cfg's upstream, with X-Sluice-Client
 // and the access key as the limiter left them. From a trusted
 // proxy, the header sluice reads the caller from (forwarded_header) goes on
 // as the proxy wrote it, with the peer added; the other one may be the
 // caller's own and never goes on. ReverseProxy has removed both from
 // pr.Out; SetXForwarded adds X-Forwarded-For (the peer), -Host and -Proto.
-func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
-	cfg := g.cfg.Load()
+func (g *Gateway) rewrite(cfg *config.File, pr *httputil.ProxyRequest) {
 	pr.SetURL(cfg.Upstream)
+	g.markLoop(pr)
 	peer, err := netip.ParseAddrPort(pr.In.RemoteAddr)
 	trusted := err == nil && cfg.Compiled.TrustedProxy(peer.Addr())
 	if cfg.Compiled.ForwardedHeader() == policy.Forwarded {
@@ -187,18 +210,6 @@ func forwardedFor(addr netip.Addr) string {
 	return "for=" + addr.String()
 }
 
-// upstreamFailed answers 502 when the upstream cannot be reached.
-func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
-	g.metrics.upstreamFails.Inc()
-	if g.logGate.allow(logSubject{kind: "upstream"}) {
-		g.log.Warn("upstream unreachable", "upstream", g.cfg.Load().Upstream.Redacted(), "err", err.Error())
-	}
-	if errors.Is(r.Context().Err(), context.Canceled) {
-		return // the caller went away; nobody reads an answer
-	}
-	httplimit.WriteProblem(w, http.StatusBadGateway, "the upstream service could not be reached")
-}
-
 // observe feeds one request's report to metrics and logs.
 func (g *Gateway) observe(_ *http.Request, rep *httplimit.Report) {
 	g.metrics.observe(rep)
@@ -226,55 +237,6 @@ func limitedRules(rep *httplimit.Report) []string {
 		}
 	}
 	return names
-}
-
-// Run serves callers on ln and the admin endpoints on admin until ctx ends,
-// then shuts down gracefully: it stops accepting callers, lets in-flight
-// requests finish (at most ShutdownTimeout; /readyz answers 503 meanwhile),
-// stops the admin server and returns nil — or an error if a server failed
-// or requests outlived ShutdownTimeout.
-func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
-	srv := g.server(g.Handler())
-	adm := g.server(g.AdminHandler())
-	errc := make(chan error, 2)
-	go func() { errc <- serve(srv, ln) }()
-	go func() { errc <- serve(adm, admin) }()
-	var err error
-	running := 2
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-		running--
-	}
-	g.ready.Store(false)
-	sctx, cancel := context.WithTimeout(context.Background(), g.opts.ShutdownTimeout)
-	defer cancel()
-	shutErr := srv.Shutdown(sctx) // drain callers first, admin (readyz 503) last
-	shutErr = errors.Join(shutErr, adm.Shutdown(sctx))
-	for ; running > 0; running-- {
-		err = cmp.Or(err, <-errc) // the first error, if any
-	}
-	if err == nil && shutErr != nil {
-		err = fmt.Errorf("gateway: shutdown: %w", shutErr)
-	}
-	return err
-}
-
-func serve(srv *http.Server, ln net.Listener) error {
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("gateway: serve %s: %w", ln.Addr(), err)
-	}
-	return nil
-}
-
-func (g *Gateway) server(h http.Handler) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
-	}
 }
 
 // Close releases what the gateway opened: the store and the upstream

@@ -24,6 +24,8 @@ type metrics struct {
 	reloads       *prometheus.CounterVec
 	storeErrors   prometheus.Counter
 	upstreamFails prometheus.Counter
+	callerErrors  *prometheus.CounterVec
+	loops         prometheus.Counter
 	storeLatency  prometheus.Histogram
 }
 
@@ -53,7 +55,15 @@ func newMetrics() *metrics {
 		}),
 		upstreamFails: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_upstream_errors_total",
-			Help: "Requests answered 502 because the upstream could not be reached.",
+			Help: "Requests answered 502 (upstream unreachable) or 504 (no answer within server.upstream_timeout).",
+		}),
+		callerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_caller_errors_total",
+			Help: "Requests the caller did not complete, by reason: aborted (went away), body_timeout (408), malformed_body (400).",
+		}, []string{"reason"}),
+		loops: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_loops_total",
+			Help: "Requests answered 508 because they came back from the upstream (upstream leads to sluice itself).",
 		}),
 		storeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sluice_store_seconds",
@@ -68,10 +78,13 @@ func newMetrics() *metrics {
 	}, []string{"version", "revision", "goversion"})
 	build.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 	m.registry.MustRegister(build, m.requests, m.rejected, m.decision, m.reloads, m.storeErrors, m.upstreamFails,
-		m.storeLatency,
+		m.callerErrors, m.loops, m.storeLatency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")
+	for _, reason := range []string{"aborted", "body_timeout", "malformed_body"} {
+		m.callerErrors.WithLabelValues(reason)
+	}
 	return m
 }
 

@@ -14,7 +14,8 @@ import (
 )
 
 // Reload reads the configuration file again and, if it is valid, puts its
-// policy in force for the requests that start afterwards. A bad file is
+// policy, upstream and settings in force, at once, for the requests that
+// start afterwards. A bad file is
 // refused: the error is returned and logged and the old policy stays.
 // Counters of unchanged rules survive, since the store keys state by rule
 // name and limit. Listen, admin and store settings need a restart; a change
@@ -22,7 +23,7 @@ import (
 func (g *Gateway) Reload() error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
-	old := g.cfg.Load()
+	old := g.config()
 	cfg, err := config.Load(old.Path)
 	if err != nil {
 		g.metrics.reloads.WithLabelValues("failed").Inc()
@@ -30,13 +31,12 @@ func (g *Gateway) Reload() error {
 		return err
 	}
 	g.logWarnings(cfg)
-	if cfg.Listen != old.Listen || cfg.Admin != old.Admin || cfg.AdminToken != old.AdminToken || !cfg.Store.Equal(old.Store) {
-		g.log.Warn("listen, admin and store changes take effect after a restart", "file", old.Path)
-		cfg.Listen, cfg.Admin, cfg.AdminToken, cfg.Store = old.Listen, old.Admin, old.AdminToken, old.Store
+	if cfg.Listen != old.Listen || cfg.Admin != old.Admin || cfg.AdminToken != old.AdminToken || !cfg.Store.Equal(old.Store) ||
+		cfg.Server != old.Server {
+		g.log.Warn("listen, admin, server and store changes take effect after a restart", "file", old.Path)
+		cfg.Listen, cfg.Admin, cfg.AdminToken, cfg.Store, cfg.Server = old.Listen, old.Admin, old.AdminToken, old.Store, old.Server
 	}
-	g.cfg.Store(cfg)
-	g.limiter.SetPolicy(cfg.Compiled)
-	g.limiter.SetLegacyHeaders(cfg.LegacyHeaders)
+	g.snap.Store(g.newSnapshot(cfg)) // policy, upstream and settings at once
 	g.metrics.reloads.WithLabelValues("ok").Inc()
 	g.log.Info("configuration reloaded", "file", cfg.Path, "rules", cfg.Compiled.Rules())
 	return nil
@@ -48,7 +48,7 @@ func (g *Gateway) Reload() error {
 // touching the file's own name: any event there, after debounce, reloads if
 // the file's contents differ from what was last read.
 func (g *Gateway) WatchConfig(ctx context.Context, debounce time.Duration) error {
-	path := g.cfg.Load().Path
+	path := g.config().Path
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("gateway: watch %s: %w", path, err)

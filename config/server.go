@@ -1,0 +1,154 @@
+package config
+
+import (
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Server is how the gateway treats connections: how long it waits for
+// callers and for the upstream, how many connections it holds, and how it
+// shuts down. Every field has a default; the block is optional.
+type Server struct {
+	// ReadHeaderTimeout bounds reading a request's line and headers.
+	// Default 10s.
+	ReadHeaderTimeout time.Duration
+	// BodyTimeout bounds reading a request's body, counted from the end of
+	// its headers; a caller slower than that gets 408. Default 30s.
+	BodyTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request for that
+	// long. Default 2m.
+	IdleTimeout time.Duration
+	// UpstreamTimeout bounds the wait for the upstream's response headers
+	// once the request has been sent, and for its connection; over it the
+	// caller gets 504. Default 30s.
+	UpstreamTimeout time.Duration
+	// MaxConnections caps the callers' connections open at once; further
+	// callers wait in the kernel's listen backlog until one closes.
+	// Default 10000.
+	MaxConnections int
+	// ShutdownDelay is how long the gateway keeps serving, with /readyz
+	// answering 503, after it is told to stop and before it stops
+	// accepting connections, so that load balancers see it leave. Default 0.
+	ShutdownDelay time.Duration
+	// DrainTimeout bounds how long requests in flight may finish once the
+	// gateway stops accepting connections. Default 10s.
+	DrainTimeout time.Duration
+}
+
+// Defaults of the server block.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultBodyTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultUpstreamTimeout   = 30 * time.Second
+	DefaultMaxConnections    = 10_000
+	DefaultDrainTimeout      = 10 * time.Second
+	maxServerDuration        = 24 * time.Hour
+)
+
+// DefaultServer returns the server settings of a file without a server block.
+func DefaultServer() Server {
+	return Server{ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyTimeout: DefaultBodyTimeout,
+		IdleTimeout: DefaultIdleTimeout, UpstreamTimeout: DefaultUpstreamTimeout,
+		MaxConnections: DefaultMaxConnections, DrainTimeout: DefaultDrainTimeout}
+}
+
+var serverFields = []string{"read_header_timeout", "body_timeout", "idle_timeout", "upstream_timeout",
+	"max_connections", "shutdown_delay", "drain_timeout"}
+
+// server decodes the server block.
+func (d *decoder) server(n *yaml.Node, path string) Server {
+	s := DefaultServer()
+	m := d.fields(n, path, "a mapping ("+strings.Join(serverFields, ", ")+")", serverFields)
+	s.ReadHeaderTimeout = d.timeout(m["read_header_timeout"], join(path, "read_header_timeout"), s.ReadHeaderTimeout, false)
+	s.BodyTimeout = d.timeout(m["body_timeout"], join(path, "body_timeout"), s.BodyTimeout, false)
+	s.IdleTimeout = d.timeout(m["idle_timeout"], join(path, "idle_timeout"), s.IdleTimeout, false)
+	s.UpstreamTimeout = d.timeout(m["upstream_timeout"], join(path, "upstream_timeout"), s.UpstreamTimeout, false)
+	s.MaxConnections = int(d.integer(m["max_connections"], join(path, "max_connections"), 1, 1_000_000,
+		DefaultMaxConnections, "1 to 1000000; default 10000"))
+	s.ShutdownDelay = d.timeout(m["shutdown_delay"], join(path, "shutdown_delay"), s.ShutdownDelay, true)
+	s.DrainTimeout = d.timeout(m["drain_timeout"], join(path, "drain_timeout"), s.DrainTimeout, true)
+	return s
+}
+
+// timeout decodes a server duration: more than 0 (or 0 itself with
+// zeroOK) and at most 24h.
+func (d *decoder) timeout(n *yaml.Node, path string, def time.Duration, zeroOK bool) time.Duration {
+	s, ok := d.scalar(n, path, "a duration")
+	if !ok {
+		return def
+	}
+	lowest := "more than 0"
+	if zeroOK {
+		lowest = "0 or more"
+	}
+	v, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		d.fail(n, path, "%q is not a duration (such as 500ms, 30s, 2m; default %v)", clip(s), def)
+	case v < 0 || v == 0 && !zeroOK || v > maxServerDuration:
+		d.fail(n, path, "%v is out of range (%s, at most 24h; default %v)", v, lowest, def)
+	default:
+		return v
+	}
+	return def
+}
+
+// loopsToListen reports whether upstream would reach sluice's own listen
+// address: the same port on the same host, where a listen address on every
+// interface ("", 0.0.0.0, [::]) is also reached through a loopback name or
+// address or through any of this host's own addresses.
+func loopsToListen(listen string, upstream *url.URL) bool {
+	lhost, lport, err := net.SplitHostPort(listen)
+	if err != nil || lport == "0" {
+		return false
+	}
+	uport := upstream.Port()
+	if uport == "" {
+		uport = map[string]string{"http": "80", "https": "443"}[upstream.Scheme]
+	}
+	if uport != lport {
+		return false
+	}
+	lhost, uhost := hostName(lhost), hostName(upstream.Hostname())
+	la, lerr := netip.ParseAddr(lhost)
+	ua, uerr := netip.ParseAddr(uhost)
+	switch {
+	case lhost == uhost || lerr == nil && uerr == nil && la.Unmap() == ua.Unmap():
+		return true
+	case lhost == "" || lerr == nil && la.IsUnspecified():
+		return isLocalhost(uhost) || uerr == nil && (ua.IsLoopback() || ua.IsUnspecified() || ownAddr(ua))
+	}
+	return isLocalhost(lhost) && uerr == nil && isLoopbackName(ua) || isLocalhost(uhost) && lerr == nil && isLoopbackName(la)
+}
+
+func hostName(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
+
+// isLocalhost reports whether host is a name for the loopback interface.
+func isLocalhost(host string) bool {
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
+}
+
+// isLoopbackName reports whether a is what "localhost" resolves to.
+func isLoopbackName(a netip.Addr) bool {
+	return a.Unmap() == netip.AddrFrom4([4]byte{127, 0, 0, 1}) || a == netip.IPv6Loopback()
+}
+
+// ownAddr reports whether a is one of this host's interface addresses.
+func ownAddr(a netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, x := range addrs {
+		if p, err := netip.ParsePrefix(x.String()); err == nil && p.Addr().Unmap() == a.Unmap() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,144 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/gateway"
+)
+
+// runWith serves a gateway for standardConfig with server settings in
+// front of upstream; it returns the callers' and admin addresses, the
+// function that starts the shutdown, and Run's result.
+func runWith(t *testing.T, upstream, settings string) (addr, admin string, stop context.CancelFunc, ran chan error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	cfg := strings.Replace(serverConfig(settings), "{{UPSTREAM}}", upstream, 1)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(gateway.Options{Config: file, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	ln, adm := listen(t), listen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran = make(chan error, 1)
+	go func() { ran <- g.Run(ctx, ln, adm) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-ran:
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return")
+		}
+	})
+	return "http://" + ln.Addr().String(), "http://" + adm.Addr().String(), cancel, ran
+}
+
+func getStatus(t *testing.T, client *http.Client, url, key string) (int, http.Header, error) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if key != "" {
+		req.Header.Set("X-API-Key", key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	if resp.Close {
+		resp.Header.Set("Connection", "close") // the client takes it out of Header
+	}
+	return resp.StatusCode, resp.Header, err
+}
+
+// TestShutdownDelayKeepsServing: during server.shutdown_delay /readyz
+// answers 503 while new connections are still served, each closed after
+// its response; then Run returns nil.
+func TestShutdownDelayKeepsServing(t *testing.T) {
+	up := newUpstream(t)
+	addr, admin, stop, ran := runWith(t, up.srv.URL, "  shutdown_delay: 2s\n")
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	if code, _, err := getStatus(t, client, admin+"/readyz", ""); code != http.StatusOK {
+		t.Fatalf("/readyz before shutdown: %d %v", code, err)
+	}
+	stop()
+	eventually(t, "/readyz to answer 503", func() bool {
+		code, _, _ := getStatus(t, client, admin+"/readyz", "")
+		return code == http.StatusServiceUnavailable
+	})
+	client.CloseIdleConnections() // a new connection, made during the delay
+	code, hdr, err := getStatus(t, client, addr+"/claims/1", keyA)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("a request during shutdown_delay: %d %v, want 200", code, err)
+	}
+	if hdr.Get("Connection") != "close" {
+		t.Errorf("Connection %q during shutdown_delay, want close", hdr.Get("Connection"))
+	}
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Errorf("Run returned %v after a clean drain, want nil", err)
+		}
+		ran <- nil // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the delay")
+	}
+}
+
+// TestDrainTimeoutAnswers503: a request still waiting for the upstream
+// when server.drain_timeout ends gets 503 problem+json, not a cut
+// connection; Run reports the unclean drain.
+func TestDrainTimeoutAnswers503(t *testing.T) {
+	arrived := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done()
+	}))
+	defer up.Close()
+	addr, _, stop, ran := runWith(t, up.URL, "  drain_timeout: 200ms\n")
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	type result struct {
+		code int
+		hdr  http.Header
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		code, hdr, err := getStatus(t, client, addr+"/claims/1", keyA)
+		got <- result{code, hdr, err}
+	}()
+	<-arrived
+	stop()
+	r := <-got
+	if r.err != nil || r.code != http.StatusServiceUnavailable || r.hdr.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("request outliving drain_timeout: %d %v, want 503 problem+json", r.code, r.err)
+	}
+	select {
+	case err := <-ran:
+		if err == nil {
+			t.Error("Run returned nil although a request outlived drain_timeout")
+		}
+		ran <- nil
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+}

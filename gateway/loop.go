@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+)
+
+// loopHeader carries, on what sluice forwards, the marks of the sluice
+// instances the request has passed through. Each instance's mark is 128
+// random bits drawn at start: a request arriving with this instance's own
+// mark has come back from its upstream (upstream pointing, directly or
+// through other proxies, at sluice itself) and is answered 508 instead of
+// forwarded again, round and round until file descriptors run out.
+//
+// A caller cannot guess the mark, and a mark it learns (from an upstream
+// that echoes request headers) gets only its own requests answered 508:
+// the check looks at the request in hand and remembers nothing. Marks are
+// compared in constant time, never logged, never sent back to callers
+// (fromUpstream removes the header from responses), and a caller's copies
+// are forwarded only as far as they look like marks, at most maxMarks.
+const loopHeader = "Sluice-Loop-Mark"
+
+// maxMarks bounds the marks forwarded: a chain of this many sluice
+// instances in a loop is still caught.
+const maxMarks = 8
+
+func newLoopToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// looped reports whether r carries this instance's mark.
+func (g *Gateway) looped(r *http.Request) bool {
+	for _, v := range r.Header[loopHeader] {
+		for _, m := range strings.Split(v, ",") {
+			if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(m)), []byte(g.loopToken)) == 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (g *Gateway) loopAnswer(w http.ResponseWriter) {
+	g.metrics.loops.Inc()
+	if g.logGate.allow(logSubject{kind: "loop"}) {
+		g.log.Error("request came back from the upstream: upstream leads to sluice itself",
+			"upstream", g.config().Upstream.Redacted())
+	}
+	answer(w, http.StatusLoopDetected, "the request came back to the gateway from its own upstream")
+}
+
+// markLoop adds this instance's mark to what goes upstream, after the
+// marks of earlier sluice instances.
+func (g *Gateway) markLoop(pr *httputil.ProxyRequest) {
+	var marks []string
+	for _, v := range pr.In.Header[loopHeader] {
+		for _, m := range strings.Split(v, ",") {
+			if m = strings.TrimSpace(m); isMark(m) && len(marks) < maxMarks-1 {
+				marks = append(marks, m)
+			}
+		}
+	}
+	pr.Out.Header[loopHeader] = []string{strings.Join(append(marks, g.loopToken), ", ")}
+}
+
+func isMark(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+// fromUpstream edits the upstream's response before it goes to the caller.
+func (g *Gateway) fromUpstream(resp *http.Response) error {
+	delete(resp.Header, loopHeader) // an upstream echoing request headers must not show callers the mark
+	return nil
+}
