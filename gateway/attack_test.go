@@ -304,8 +304,8 @@ func (u *upstream) since(n int) []seen {
 // receivedLines renders requests as "METHOD target | Name: value | ...",
 // header fields sorted by name, then " | body=..." if there is one. Left
 // out: what the proxy adds to every request (Accept-Encoding,
-// X-Forwarded-Host, X-Forwarded-Proto) and X-Forwarded-For when it names
-// only the peer, 127.0.0.1.
+// X-Forwarded-Host, X-Forwarded-Proto, Sluice-Loop-Mark) and
+// X-Forwarded-For when it names only the peer, 127.0.0.1.
 func receivedLines(reqs []seen) []string {
 	var lines []string
 	for _, s := range reqs {
@@ -313,7 +313,7 @@ func receivedLines(reqs []seen) []string {
 		for _, name := range slices.Sorted(mapKeys(s.Header)) {
 			v := s.Header[name]
 			switch {
-			case name == "Accept-Encoding" || name == "X-Forwarded-Host" || name == "X-Forwarded-Proto":
+			case name == "Accept-Encoding" || name == "X-Forwarded-Host" || name == "X-Forwarded-Proto" || name == "Sluice-Loop-Mark":
 				continue
 			case name == "X-Forwarded-For" && slices.Equal(v, []string{"127.0.0.1"}):
 				continue
