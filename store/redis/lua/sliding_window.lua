@@ -57,11 +57,31 @@ local function weighted(count, x)
 end
 
 -- first_fit returns the least elapsed time x in [lo, period) at which
--- weighted(count, x) <= room, or nil: limiter.firstFit.
+-- weighted(count, x) <= room, or nil: limiter.firstFit, which first tries
+-- where the arithmetic puts x and searches only if weighted does not
+-- confirm it (the answer is the search's either way).
 local function first_fit(count, room, lo)
   local hi = period - 1
   if lo > hi or weighted(count, hi) > room then
     return nil
+  end
+  if count <= 0 then
+    return lo
+  end
+  local x = period + 1 - math.ceil(((room + 1) * period) / count)
+  if x < lo then
+    x = lo
+  elseif x > hi then
+    x = hi
+  end
+  for _ = 1, 3 do
+    if weighted(count, x) > room then
+      x = x + 1
+    elseif x > lo and weighted(count, x - 1) <= room then
+      x = x - 1
+    else
+      return x
+    end
   end
   while lo < hi do
     local mid = lo + floor((hi - lo) / 2)
