@@ -218,3 +218,31 @@ func TestCallerAbortIsNotUpstreamError(t *testing.T) {
 		t.Errorf("%d 'upstream unreachable' log lines for callers that left", n)
 	}
 }
+
+// TestProxyErrorsLogJSON: what the reverse proxy itself logs (here an
+// upstream that breaks off its response body) goes to the gateway's JSON
+// log, not to package log's plain text on stderr.
+func TestProxyErrorsLogJSON(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		_, _ = io.WriteString(w, "only ten..")
+		w.(http.Flusher).Flush()
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			c.Close()
+		}
+	}))
+	defer up.Close()
+	h := startGateway(t, strings.Replace(standardConfig, "{{UPSTREAM}}", up.URL, 1))
+	c := h.dial()
+	c.write("GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\n\r\n")
+	_, _, _ = c.read(5 * time.Second) // the body breaks off
+	eventually(t, "the proxy's error in the JSON log", func() bool {
+		for _, l := range h.logs.lines(t) { // fails on a line that is not JSON
+			if msg, _ := l["msg"].(string); strings.Contains(msg, "ReverseProxy read error") && l["level"] == "WARN" {
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -148,9 +148,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	slog.SetDefault(log) // what libraries write with package log is JSON too
 	cfg, err := config.Load(path)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		logConfigErrors(log, path, err)
 		return 1
 	}
 	if err := serveConfig(cfg, log); err != nil {
@@ -158,6 +159,19 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// logConfigErrors logs why the file was refused: one JSON line per
+// problem, with its position, as serve's other lines are JSON.
+func logConfigErrors(log *slog.Logger, path string, err error) {
+	var errs config.Errors
+	if !errors.As(err, &errs) {
+		log.Error("configuration refused", "file", path, "err", err.Error())
+		return
+	}
+	for _, e := range errs {
+		log.Error("configuration refused", "file", e.File, "line", e.Line, "col", e.Col, "err", e.Msg)
+	}
 }
 
 // gcPercent is the garbage collector's target for serve unless GOGC is set:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -254,13 +255,32 @@ func TestVersionRevision(t *testing.T) {
 	}
 }
 
+// TestServeBadConfig: serve refuses a bad file with exit 1 and says why in
+// JSON lines, one per problem with its position, like its other logs.
 func TestServeBadConfig(t *testing.T) {
 	path := writeFile(t, "bad.yaml", badConfig)
-	code, _, errs := runCmd("serve", "--config", path)
-	if code != 1 {
-		t.Errorf("serve with a bad file: exit %d, want 1", code)
-	}
-	if !strings.Contains(errs, path+":1:") {
-		t.Errorf("serve with a bad file: stderr lacks FILE:line:col errors:\n%s", errs)
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	for file, wantLines := range map[string][]float64{path: {1, 2, 5, 6}, missing: nil} {
+		code, _, errs := runCmd("serve", "--config", file)
+		if code != 1 {
+			t.Errorf("serve with %s: exit %d, want 1", file, code)
+		}
+		seen := map[float64]bool{}
+		for _, l := range strings.Split(strings.TrimSuffix(errs, "\n"), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("serve with %s: stderr line is not JSON: %q", file, l)
+			}
+			if m["level"] != "ERROR" || m["msg"] != "configuration refused" || m["file"] != file || m["err"] == "" {
+				t.Errorf("serve with %s: %q, want an ERROR configuration refused line naming the file", file, l)
+			}
+			line, _ := m["line"].(float64)
+			seen[line] = true
+		}
+		for _, line := range wantLines {
+			if !seen[line] {
+				t.Errorf("serve with a bad file: no error on line %v; stderr:\n%s", line, errs)
+			}
+		}
 	}
 }
