@@ -374,3 +374,33 @@ func counted(before, after map[string]float64) []string {
 	slices.Sort(out)
 	return out
 }
+
+// countedHeaderConfig counts requests to /t by the X-Tenant header, one a minute
+// per tenant; requests without it are refused.
+const countedHeaderConfig = `listen: 127.0.0.1:18080
+upstream: {{UPSTREAM}}
+admin: 127.0.0.1:18090
+rules:
+  - name: tenants
+    match: { path: /t }
+    key: header:X-Tenant
+    missing_header: reject
+    algorithm: fixed_window
+    rate: 1/m
+`
+
+// A header a rule counts by is read one way only, as the key header is:
+// sent twice it is refused, and a respelling never reaches the upstream.
+var tenantAttacks = []attack{
+	{name: "counted header twice", config: countedHeaderConfig, prime: []string{request("GET /t", "X-Tenant: acme")},
+		send: request("GET /t", "X-Tenant: fresh", "X-Tenant: acme"), status: []int{400}},
+	{name: "counted header twice, same value", config: countedHeaderConfig, send: request("GET /t", "X-Tenant: acme", "x-tenant: acme"),
+		status: []int{400}},
+	{name: "respelled counted header not sent on", config: countedHeaderConfig,
+		send:   request("GET /t", "X-Tenant: fresh", "X_TENANT: acme"),
+		status: []int{200}, received: []string{"GET /t | X-Tenant: fresh"}, counted: []string{"tenants - allowed"}},
+	{name: "respelled counted header alone is missing", config: countedHeaderConfig, send: request("GET /t", "X_Tenant: acme"),
+		status: []int{400}},
+}
+
+func TestCountedHeaderAttacks(t *testing.T) { runAttacks(t, tenantAttacks) }

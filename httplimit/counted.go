@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/netip"
+	"net/textproto"
 	"strconv"
 	"strings"
 
@@ -19,26 +20,38 @@ func headerValue(key policy.KeySpec, h http.Header) (string, bool) {
 	return v, v == ""
 }
 
-// missingRefused returns the enforcing header:NAME rule with missing_header:
-// reject whose header the request lacks, if any; ok is false if there is
-// none. Only the rules in s.index (matched, not exempt) are looked at.
-func missingRefused(pol *policy.Compiled, s *scratch, h http.Header) (rule *policy.Rule, ok bool) {
+// headerRefused checks the headers the matched header:NAME rules count by
+// (the rules in s.index: matched, not exempt) and returns the problem
+// detail of a 400 if the request cannot be counted one way only: an
+// enforcing rule's header sent more than once (Go's Header.Get reads the
+// first, Node.js joins them with ", ", so the upstream may read a value
+// sluice did not count), or missing under missing_header: reject. It also
+// removes every respelling of a counted header (X_Tenant for X-Tenant),
+// which CGI-style upstreams read as the same header although sluice did
+// not count it. A shadow rule refuses nothing: it counts the first value.
+func headerRefused(pol *policy.Compiled, s *scratch, h http.Header) (detail string, refused bool) {
 	for _, i := range s.index {
 		r := pol.Rule(i)
-		if r.Key.Kind != policy.KeyHeader || r.Key.Missing != policy.MissingReject || r.Mode != policy.Enforce {
+		if r.Key.Kind != policy.KeyHeader {
 			continue
 		}
-		if _, missing := headerValue(r.Key, h); missing {
-			return r, true
+		name := textproto.CanonicalMIMEHeaderKey(r.Key.Header)
+		for k := range h {
+			if k != name && sameName(k, name) {
+				delete(h, k)
+			}
+		}
+		if r.Mode != policy.Enforce {
+			continue
+		}
+		if n := len(h[name]); n > 1 {
+			return name + " sent " + strconv.Itoa(n) + " times; rule " + r.Name + " counts requests by it (send it once)", true
+		}
+		if _, missing := headerValue(r.Key, h); missing && r.Key.Missing == policy.MissingReject {
+			return "missing header " + r.Key.Header + ", by which rule " + r.Name + " counts requests", true
 		}
 	}
-	return nil, false
-}
-
-// missingDetail is the problem detail of the 400 for a request that lacks
-// the header a rule counts by.
-func missingDetail(rule *policy.Rule) string {
-	return "missing header " + rule.Key.Header + ", by which rule " + rule.Name + " counts requests"
+	return "", false
 }
 
 // counted names what rule counted for this request, for a 429's detail and

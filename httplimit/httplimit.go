@@ -191,8 +191,8 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings) 
 	addr := clientAddr(pol, r)
 	s.match = pol.Match(r.Method, r.URL.Path, s.match[:0])
 	l.requests(pol, caller, addr, r, s)
-	if rule, ok := missingRefused(pol, s, r.Header); ok {
-		l.badRequest(w, r, rep, now, missingDetail(rule))
+	if detail, refused := headerRefused(pol, s, r.Header); refused {
+		l.badRequest(w, r, rep, now, detail)
 		return r, false
 	}
 	var results []store.Result
