@@ -191,6 +191,14 @@ func (l Limit) Burst() int64 { return l.burst }
 // mirror the bucket algorithms use it.
 func (l Limit) Interval() (p, n int64) { return l.p, l.n }
 
+// Same reports whether l and o are the same limit: the same algorithm,
+// rate, period and burst (the rest follows from them). It is l == o
+// without the call to a comparison function that == on a Limit compiles
+// to, for a store's hot path.
+func (l *Limit) Same(o *Limit) bool {
+	return l.rate == o.rate && l.period == o.period && l.burst == o.burst && l.alg == o.alg
+}
+
 // IsZero reports whether l is the zero Limit.
 func (l Limit) IsZero() bool { return l.alg == 0 }
 

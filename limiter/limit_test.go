@@ -194,3 +194,19 @@ func TestNewErrorField(t *testing.T) {
 		}
 	}
 }
+
+// TestSame: Same is ==, for limits that differ in each parameter.
+func TestSame(t *testing.T) {
+	limits := []limiter.Limit{{},
+		limiter.MustNew(limiter.GCRA, 10, time.Second, 0), limiter.MustNew(limiter.GCRA, 10, time.Second, 5),
+		limiter.MustNew(limiter.GCRA, 10, time.Minute, 0), limiter.MustNew(limiter.GCRA, 11, time.Second, 0),
+		limiter.MustNew(limiter.TokenBucket, 10, time.Second, 0), limiter.MustNew(limiter.FixedWindow, 10, time.Second, 0),
+	}
+	for i, a := range limits {
+		for j, b := range limits {
+			if a.Same(&b) != (a == b) || (a == b) != (i == j) {
+				t.Errorf("%v.Same(%v) = %v, == is %v", a, b, a.Same(&b), a == b)
+			}
+		}
+	}
+}

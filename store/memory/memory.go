@@ -168,8 +168,8 @@ func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now t
 	}
 	i := sh.tab.find(h, key)
 	if i >= 0 {
-		if e := sh.tab.at(i); e.limit.Value() != limit {
-			sh.reinterpret(e, limit, now)
+		if e := sh.tab.at(i); e.limit != sh.lastHandle || !limit.Same(&sh.last) {
+			sh.checkLimit(e, limit, now)
 		}
 	}
 	switch {
