@@ -44,7 +44,9 @@ type Options struct {
 	// after its context ends. Default: Config.Server.DrainTimeout.
 	ShutdownTimeout time.Duration
 	// Transport reaches the upstream. Default: a clone of
-	// http.DefaultTransport with more idle connections per host.
+	// http.DefaultTransport with more idle connections per host and
+	// Config.Server.UpstreamTimeout for connecting and for the response
+	// headers.
 	Transport http.RoundTripper
 }
 
@@ -73,10 +75,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	opts = withDefaults(opts)
 	g := &Gateway{opts: opts, metrics: newMetrics(), log: opts.Logger, store: opts.Store,
-		server: opts.Config.Server, loopToken: newLoopToken()}
-	if g.server == (config.Server{}) {
-		g.server = config.DefaultServer() // a File built in code rather than parsed
-	}
+		server: serverDefaults(opts.Config.Server), loopToken: newLoopToken()}
 	if g.opts.ShutdownTimeout <= 0 {
 		g.opts.ShutdownTimeout = g.server.DrainTimeout
 	}
@@ -109,6 +108,28 @@ func New(opts Options) (*Gateway, error) {
 	g.snap.Store(g.newSnapshot(opts.Config))
 	g.ready.Store(true)
 	return g, nil
+}
+
+// serverDefaults fills in what a File built in code rather than parsed may
+// leave zero: a zero timeout or connection cap would mean none at all (or,
+// for the body timeout, none of the time a body needs).
+func serverDefaults(s config.Server) config.Server {
+	if s == (config.Server{}) {
+		return config.DefaultServer()
+	}
+	def := config.DefaultServer()
+	for _, f := range []struct{ v, d *time.Duration }{
+		{&s.ReadHeaderTimeout, &def.ReadHeaderTimeout}, {&s.BodyTimeout, &def.BodyTimeout},
+		{&s.IdleTimeout, &def.IdleTimeout}, {&s.UpstreamTimeout, &def.UpstreamTimeout},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
+	if s.MaxConnections <= 0 {
+		s.MaxConnections = def.MaxConnections
+	}
+	return s
 }
 
 func withDefaults(o Options) Options {
