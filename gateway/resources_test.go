@@ -246,3 +246,19 @@ func TestProxyErrorsLogJSON(t *testing.T) {
 		return false
 	})
 }
+
+// TestReloadKeepsServerSettings: the server block takes effect at start; a
+// reload that changes it says so and keeps the timeouts in force.
+func TestReloadKeepsServerSettings(t *testing.T) {
+	h := startGateway(t, serverConfig("  body_timeout: 300ms\n"))
+	h.writeConfig(serverConfig("  body_timeout: 1m\n"))
+	if err := h.g.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.logs.count(t, "listen, admin, server and store changes take effect after a restart"); n != 1 {
+		t.Errorf("%d restart warnings, want 1", n)
+	}
+	c := h.dial()
+	c.write("POST /submit HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\nContent-Length: 100\r\n\r\n0123456789")
+	c.mustRead(http.StatusRequestTimeout) // still 300ms
+}
