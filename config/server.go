@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -102,7 +103,7 @@ func (d *decoder) timeout(n *yaml.Node, path string, def time.Duration, zeroOK b
 // loopsToListen reports whether upstream would reach sluice's own listen
 // address: the same port on the same host, where a listen address on every
 // interface ("", 0.0.0.0, [::]) is also reached through a loopback name or
-// address or through any of this host's own addresses.
+// address, this host's name or any of this host's own addresses.
 func loopsToListen(listen string, upstream *url.URL) bool {
 	lhost, lport, err := net.SplitHostPort(listen)
 	if err != nil || lport == "0" {
@@ -122,7 +123,7 @@ func loopsToListen(listen string, upstream *url.URL) bool {
 	case lhost == uhost || lerr == nil && uerr == nil && la.Unmap() == ua.Unmap():
 		return true
 	case lhost == "" || lerr == nil && la.IsUnspecified():
-		return isLocalhost(uhost) || uerr == nil && (ua.IsLoopback() || ua.IsUnspecified() || ownAddr(ua))
+		return isLocalhost(uhost) || uhost == ownName() || uerr == nil && (ua.IsLoopback() || ua.IsUnspecified() || ownAddr(ua))
 	}
 	return isLocalhost(lhost) && uerr == nil && isLoopbackName(ua) || isLocalhost(uhost) && lerr == nil && isLoopbackName(la)
 }
@@ -137,6 +138,15 @@ func isLocalhost(host string) bool {
 // isLoopbackName reports whether a is what "localhost" resolves to.
 func isLoopbackName(a netip.Addr) bool {
 	return a.Unmap() == netip.AddrFrom4([4]byte{127, 0, 0, 1}) || a == netip.IPv6Loopback()
+}
+
+// ownName is this host's name, lower-case ("" if unknown).
+func ownName() string {
+	name, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return hostName(name)
 }
 
 // ownAddr reports whether a is one of this host's interface addresses.

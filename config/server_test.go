@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,7 @@ func TestUpstreamIsListen(t *testing.T) {
 		{":80", "http://localhost", true},
 		{":443", "https://127.0.0.1", true},
 		{"sluice.internal:8080", "http://sluice.internal:8080", true},
+		{":8080", "http://" + strings.ToUpper(hostname(t)) + ":8080", true},
 		{"127.0.0.1:8080", "http://127.0.0.1:9000", false},
 		{"127.0.0.1:8080", "http://127.0.0.2:8080", false},
 		{"127.0.0.1:8080", "http://claims.internal:8080", false},
@@ -103,4 +105,12 @@ func TestUpstreamIsListen(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("got  %v\nwant %s...", err, want)
 	}
+}
+
+func hostname(t *testing.T) string {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		t.Skip("no host name")
+	}
+	return name
 }
