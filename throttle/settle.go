@@ -32,18 +32,26 @@ type Outcome struct {
 	Canceled bool
 }
 
-// Release gives the slot back and reports the upstream's outcome. It does
-// nothing for a refusal or a Decision already released through the same
-// variable; release one copy of a Decision only.
+// Release gives the slot back and reports the upstream's outcome. A slot is
+// given back once: Release does nothing for a refusal, and nothing for a
+// Decision whose slot was already released, through it or through any copy
+// of it.
 func (d *Decision) Release(o Outcome) {
-	t := d.t
+	t, s := d.t, d.s
 	if t == nil {
 		return
 	}
-	d.t = nil
+	d.t, d.s = nil, nil
 	now := t.clk.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if s.gen != d.gen {
+		return // a copy was released
+	}
+	s.gen++
+	if len(t.free) < t.cfg.MaxInFlight {
+		t.free = append(t.free, s)
+	}
 	t.inFlight--
 	t.settle(now, d.start, o)
 	t.backoff(now, d.client, o)

@@ -74,6 +74,7 @@ type Throttle struct {
 	adapt    *window // nil without Config.Adaptive
 	holds    holds
 	counts   counters
+	free     []*slot // slots given back, for reuse
 }
 
 // New returns a Throttle enforcing cfg, or an error naming the field that
@@ -163,9 +164,19 @@ type Decision struct {
 	Limit int
 
 	t      *Throttle // nil once released, and for a refusal
+	s      *slot     // the slot held, while s.gen == gen
+	gen    uint64
 	start  time.Time // when the slot was taken
 	client string
 }
+
+// slot is a slot's token. A Decision is a value and may be copied; the
+// first Release of any copy gives the slot back and moves gen on, so a
+// second Release (of the same copy or another) finds gen changed and does
+// nothing, even once the token holds a new request's slot. Tokens are
+// reused, so admission allocates nothing once as many exist as are in
+// flight at most.
+type slot struct{ gen uint64 }
 
 // RetryAfterSeconds is RetryAfter rounded up to whole seconds, at least 1:
 // the value of a Retry-After header.
@@ -252,7 +263,14 @@ func (t *Throttle) admit(now time.Time, p Priority, client string) Decision {
 	if t.adapt != nil {
 		t.adapt.peak = max(t.adapt.peak, t.inFlight)
 	}
-	return Decision{Admitted: true, Limit: t.limit, t: t, start: now, client: client}
+	var s *slot
+	if n := len(t.free); n > 0 {
+		s = t.free[n-1]
+		t.free = t.free[:n-1]
+	} else {
+		s = new(slot)
+	}
+	return Decision{Admitted: true, Limit: t.limit, t: t, s: s, gen: s.gen, start: now, client: client}
 }
 
 // refuse records and returns a refusal.
