@@ -298,3 +298,30 @@ func TestQueueMaxWaitBoundsTheWait(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// After an idle hour the last completion is an hour old, but the upstream
+// has not been stalled for an hour: it has had work for no time at all. A
+// burst that fills the limit queues as it would at a cold start; it is not
+// refused at once with an hour's Retry-After.
+func TestQueueExpectedWaitAfterIdle(t *testing.T) {
+	th, clk := newThrottle(t, Config{MaxInFlight: 2, Queue: Queue{MaxLength: 10, MaxWait: 2 * time.Second}})
+	for _, d := range hold(t, th, 2, Request{}) {
+		d.Release(Outcome{})
+	}
+	clk.Advance(time.Hour)
+	slots := hold(t, th, 2, Request{})
+	w := acquire(t, th, "w", Request{})
+	if w.decided() {
+		t.Fatalf("after an idle hour: %+v, want queued", w.result(t))
+	}
+	// Stalled for 3s since the burst took the slots: 3s a slot, over max_wait.
+	clk.Advance(3 * time.Second)
+	d := th.Acquire(context.Background(), Request{Client: "late"})
+	if d.Reason != ReasonWaitTooLong || d.RetryAfter > time.Minute {
+		t.Fatalf("stalled 3s after the burst: %+v, want wait_too_long after seconds", d)
+	}
+	slots[0].Release(Outcome{})
+	d = w.result(t)
+	d.Release(Outcome{})
+	slots[1].Release(Outcome{})
+}

@@ -9,14 +9,17 @@ const ratePeriod = time.Second
 // wait. It counts completions in the current and the previous period and
 // weighs the previous by how much of it still lies within the last period
 // (the sliding-window estimate). With no completion in the last two periods
-// the rate is taken as one per time since the last completion (at least a
-// period), so a stalled upstream makes the expected wait grow instead of
-// staying unknown.
+// the rate is taken as one per time the upstream has had work without
+// finishing any (since the last completion, or since it last went from idle
+// to busy if that is later; at least a period), so a stalled upstream makes
+// the expected wait grow instead of staying unknown, and an idle hour does
+// not make the first burst after it expect an hour per slot.
 type completions struct {
 	start time.Time // start of the current period
 	cur   int
 	prev  int
 	last  time.Time // the last completion; zero before the first
+	busy  time.Time // when the last slot was taken with none in flight
 }
 
 // add records a completion at now.
@@ -46,9 +49,14 @@ func (c *completions) wait(now time.Time, n int) (d time.Duration, ok bool) {
 	c.roll(now)
 	frac := float64(ratePeriod-now.Sub(c.start)) / float64(ratePeriod)
 	count := float64(c.prev)*frac + float64(c.cur)
-	// No completion counted: at most one per time since the last (at least
-	// a period, also when the clock went back).
-	per := float64(max(now.Sub(c.last), ratePeriod))
+	// No completion counted: at most one per time the upstream has been
+	// busy without finishing any (at least a period, also when the clock
+	// went back).
+	since := c.last
+	if c.busy.After(since) {
+		since = c.busy
+	}
+	per := float64(max(now.Sub(since), ratePeriod))
 	if count > 0 {
 		per = float64(ratePeriod) / count
 	}

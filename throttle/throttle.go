@@ -258,6 +258,9 @@ func (t *Throttle) admit(now time.Time, p Priority, client string) Decision {
 	if testHook != nil {
 		testHook(t, p, Decision{Admitted: true})
 	}
+	if t.inFlight == 0 {
+		t.done.busy = now
+	}
 	t.inFlight++
 	t.counts.admitted[p.index()]++
 	if t.adapt != nil {
