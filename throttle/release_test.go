@@ -38,3 +38,17 @@ func TestReleaseCopiesOnce(t *testing.T) {
 		t.Fatalf("in flight after every release: %d, want 0", got)
 	}
 }
+
+// Release has a value receiver: a Decision kept in a map or returned from a
+// call is released where it stands, and the copy made by the call is
+// released once like any other.
+func TestReleaseByValue(t *testing.T) {
+	th, _ := newThrottle(t, Config{MaxInFlight: 2})
+	held := map[string]Decision{"a": th.Acquire(context.Background(), Request{})}
+	held["a"].Release(Outcome{})
+	held["a"].Release(Outcome{})
+	th.Acquire(context.Background(), Request{}).Release(Outcome{})
+	if got := th.Stats().InFlight; got != 0 {
+		t.Fatalf("in flight: %d, want 0", got)
+	}
+}

@@ -35,13 +35,12 @@ type Outcome struct {
 // Release gives the slot back and reports the upstream's outcome. A slot is
 // given back once: Release does nothing for a refusal, and nothing for a
 // Decision whose slot was already released, through it or through any copy
-// of it.
-func (d *Decision) Release(o Outcome) {
+// of it (a Decision is a value: keep it, copy it, defer its Release).
+func (d Decision) Release(o Outcome) {
 	t, s := d.t, d.s
 	if t == nil {
 		return
 	}
-	d.t, d.s = nil, nil
 	now := t.clk.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -163,7 +163,7 @@ type Decision struct {
 	// Limit is the limit in force when the decision was made.
 	Limit int
 
-	t      *Throttle // nil once released, and for a refusal
+	t      *Throttle // nil for a refusal
 	s      *slot     // the slot held, while s.gen == gen
 	gen    uint64
 	start  time.Time // when the slot was taken
@@ -191,7 +191,8 @@ const minRetryAfter = time.Millisecond
 // Acquire decides whether r may go to the service now. When the service is
 // full and the queue takes r, Acquire waits until a slot is handed to it,
 // it is displaced, or ctx ends (then it returns ReasonCanceled). An admitted
-// Decision must be released once with Release.
+// Decision must be released with Release (later Releases of it or of a
+// copy do nothing).
 func (t *Throttle) Acquire(ctx context.Context, r Request) Decision {
 	r.Priority = min(max(r.Priority, Low), Critical)
 	now := t.clk.Now()
