@@ -401,6 +401,11 @@ var tenantAttacks = []attack{
 		status: []int{200}, received: []string{"GET /t | X-Tenant: fresh"}, counted: []string{"tenants - allowed"}},
 	{name: "respelled counted header alone is missing", config: countedHeaderConfig, send: request("GET /t", "X_Tenant: acme"),
 		status: []int{400}},
+	// Counted as one value, it must not reach the upstream as none: the
+	// caller cannot make it vanish by naming it in Connection.
+	{name: "Connection names the counted header", config: countedHeaderConfig,
+		send:   request("GET /t", "X-Tenant: fresh", "Connection: x-tenant"),
+		status: []int{200}, received: []string{"GET /t | X-Tenant: fresh"}, counted: []string{"tenants - allowed"}},
 }
 
 func TestCountedHeaderAttacks(t *testing.T) { runAttacks(t, tenantAttacks) }

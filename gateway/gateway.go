@@ -168,8 +168,9 @@ type snapshot struct {
 }
 
 func (g *Gateway) newSnapshot(cfg *config.File) *snapshot {
+	kept := keptHeaders(cfg.Compiled)
 	proxy := &httputil.ReverseProxy{
-		Rewrite:        func(pr *httputil.ProxyRequest) { g.rewrite(cfg, pr) },
+		Rewrite:        func(pr *httputil.ProxyRequest) { g.rewrite(cfg, kept, pr) },
 		Transport:      g.opts.Transport,
 		ErrorHandler:   func(w http.ResponseWriter, r *http.Request, err error) { g.proxyFailed(cfg, w, r, err) },
 		ModifyResponse: g.fromUpstream,
@@ -187,13 +188,29 @@ func (g *Gateway) config() *config.File { return g.snap.Load().cfg }
 // request under the configuration in force when it arrives.
 func (g *Gateway) Handler() http.Handler { return http.HandlerFunc(g.serveCaller) }
 
-// rewrite points the request at cfg's upstream, with X-Sluice-Client
-// and the access key as the limiter left them. From a trusted
+// keptHeaders are the fields a caller may not remove by naming them in
+// Connection: sluice's X-Sluice-Client, the access key, and every header a
+// rule counts by (counted as one value, a request must not reach the
+// upstream without it). Canonical names, each once.
+func keptHeaders(c *policy.Compiled) []string {
+	kept := []string{httplimit.ClientHeader, textproto.CanonicalMIMEHeaderKey(c.KeyHeader())}
+	for i := range c.Rules() {
+		if k := c.Rule(i).Key; k.Kind == policy.KeyHeader {
+			if name := textproto.CanonicalMIMEHeaderKey(k.Header); !slices.Contains(kept, name) {
+				kept = append(kept, name)
+			}
+		}
+	}
+	return kept
+}
+
+// rewrite points the request at cfg's upstream, with the kept headers
+// (keptHeaders) as the limiter left them. From a trusted
 // proxy, the header sluice reads the caller from (forwarded_header) goes on
 // as the proxy wrote it, with the peer added; the other one may be the
 // caller's own and never goes on. ReverseProxy has removed both from
 // pr.Out; SetXForwarded adds X-Forwarded-For (the peer), -Host and -Proto.
-func (g *Gateway) rewrite(cfg *config.File, pr *httputil.ProxyRequest) {
+func (g *Gateway) rewrite(cfg *config.File, kept []string, pr *httputil.ProxyRequest) {
 	pr.SetURL(cfg.Upstream)
 	g.markLoop(pr)
 	peer, err := netip.ParseAddrPort(pr.In.RemoteAddr)
@@ -212,9 +229,10 @@ func (g *Gateway) rewrite(cfg *config.File, pr *httputil.ProxyRequest) {
 	pr.SetXForwarded()
 	pr.Out.Host = pr.In.Host
 	// ReverseProxy has removed the headers the caller named in Connection;
-	// the caller may not make these two vanish. The limiter left at most
-	// one key header and sluice's own X-Sluice-Client on pr.In.
-	for _, name := range [...]string{httplimit.ClientHeader, textproto.CanonicalMIMEHeaderKey(cfg.Compiled.KeyHeader())} {
+	// the caller may not make these vanish. The limiter left at most one
+	// key header, one of each counted header (a shadow rule's may be
+	// repeated) and sluice's own X-Sluice-Client on pr.In.
+	for _, name := range kept {
 		if v, ok := pr.In.Header[name]; ok {
 			pr.Out.Header[name] = v
 		}

@@ -29,7 +29,9 @@ import (
 // ClientHeader tells the protected handler who the caller is. A copy sent
 // by the caller is always removed, in every spelling. A proxy behind the
 // Limiter must set it on its outgoing request after removing hop-by-hop
-// headers, as the gateway does: a caller may name it in Connection.
+// headers, as the gateway does: a caller may name it in Connection. The
+// same holds for the access key header and the headers header:NAME rules
+// count by, which the upstream must receive as they were counted.
 const ClientHeader = "X-Sluice-Client"
 
 // Options configure a Limiter. Policy and Store are required.
