@@ -78,6 +78,7 @@ type Store struct {
 	shards    []shard
 	reserved  func(string) bool // Options.Reserved
 	bound     logBound
+	leases    leaseTable // concurrency leases (lease.go)
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
