@@ -35,10 +35,12 @@ type Leaser interface {
 	Release(ctx context.Context, lease Lease, now time.Time) error
 
 	// Renew makes each lease that still holds its slots at now hold them
-	// for its TTL from now, in one round trip for a store over a network,
-	// and reports for each whether it did: false for a lease that had
-	// expired (its slots may have gone to another request) or was
-	// released. An error means no lease was renewed.
+	// for its TTL from now (never sooner than it would have expired), in
+	// one round trip for a store over a network, and reports for each
+	// whether it did: false for a lease that had expired (its slots may
+	// have gone to another request), was released, or is the zero Lease.
+	// An error means the store could not be asked about some or all of
+	// them: those are reported false, and may still be held.
 	Renew(ctx context.Context, leases []Lease, now time.Time) ([]bool, error)
 }
 

@@ -1,6 +1,8 @@
 // Package store defines where sluice keeps the state of each limited key:
-// the Store interface (an atomic decide-and-update per key), the encoding of
-// keys, and the errors stores share. The algorithms live in package limiter;
+// the Store interface (an atomic decide-and-update per key), the Leaser
+// interface for concurrency limits (requests in flight held as leases that
+// expire unless renewed, lease.go) and the Renewer that renews an
+// instance's leases, the encoding of keys, and the errors stores share. The algorithms live in package limiter;
 // a store supplies atomicity and persistence, never the math.
 package store
 

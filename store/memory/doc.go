@@ -88,4 +88,20 @@
 // read happen outside it. Eviction and sweeping do their work under the
 // same lock: eviction walks one shard, in amortised constant time per new
 // key; the sweeper releases the lock every 1024 keys.
+//
+// # Concurrency leases
+//
+// The Store is a store.Leaser too (lease.go): each key's leases (requests
+// in flight under a concurrency limit) are a short list of ID, cost and
+// expiry, in shards of their own, locked as the rate shards are. Expired
+// leases are dropped when their key is next used, and, when a shard is
+// full, from the whole shard (at most once a second while that frees
+// nothing); there is no sweep, so nothing runs while no request comes. The
+// store holds at most MaxKeys leases of keys that are not reserved, split
+// over the shards as keys are. A lease that finds no room goes to its
+// rule's overflow key (one per rule and limit, like the overflow
+// counters), which admits the limit in flight in all, counting the
+// requesting key's own leases too: a flood of distinct keys cannot lift a
+// limit, and a key never holds more than the limit through it. Reserved
+// keys and overflow keys always have room.
 package memory

@@ -33,6 +33,11 @@ func TestCluster(t *testing.T) {
 			return open(t, c.Addrs, true)
 		})
 	})
+	t.Run("leases", func(t *testing.T) {
+		storetest.RunLeases(t, func(t *testing.T) storetest.LeaseStore {
+			return open(t, c.Addrs, true)
+		})
+	})
 	t.Run("one_seed", func(t *testing.T) {
 		checkBatch(t, open(t, c.Addrs[1:2], true), open(t, c.Addrs, true))
 	})

@@ -107,4 +107,20 @@
 // once with an error matching ErrNotConnected, which the caller's failure
 // policy answers like any other (store/failover's circuit sends such a
 // store only its probes).
+//
+// # Concurrency leases
+//
+// The Store is a store.Leaser too: a concurrency rule's requests in flight
+// are leases in a sorted set per key, "<prefix>lease:{<key>}" (a lease key
+// keeps its store key's hash tag, so a group's leases live on its node
+// beside its rate keys, and is never a rate key). Each member is a lease,
+// "<cost>:<id>", scored by the Redis TIME (µs) at which it expires; the
+// member "#" holds minus the total cost, so that a decision reads only the
+// leases that expire. Acquire and Release are one script call each
+// (lua/lease*.lua); Renew sends one call per key, all in one pipeline.
+// Lease IDs start with a random prefix drawn once per process, so
+// instances never share one. The key's TTL is its latest lease's expiry,
+// and the key is deleted with its last lease: an instance that dies leaves
+// nothing behind for longer than the lease TTL. With CallerTime the
+// scripts judge expiry at the caller's time and keys get no TTL.
 package redis

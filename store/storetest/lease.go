@@ -197,7 +197,8 @@ func checkLeasesConcurrent(t *testing.T, s store.Leaser) {
 }
 
 // checkRenewer: a Renewer ticking every 3s keeps a 10s lease past many
-// TTLs; once it is closed, the lease expires within its TTL.
+// TTLs and drops a lease it finds released; once it is closed, the lease
+// expires within its TTL, and its Acquire gives back what it gets.
 func checkRenewer(t *testing.T, s store.Leaser) {
 	ctx := context.Background()
 	clk := clock.NewFake(aligned)
@@ -214,6 +215,16 @@ func checkRenewer(t *testing.T, s store.Leaser) {
 		if rep := <-renewed; rep != (store.RenewReport{Renewed: 1}) {
 			t.Fatalf("at %v: renewal %+v, want one lease renewed", clk.Now().Sub(aligned), rep)
 		}
+	}
+	// A lease released behind the Renewer's back is reported lost and
+	// dropped from its set.
+	gone, err := r.Acquire(ctx, store.Key("storetest-lease", "renewer-gone"), limit, clk.Now(), 1)
+	if err != nil || !gone.Allowed || s.Release(ctx, gone.Lease, clk.Now()) != nil {
+		t.Fatalf("second lease: %+v, %v", gone, err)
+	}
+	clk.Advance(3 * sec)
+	if rep := <-renewed; rep != (store.RenewReport{Renewed: 1, Lost: 1}) || r.Held() != 1 {
+		t.Fatalf("renewal after a lease was released elsewhere: %+v, %d held; want 1 renewed, 1 lost, 1 held", rep, r.Held())
 	}
 	if d, err := s.Acquire(ctx, key, limit, clk.Now().Add(9*sec), 1); err != nil || d.Allowed {
 		t.Fatalf("9s after the last renewal: %+v, %v; want the slot still held", d, err)

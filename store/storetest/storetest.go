@@ -20,6 +20,9 @@
 // Every expected value in the tables was worked out by hand from the
 // algorithms' definitions in package limiter; comments show the arithmetic
 // where a number is not obvious. NewReference is the reference store.
+//
+// RunLeases is the same for concurrency leases (store.Leaser): its tables
+// (LeaseTables, checked by CheckLeases) follow store.Concurrency.Decide.
 package storetest
 
 import (
