@@ -19,7 +19,7 @@ func slidingLog(l *Limit, s State, t, cost int64, d *Decision) State {
 	switch {
 	case cost > l.rate: // checked first: used+cost must not overflow
 		d.RetryAfter = Never
-	case used+cost <= l.rate:
+	case used+cost <= l.rate || cost == 0: // entries kept from a higher rate deny no look
 		d.Allowed = true
 		used += cost
 		// Only an admission rewrites the log, in place: a denial must

@@ -29,7 +29,8 @@ import (
 //     burst. The bucket then drains at the new rate.
 //
 // A count above the new rate, like a bucket filled to the new burst, leaves
-// nothing remaining until it has expired or drained under the new limit.
+// nothing remaining until it has expired or drained under the new limit;
+// a look (cost 0) is still allowed.
 // A change of algorithm starts fresh: one algorithm's state says nothing
 // of another's. The zero State, and a state of the limit to itself, are
 // returned as they are; the zero Limit as from or to gives a fresh state.

@@ -23,7 +23,7 @@ func fixedWindow(l *Limit, last, lastCount, t, cost int64, d *Decision) (int64, 
 	switch {
 	case cost > l.rate: // checked first: count+cost must not overflow
 		d.RetryAfter = Never
-	case count+cost <= l.rate:
+	case count+cost <= l.rate || cost == 0: // a count kept from a higher rate denies no look
 		count += cost
 		d.Allowed = true
 	default:

@@ -4,7 +4,8 @@ import "github.com/sluice-rl/sluice/limiter"
 
 // limitChangeTables change a key's limit between steps, as a reload or a
 // client's new plan does: the key keeps what it has spent, read under the
-// new limit (limiter.Reinterpret). A state is reinterpreted at the first
+// new limit (limiter.Reinterpret). A look (cost 0) is allowed even when
+// the key has spent more than the new limit. A state is reinterpreted at the first
 // decision under the new limit and kept so even when that request is
 // denied; several tables have a later step that tells the two apart.
 func limitChangeTables() []Table {
@@ -26,6 +27,7 @@ func fixedWindowRateChanged() Table {
 	return table("fixed_window/limit_changed", fw(10), aligned,
 		allow(0, 6, 4, minute),
 		deny(sec, 1, 0, 59*sec, 59*sec).under(fw(5)), // 6 counted of 5
+		allow(sec, 0, 0, 59*sec).under(fw(5)),        // a look is never denied
 		allow(2*sec, 2, 0, 58*sec).under(fw(8)),      // 8 of 8
 		deny(3*sec, 1, 0, 57*sec, 57*sec).under(fw(8)),
 		allow(3*sec, 2, 0, 57*sec).under(fw(10)),
@@ -96,6 +98,7 @@ func slidingLogLimitChanged() Table {
 		allow(10*sec, 2, 1, minute).refill(50*sec),
 		// 4 counted of 3: 2 must expire, the entries of 0s and 5s.
 		deny(20*sec, 1, 0, 45*sec, 50*sec).refill(45*sec).under(must(limiter.SlidingLog, 3, minute, 0)),
+		allow(20*sec, 0, 0, 50*sec).refill(45*sec).under(must(limiter.SlidingLog, 3, minute, 0)), // a look is never denied
 		// Over 2 minutes they all still count, until 120s, 125s and 130s.
 		deny(70*sec, 1, 0, 55*sec, 60*sec).refill(55*sec).under(must(limiter.SlidingLog, 3, 2*minute, 0)),
 		// Over 30 seconds all have expired.

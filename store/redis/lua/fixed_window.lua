@@ -26,7 +26,7 @@ local window_end = start + period
 
 if cost > rate then
   retry = NEVER
-elseif count + cost <= rate then
+elseif count + cost <= rate or cost == 0 then -- a count kept from a higher rate denies no look
   count = count + cost
   allowed = 1
 else

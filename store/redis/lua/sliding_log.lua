@@ -72,7 +72,7 @@ end
 local live = size > expired -- whether the newest entry still counts
 if cost > rate then
   retry = NEVER
-elseif used + cost <= rate then
+elseif used + cost <= rate or cost == 0 then -- entries kept from a higher rate deny no look
   allowed = 1
   used = used + cost
 else
