@@ -206,7 +206,9 @@ func (d *decoder) admin(n *yaml.Node, f *File) {
 		addrNode, addrPath = m["listen"], "admin.listen"
 		if t := m["token"]; !isNull(t) {
 			f.AdminToken, _ = d.secret(t, "admin.token", "a token")
-			if n := len(f.AdminToken); n > 0 && n < MinAdminToken {
+			if !visibleASCII(f.AdminToken) {
+				d.fail(t, "admin.token", "the token holds a space, a control or a non-ASCII character (a bearer token is visible ASCII characters only, such as the output of `openssl rand -hex 16`; an Authorization header loses spaces and newlines at its ends)")
+			} else if n := len(f.AdminToken); n > 0 && n < MinAdminToken {
 				d.warnf(t, "admin.token", "the token is %d characters: easy to guess (at least %d random characters, such as the output of `openssl rand -hex 16`)", n, MinAdminToken)
 			}
 		}
@@ -236,4 +238,15 @@ func loopback(addr string) bool {
 	}
 	a, err := netip.ParseAddr(host)
 	return err == nil && a.Unmap().IsLoopback()
+}
+
+// visibleASCII reports whether s holds only visible ASCII characters, as
+// the token of an Authorization: Bearer header must.
+func visibleASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }

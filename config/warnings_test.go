@@ -155,3 +155,22 @@ rules:
 		t.Errorf("2 instances: warnings %v (%v), want none", f.Warnings, err)
 	}
 }
+
+// TestAdminTokenUnsendable: a token that is not visible ASCII is an error:
+// a trailing newline (an env: variable filled by `echo`) or a space at
+// either end, which servers trim from the Authorization header, would
+// make the admin port answer 401 forever. The token is not shown.
+func TestAdminTokenUnsendable(t *testing.T) {
+	t.Setenv("SLUICE_TEST_TOKEN", "0123456789abcdef\n")
+	for _, tok := range []string{"env:SLUICE_TEST_TOKEN", `"0123456789abcdef "`, `" 0123456789abcdef"`, `"0123456789\tabcdef"`, `"0123456789abcdéf"`} {
+		text := head + "admin: {listen: 127.0.0.1:9090, token: " + tok + "}\nrules: [{name: a, rate: 1/s}]\n"
+		_, err := Parse("t.yaml", []byte(text))
+		want := "t.yaml:3:40: admin.token: the token holds a space, a control or a non-ASCII character (a bearer token is visible ASCII characters only, such as the output of `openssl rand -hex 16`; an Authorization header loses spaces and newlines at its ends)"
+		if err == nil || err.Error() != want {
+			t.Errorf("token %s:\n got %v\nwant %s", tok, err, want)
+		}
+	}
+	if _, err := Parse("t.yaml", []byte(head+"admin: {listen: 127.0.0.1:9090, token: \"0123456789-._~+/=abc\"}\nrules: [{name: a, rate: 1/s}]\n")); err != nil {
+		t.Errorf("a token68 token: %v", err)
+	}
+}
