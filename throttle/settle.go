@@ -41,9 +41,9 @@ func (d Decision) Release(o Outcome) {
 	if t == nil {
 		return
 	}
-	now := t.clk.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := t.clk.Now()
 	if s.gen != d.gen {
 		return // a copy was released
 	}

@@ -59,9 +59,9 @@ func (s Stats) Refused(p Priority, r Reason) uint64 {
 
 // Stats returns a snapshot of the Throttle's state and totals.
 func (t *Throttle) Stats() Stats {
-	now := t.clk.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := t.clk.Now()
 	return Stats{
 		UpstreamHold: max(t.holds.all.Sub(now), 0),
 		HeldClients:  len(t.holds.clients),

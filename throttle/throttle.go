@@ -34,7 +34,8 @@ type Config struct {
 	UpstreamBackoff bool
 	// MaxBackoff caps how long one Retry-After holds; 0 means a minute.
 	MaxBackoff time.Duration
-	// Clock tells the time; nil means clock.Real.
+	// Clock tells the time; nil means clock.Real. It is read with the
+	// Throttle's lock held.
 	Clock clock.Clock
 	// Rand returns a uniform number in [0, 1) for early shedding; nil means
 	// math/rand/v2's Float64. It is called with the Throttle's lock held.
@@ -60,6 +61,11 @@ type Queue struct {
 // with a reason and a time to retry after. It starts no goroutine: a
 // waiting caller blocks in its own, and releasing a slot hands it to the
 // next waiter. It is safe for concurrent use.
+//
+// It reads its clock only with its mutex held, so the times it records are
+// in order: a caller that read the clock and then waited for the lock while
+// another recorded a later completion would look to it like a clock gone
+// back, which restarts the completion rate from nothing.
 type Throttle struct {
 	clk clock.Clock
 	rnd func() float64
@@ -195,9 +201,8 @@ const minRetryAfter = time.Millisecond
 // copy do nothing).
 func (t *Throttle) Acquire(ctx context.Context, r Request) Decision {
 	r.Priority = min(max(r.Priority, Low), Critical)
-	now := t.clk.Now()
 	t.mu.Lock()
-	d, w := t.arrive(now, r)
+	d, w := t.arrive(t.clk.Now(), r) // read under the lock: see Throttle
 	t.mu.Unlock()
 	if w == nil {
 		return d

@@ -18,9 +18,9 @@ func (t *Throttle) Update(cfg Config) error {
 	}
 	cfg.Clock, cfg.Rand = t.cfg.Clock, t.cfg.Rand
 	cfg.fill()
-	now := t.clk.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := t.clk.Now()
 	switch {
 	case cfg.Adaptive == nil:
 		t.adapt, t.limit = nil, cfg.MaxInFlight
