@@ -48,8 +48,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "check":
 		return check(args[1:], stdout, stderr)
 	case "demo":
+		if code, ok := noFlags("demo", args[1:], stdout, stderr); !ok {
+			return code
+		}
 		return runDemo(stderr)
 	case "version":
+		if code, ok := noFlags("version", args[1:], stdout, stderr); !ok {
+			return code
+		}
 		fmt.Fprintln(stdout, "sluice", buildinfo.Read())
 		return 0
 	case "-h", "-help", "--help", "help":
@@ -88,7 +94,26 @@ func configFlag(name string, args []string, stdout, stderr io.Writer) (path stri
 	return *cfg, 0, true
 }
 
+// noFlags checks the arguments of a command that takes none (demo,
+// version). With ok false the command is over and code is its exit status:
+// 0 after -h/--help (the usage on stdout), 2 for anything else (on stderr).
+func noFlags(name string, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, true
+	}
+	text := "usage: sluice " + name + "\n\n" + commandHelp[name] + "\n"
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprint(stdout, text)
+		return 0, false
+	}
+	fmt.Fprintf(stderr, "sluice %s: takes no arguments (got %q)\n%s", name, args, text)
+	return 2, false
+}
+
 var commandHelp = map[string]string{
+	"demo": "Runs the claims story on 127.0.0.1 until SIGTERM or SIGINT: a claims service, sluice in front of\n" +
+		"it, a buggy partner over its limit and a normal one that notices nothing.",
+	"version": "Prints the module version, the VCS revision it was built from and the Go version.",
 	"check": "Validates the configuration file. Every problem is printed on stderr as FILE:line:col: what is\n" +
 		"wrong (what would be accepted), exit status 1. A valid file prints what it does (settings, a table\n" +
 		"of rules, each client's limits) on stdout, exit status 0; warnings (dangerous but working\n" +

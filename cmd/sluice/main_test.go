@@ -230,6 +230,24 @@ func TestCommandHelp(t *testing.T) {
 	}
 }
 
+// TestFlaglessCommandHelp: demo and version take no flags; --help prints
+// their usage (it never starts the demo) and anything else is a usage
+// error, exit 2.
+func TestFlaglessCommandHelp(t *testing.T) {
+	for _, cmd := range []string{"demo", "version"} {
+		for _, flag := range []string{"--help", "-h", "-help"} {
+			code, out, errs := runCmd(cmd, flag)
+			if code != 0 || errs != "" || !strings.HasPrefix(out, "usage: sluice "+cmd+"\n") {
+				t.Errorf("sluice %s %s: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", cmd, flag, code, out, errs)
+			}
+		}
+		code, out, errs := runCmd(cmd, "--config", "x.yaml")
+		if code != 2 || out != "" || !strings.Contains(errs, "usage: sluice "+cmd+"\n") {
+			t.Errorf("sluice %s --config x.yaml: exit %d, stdout %q, stderr %q; want 2 and the usage on stderr", cmd, code, out, errs)
+		}
+	}
+}
+
 // TestVersionRevision: a binary built from a git checkout names the commit
 // it was built from, as the go command recorded it (it records none with
 // -buildvcs=false, outside a checkout, or in a git worktree).
