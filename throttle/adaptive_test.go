@@ -60,6 +60,12 @@ type harness struct {
 // pass and releases them all with o (the last one closes the window). It
 // returns the limit after.
 func (h *harness) window(o Outcome) int {
+	l, _ := h.admitted(o)
+	return l
+}
+
+// admitted is window that also returns how many requests it admitted.
+func (h *harness) admitted(o Outcome) (limit, admitted int) {
 	var held []Decision
 	for {
 		d := h.th.Acquire(context.Background(), Request{Priority: Critical})
@@ -77,19 +83,21 @@ func (h *harness) window(o Outcome) int {
 	}
 	h.clk.Advance(time.Millisecond)
 	held[0].Release(o)
-	return h.th.Limit()
+	return h.th.Limit(), len(held)
 }
 
 // Envoy #8337 and #18152: Envoy re-measures its minRTT every interval by
 // pinning the limit to min_concurrency, which refuses healthy traffic (503
 // dips) at a steady state. Here the baseline is the configured target, not a
 // measured minimum, so a healthy upstream keeps its limit at the ceiling in
-// every window, however long.
+// every window, however long: every window admits 50 (a probe that pins
+// the limit for one window and restores it at the window's end admits
+// fewer).
 func TestAdaptiveHealthyNeverDips(t *testing.T) {
 	h := adaptiveThrottle(t, 5, 50)
 	for w := range 300 {
-		if l := h.window(Outcome{Latency: target / 2}); l != 50 {
-			t.Fatalf("window %d: limit %d, want 50 throughout", w, l)
+		if l, n := h.admitted(Outcome{Latency: target / 2}); l != 50 || n != 50 {
+			t.Fatalf("window %d: admitted %d, limit after %d, want 50 throughout", w, n, l)
 		}
 	}
 }
@@ -150,8 +158,8 @@ func TestAdaptiveDropsAreNotLatencies(t *testing.T) {
 	}{
 		{Outcome{Status: 503, Latency: time.Millisecond}, 32}, // all drops: halved
 		{Outcome{Status: 504, Latency: time.Millisecond}, 16},
-		{Outcome{Timeout: true}, 8},
-		{Outcome{Failed: true}, 4},
+		{Outcome{Timeout: true, Latency: time.Millisecond}, 8}, // fast: as a latency it would grow
+		{Outcome{Failed: true, Latency: time.Millisecond}, 4},
 		{Outcome{Status: 200, Latency: time.Millisecond}, 5}, // healthy again: +1
 		{Outcome{Status: 429, Latency: time.Millisecond}, 5}, // one caller refused: no signal
 		{Outcome{Canceled: true, Latency: time.Millisecond}, 5},
