@@ -89,6 +89,26 @@ func sameAddr(a, b string) bool {
 	return ha == hb || any(ha) || any(hb)
 }
 
+// withoutUserInfo returns the URL text s with the user info of its
+// authority (user name and password, before '@') replaced by "xxxxx",
+// whether or not s parses.
+func withoutUserInfo(s string) string {
+	_, rest, ok := strings.Cut(s, "//")
+	if !ok {
+		return s
+	}
+	start := len(s) - len(rest)
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	at := strings.LastIndexByte(authority, '@')
+	if at < 0 {
+		return s
+	}
+	return s[:start] + "xxxxx" + s[start+at:]
+}
+
 // upstream decodes the protected service's URL.
 func (d *decoder) upstream(n *yaml.Node, path string) *url.URL {
 	s, ok := d.scalar(n, path, "a URL")
@@ -97,15 +117,16 @@ func (d *decoder) upstream(n *yaml.Node, path string) *url.URL {
 	}
 	const want = "an http or https URL with a host, such as http://127.0.0.1:9000"
 	u, err := url.Parse(s)
+	shown := clip(withoutUserInfo(s)) // errors are logged: never a password
 	switch {
 	case err != nil:
-		d.fail(n, path, "%q is not a URL (%s)", clip(s), want)
+		d.fail(n, path, "%q is not a URL (%s)", shown, want)
 	case u.Scheme != "http" && u.Scheme != "https":
-		d.fail(n, path, "%q: scheme %q is not http or https (%s)", clip(s), clip(u.Scheme), want)
+		d.fail(n, path, "%q: scheme %q is not http or https (%s)", shown, clip(u.Scheme), want)
 	case u.Hostname() == "" || !validHost(u.Hostname()):
-		d.fail(n, path, "%q has no valid host (%s)", clip(s), want)
+		d.fail(n, path, "%q has no valid host (%s)", shown, want)
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "":
-		d.fail(n, path, "%q: user info, query and fragment are not used (%s, optionally with a path)", clip(s), want)
+		d.fail(n, path, "%q: user info, query and fragment are not used (%s, optionally with a path)", shown, want)
 	default:
 		return u
 	}

@@ -174,3 +174,19 @@ func TestAdminTokenUnsendable(t *testing.T) {
 		t.Errorf("a token68 token: %v", err)
 	}
 }
+
+// TestUpstreamErrorHidesUserInfo: an upstream refused for its user info
+// (or for anything else) is shown without it: the error goes to logs.
+func TestUpstreamErrorHidesUserInfo(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"http://user:s3cret@127.0.0.1:9000", `t.yaml:2:11: upstream: "http://xxxxx@127.0.0.1:9000": user info, query and fragment are not used (an http or https URL with a host, such as http://127.0.0.1:9000, optionally with a path)`},
+		{"http://s3cret@127.0.0.1:9000/a@b", `t.yaml:2:11: upstream: "http://xxxxx@127.0.0.1:9000/a@b": user info, query and fragment are not used (an http or https URL with a host, such as http://127.0.0.1:9000, optionally with a path)`},
+		{"http://u:s3cret%zz@127.0.0.1:9000", `t.yaml:2:11: upstream: "http://xxxxx@127.0.0.1:9000" is not a URL (an http or https URL with a host, such as http://127.0.0.1:9000)`},
+		{"ftp://u:s3cret@h", `t.yaml:2:11: upstream: "ftp://xxxxx@h": scheme "ftp" is not http or https (an http or https URL with a host, such as http://127.0.0.1:9000)`},
+	} {
+		_, err := Parse("t.yaml", []byte("listen: 127.0.0.1:8080\nupstream: "+tc.url+"\nrules: [{name: a, rate: 1/s}]\n"))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s:\n got %v\nwant %s", tc.url, err, tc.want)
+		}
+	}
+}
