@@ -19,7 +19,8 @@ import (
 // Expiry is judged at the now passed to each call, as the rate algorithms
 // judge time: a lease acquired at t counts while now < t + TTL, and a
 // renewal at t' makes that t' + TTL. A now earlier than a lease's
-// acquisition (a clock gone back) expires nothing. The Redis store reads
+// acquisition (a clock gone back) expires nothing, and brings back no
+// lease that a later now saw expire. The Redis store reads
 // Redis TIME instead of now, its one time authority.
 type Leaser interface {
 	// Acquire asks for a lease of cost slots on key under limit at now.

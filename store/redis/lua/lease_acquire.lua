@@ -11,7 +11,7 @@
 
 local cost, max, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local allowed = 0
-if cost <= max and total <= max - cost then
+if total <= max - cost then -- a cost above max never fits: max - cost < 0
   allowed = 1
   if cost > 0 then
     redis.call('ZADD', key, fmt('%d', t + ttl), fmt('%d', cost) .. ':' .. ARGV[5])
