@@ -293,10 +293,11 @@ func TestWriteSummaryEverySetting(t *testing.T) {
 store: redis r1:6379, r2:6379 (timeout 20ms, prefix "gw:", TLS); on store failure: local (each of 4 instances allows limit/4)
 trusted proxies: [10.0.0.0/8 192.0.2.7/32 2001:db8::/32 198.51.100.0/24]; callers read from Forwarded only
 clients: 1, recognised by Authorization; unknown callers: counted by IP, plan anonymous
+paths matched regardless of case; IPv6 callers counted by /56; legacy X-RateLimit-* headers sent
 
-RULE   MATCH       KEY              ALGORITHM       RATE    BURST  COST  MODE     NEVER LIMITED
-api    GET,POST /  header:X-Tenant  gcra            10/s    20     2     shadow   a,203.0.113.0/24,::1/128
-login  /           global           sliding_window  5/1.5s  -      1     enforce  -
+RULE   MATCH       KEY                                ALGORITHM       RATE    BURST  COST  MODE     NEVER LIMITED
+api    GET,POST /  header:X-Tenant (missing: shared)  gcra            10/s    20     2     shadow   a,203.0.113.0/24,::1/128
+login  /           global                             sliding_window  5/1.5s  -      1     enforce  -
 
 RULE   CLIENT     PLAN       LIMIT           FROM
 api    a          gold       50/s burst 100  plan

@@ -13,10 +13,12 @@ import (
 )
 
 // WriteSummary writes what f does, defaults included: the addresses, the
-// store, how callers are recognised, a table of the rules (match, key,
-// algorithm, rate, burst, cost, mode) and, when clients are listed, a table
-// of the limit each client gets from each rule once plans and its own
-// overrides are applied. It is what `sluice check` prints for a valid file.
+// store, how callers are recognised, the settings that change how every
+// rule matches or answers, a table of the rules (match, key with what a
+// request without a counted header counts as, algorithm, rate, burst,
+// cost, mode) and, when clients are listed, a table of the limit each
+// client gets from each rule once plans and its own overrides are applied.
+// It is what `sluice check` prints for a valid file.
 func (f *File) WriteSummary(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen %s -> upstream %s; admin %s", f.Listen, f.Upstream.Redacted(), f.Admin)
@@ -38,11 +40,31 @@ func (f *File) WriteSummary(w io.Writer) error {
 	} else {
 		b.WriteString("clients: none (rules count by ip, header or global)\n")
 	}
+	if notes := f.matchingNotes(); len(notes) > 0 {
+		b.WriteString(strings.Join(notes, "; ") + "\n")
+	}
 	b.WriteString("\n")
 	f.ruleTable(&b)
 	f.callerTable(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// matchingNotes names the settings, other than their defaults, that change
+// how every rule matches, counts or answers.
+func (f *File) matchingNotes() []string {
+	var notes []string
+	p := f.Policy
+	if p.CaseInsensitivePaths {
+		notes = append(notes, "paths matched regardless of case")
+	}
+	if p.IPv6Prefix != 0 && p.IPv6Prefix != policy.DefaultIPv6Prefix {
+		notes = append(notes, fmt.Sprintf("IPv6 callers counted by /%d", p.IPv6Prefix))
+	}
+	if f.LegacyHeaders {
+		notes = append(notes, "legacy X-RateLimit-* headers sent")
+	}
+	return notes
 }
 
 // ruleTable writes one row per rule.
@@ -70,7 +92,11 @@ func (f *File) ruleTable(b *strings.Builder) {
 		if len(allow) == 0 {
 			allow = []string{"-"}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%s\t%s\t%d\t%v\t%s\n", r.Name, match, r.Key, l.Algorithm(),
+		key := r.Key.String()
+		if r.Key.Kind == policy.KeyHeader {
+			key += fmt.Sprintf(" (missing: %v)", r.Key.Missing)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%d\t%v\t%s\n", r.Name, match, key, l.Algorithm(),
 			policy.Rate{N: l.Rate(), Period: l.Period()}, burst, r.Cost, r.Mode, strings.Join(allow, ","))
 	}
 	tw.Flush()
