@@ -31,7 +31,9 @@
 // slow another). A request is refused at once (ReasonWaitTooLong) when its
 // expected wait exceeds MaxWait: the waiters that round-robin puts ahead of
 // it, plus one, divided by the recent completion rate (completions over the
-// last second, weighted as a sliding window). A waiter that has waited
+// last second, weighted as a sliding window; when that counts nothing or
+// almost nothing, one completion per time the upstream has been busy
+// without finishing any, at least a second; a day at most). A waiter that has waited
 // MaxWait without a slot is refused then (a ticker from the Throttle's
 // clock, started when it joins the queue). A full queue takes a new
 // request only by displacing a waiter: the newest waiter of the longest

@@ -325,3 +325,26 @@ func TestQueueExpectedWaitAfterIdle(t *testing.T) {
 	d.Release(Outcome{})
 	slots[1].Release(Outcome{})
 }
+
+// A quiet upstream: one completion a second ago weighs less and less as
+// the previous period slides out of the last second. The estimate must not
+// follow it to nearly nothing (a completion rate of 1/1000 s near the end of
+// the period): a slot frees up at least as fast as it did in the stall
+// since the last completion.
+func TestQueueExpectedWaitQuiet(t *testing.T) {
+	th, clk := newThrottle(t, Config{MaxInFlight: 1, Queue: Queue{MaxLength: 10, MaxWait: 5 * time.Second}})
+	hold(t, th, 1, Request{})[0].Release(Outcome{})
+	slot := hold(t, th, 1, Request{})[0]
+	clk.Advance(1999 * time.Millisecond) // the previous period's 1 weighs 0.001
+	w := acquire(t, th, "w", Request{Client: "a"})
+	if w.decided() {
+		slot.Release(Outcome{})
+		t.Fatalf("%+v, want queued (about 2s a slot, within max_wait)", w.result(t))
+	}
+	slot.Release(Outcome{})
+	if d := w.result(t); !d.Admitted {
+		t.Fatalf("%+v, want admitted", d)
+	} else {
+		d.Release(Outcome{})
+	}
+}

@@ -9,6 +9,7 @@ const ratePeriod = time.Second
 // wait. It counts completions in the current and the previous period and
 // weighs the previous by how much of it still lies within the last period
 // (the sliding-window estimate). With no completion in the last two periods
+// (and as a bound when a fading previous period counts almost nothing)
 // the rate is taken as one per time the upstream has had work without
 // finishing any (since the last completion, or since it last went from idle
 // to busy if that is later; at least a period), so a stalled upstream makes
@@ -49,16 +50,21 @@ func (c *completions) wait(now time.Time, n int) (d time.Duration, ok bool) {
 	c.roll(now)
 	frac := float64(ratePeriod-now.Sub(c.start)) / float64(ratePeriod)
 	count := float64(c.prev)*frac + float64(c.cur)
-	// No completion counted: at most one per time the upstream has been
-	// busy without finishing any (at least a period, also when the clock
-	// went back).
+	// At most one per time the upstream has been busy without finishing
+	// any (at least a period, also when the clock went back): the estimate
+	// when nothing is counted, and its bound when the count is a last
+	// completion's weight fading to nothing as its period slides out.
 	since := c.last
 	if c.busy.After(since) {
 		since = c.busy
 	}
 	per := float64(max(now.Sub(since), ratePeriod))
 	if count > 0 {
-		per = float64(ratePeriod) / count
+		per = min(per, float64(ratePeriod)/count)
 	}
-	return time.Duration(per * float64(n)), true
+	return time.Duration(min(per*float64(n), float64(maxEstimate))), true
 }
+
+// maxEstimate bounds an expected wait, so that a long stall times a long
+// queue stays a sensible Retry-After and never overflows a Duration.
+const maxEstimate = 24 * time.Hour

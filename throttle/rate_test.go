@@ -40,3 +40,13 @@ func TestCompletionsWait(t *testing.T) {
 		}
 	}
 }
+
+// A long stall times a long queue is a day at most, never an overflowed
+// (negative) Duration that would let the request queue.
+func TestCompletionsWaitBounded(t *testing.T) {
+	var c completions
+	c.add(epoch)
+	if got, _ := c.wait(epoch.Add(time.Hour), 1<<40); got != maxEstimate {
+		t.Fatalf("wait = %v, want %v", got, maxEstimate)
+	}
+}
