@@ -7,20 +7,20 @@
 //
 // Keys are spread over a power-of-two number of shards by a seeded
 // hash/maphash of the key (fast, no allocation, and a per-store seed so
-// callers cannot aim many keys at one shard). Each shard is a sync.Mutex
-// and an open-addressing hash table of small fixed-size entries: the key,
-// the two integers of limiter.State, the limit they were written under (a
-// unique.Handle: every key of one limit shares one copy), the second at
-// which the state expires and a last-use tick, 48 bytes; with the table's
-// slots an idle key costs about 70 bytes besides its own bytes
+// callers cannot aim many keys at one shard). Each shard is a sync.Mutex and
+// an open-addressing hash table of small fixed-size entries: the key, the
+// two integers of limiter.State, the limit they were written under (an index
+// into the shard's table of limits: every key of one limit shares one copy),
+// the second at which the state expires and a last-use tick, 40 bytes; with
+// the table's slots an idle key costs about 60 bytes besides its own bytes
 // (BenchmarkIdleKeyMemory). A decision locks one shard, looks the key up,
 // reinterprets its state if its limit changed (limiter.Reinterpret), runs
 // limiter.Decide and writes the new state in place: one hash and no
-// allocation when the key exists. A new key's string is copied once, so the store never retains a
-// caller's buffer. sliding_log's entries live in a separate per-shard map,
-// only while the key has some: up to 16 bytes per request admitted in the
-// last period (at most the rate), and at most Options.MaxLogEntries of them
-// across the store's keys (see below).
+// allocation when the key exists. A new key's string is copied once, so the
+// store never retains a caller's buffer. sliding_log's entries live in a
+// separate per-shard map, only while the key has some: up to 16 bytes per
+// request admitted in the last period (at most the rate), and at most
+// Options.MaxLogEntries of them across the store's keys (see below).
 //
 // # Bounds
 //

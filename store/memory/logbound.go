@@ -24,7 +24,7 @@ func (b *logBound) fits(n int64) bool { return b.used.Load()+n <= b.max }
 // decideLog returns errNoRoom, the key's log as it was, and the request
 // goes to the overflow counter. A denial needs no room and is the key's.
 func (sh *shardState) decideLog(e *entry, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
-	old := sh.logs[e.key]
+	old := sh.logs[e.key()]
 	st := limiter.State{A: e.a, B: e.b, Log: old} // A holds the log's total cost
 	short := e.use&reservedBit == 0 && cost > 0 && !sh.bound.fits(1)
 	if short {
@@ -35,7 +35,7 @@ func (sh *shardState) decideLog(e *entry, l limiter.Limit, now time.Time, cost i
 		return limiter.Decision{}, errNoRoom
 	}
 	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
-	sh.setLog(e.key, st.Log, len(old))
+	sh.setLog(e.key(), st.Log, len(old))
 	return d, nil
 }
 
@@ -55,7 +55,7 @@ func (sh *shardState) makeLogRoom(now time.Time) {
 	if sh.bound.fits(1) {
 		return
 	}
-	evictable := func(e *entry) bool { return e.use&(limitedBit|reservedBit) == 0 && len(sh.logs[e.key]) > 0 }
+	evictable := func(e *entry) bool { return e.use&(limitedBit|reservedBit) == 0 && len(sh.logs[e.key()]) > 0 }
 	ages := make([]uint32, 0, len(sh.logs))
 	for i := range sh.tab.n {
 		if e := sh.tab.at(i); evictable(e) {

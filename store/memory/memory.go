@@ -169,8 +169,8 @@ func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now t
 	}
 	i := sh.tab.find(h, key)
 	if i >= 0 {
-		if e := sh.tab.at(i); e.limit != sh.lastHandle || !limit.Same(&sh.last) {
-			sh.checkLimit(e, limit, now)
+		if e := sh.tab.at(i); !limit.Same(sh.limits.at(e.limit)) {
+			sh.reinterpret(e, limit, now)
 		}
 	}
 	switch {
@@ -231,6 +231,7 @@ func (s *Store) Close() error {
 			sh.mu.Lock()
 			sh.closed = true
 			sh.tab.reset()
+			sh.limits.reset()
 			sh.logs = nil
 			sh.mu.Unlock()
 		}

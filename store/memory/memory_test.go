@@ -108,13 +108,13 @@ func TestKeyIsCopiedOnce(t *testing.T) {
 		mustDecide(t, s, key, l, t0.Add(time.Duration(i)*time.Second))
 		sh := &s.shards[maphash.String(s.seed, key)&s.mask]
 		e := sh.tab.at(sh.tab.find(maphash.String(s.seed, key), key))
-		if unsafe.StringData(e.key) == unsafe.StringData(key) {
+		if unsafe.StringData(e.key()) == unsafe.StringData(key) {
 			t.Fatalf("decision %d: the store kept the caller's string", i)
 		}
-		if i > 0 && unsafe.StringData(e.key) != unsafe.StringData(stored) {
+		if i > 0 && unsafe.StringData(e.key()) != unsafe.StringData(stored) {
 			t.Fatalf("decision %d: the stored key changed", i)
 		}
-		stored = e.key
+		stored = e.key()
 		for k := range sh.logs {
 			if unsafe.StringData(k) != unsafe.StringData(stored) {
 				t.Fatalf("decision %d: the log is kept under another copy of the key", i)

@@ -3,10 +3,8 @@ package memory
 import (
 	"errors"
 	"math"
-	"strings"
 	"sync"
 	"time"
-	"unique"
 	"unsafe"
 
 	"github.com/sluice-rl/sluice/limiter"
@@ -38,13 +36,8 @@ type shardState struct {
 	// logs holds the entries of sliding_log keys, only while non-empty,
 	// keyed by the entry's own copy of the key.
 	logs map[string][]limiter.Entry
-	// last is the limit of the shard's last decision on a key it held,
-	// and lastHandle its handle: a key whose entry.limit is lastHandle,
-	// decided under last again, needs no copy of its limit to compare
-	// (unique.Handle.Value copies the whole Limit, which cost a hot key
-	// about a third of its decision time).
-	last       limiter.Limit
-	lastHandle unique.Handle[limiter.Limit]
+	// limits holds the limits the entries were written under.
+	limits limits
 	// bound counts the entries of every shard's logs (the store's).
 	bound *logBound
 	// roomTried and logTried are the seconds at which makeRoom and
@@ -70,14 +63,14 @@ var errNoRoom = errors.New("memory store: no room")
 // request) is not remembered, so it needs no room. A reserved key is
 // stored without counting towards the shard's max; another key needs
 // room, and without it decideNew returns errNoRoom, having changed
-// nothing.
+// nothing, as it does for a key too long to store (maxKeyLen).
 func (sh *shardState) decideNew(h uint64, key string, l limiter.Limit, now time.Time, cost int64, reserved bool) (limiter.Decision, error) {
 	var next limiter.State
 	d := l.Apply(&next, now, cost)
 	if d.Reset == 0 {
 		return d, nil
 	}
-	if !reserved && sh.tab.n-sh.reserved >= sh.max && !sh.makeRoom(now) {
+	if len(key) >= maxKeyLen || !reserved && sh.tab.n-sh.reserved >= sh.max && !sh.makeRoom(now) {
 		return limiter.Decision{}, errNoRoom
 	}
 	if !reserved && len(next.Log) > 0 && !sh.bound.fits(int64(len(next.Log))) {
@@ -85,35 +78,27 @@ func (sh *shardState) decideNew(h uint64, key string, l limiter.Limit, now time.
 			return limiter.Decision{}, errNoRoom
 		}
 	}
-	e := sh.tab.insert(h, strings.Clone(key))
-	e.limit = unique.Make(l)
+	e := sh.tab.insert(h, key)
+	e.limit = sh.limits.ref(&l)
 	if reserved {
 		e.use, sh.reserved = reservedBit, sh.reserved+1
 	}
 	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, next.A, next.B, now)
 	if len(next.Log) > 0 {
-		sh.setLog(e.key, next.Log, 0)
+		sh.setLog(e.key(), next.Log, 0)
 	}
 	return d, nil
-}
-
-// checkLimit reinterprets the state of e if l is not the limit it was
-// written under, and makes l the shard's last limit.
-func (sh *shardState) checkLimit(e *entry, l limiter.Limit, now time.Time) {
-	if was := e.limit.Value(); !l.Same(&was) {
-		sh.reinterpret(e, l, now)
-	}
-	sh.last, sh.lastHandle = l, e.limit
 }
 
 // reinterpret makes the state of e, written under another limit, the state
 // of the same key under l (limiter.Reinterpret), and records l as its
 // limit. The decision that follows keeps it whether it allows or not.
 func (sh *shardState) reinterpret(e *entry, l limiter.Limit, now time.Time) {
-	old := sh.logs[e.key]
-	st := limiter.Reinterpret(e.limit.Value(), l, limiter.State{A: e.a, B: e.b, Log: old}, now)
-	e.a, e.b, e.limit = st.A, st.B, unique.Make(l)
-	sh.setLog(e.key, st.Log, len(old))
+	old := sh.logs[e.key()]
+	st := limiter.Reinterpret(*sh.limits.at(e.limit), l, limiter.State{A: e.a, B: e.b, Log: old}, now)
+	sh.limits.unref(e.limit)
+	e.a, e.b, e.limit = st.A, st.B, sh.limits.ref(&l)
+	sh.setLog(e.key(), st.Log, len(old))
 }
 
 // record stores in e the state a, b that a decision at now left, whether
@@ -149,14 +134,15 @@ func (sh *shardState) setLog(key string, log []limiter.Entry, was int) {
 func (sh *shardState) removeAt(i int) {
 	e := sh.tab.at(i)
 	if len(sh.logs) > 0 {
-		if log, ok := sh.logs[e.key]; ok {
+		if log, ok := sh.logs[e.key()]; ok {
 			sh.bound.used.Add(-int64(len(log)))
-			delete(sh.logs, e.key)
+			delete(sh.logs, e.key())
 		}
 	}
 	if e.use&reservedBit != 0 {
 		sh.reserved--
 	}
+	sh.limits.unref(e.limit)
 	sh.tab.remove(i)
 }
 

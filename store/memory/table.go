@@ -1,13 +1,13 @@
 package memory
 
 import (
-	"unique"
-
-	"github.com/sluice-rl/sluice/limiter"
+	"math"
+	"strings"
+	"unsafe"
 )
 
 // chunkLen is how many entries one chunk of a table holds. 256 entries of
-// 48 bytes fill a 12 KiB allocation, which is a size class of its own, so
+// 40 bytes fill a 10 KiB allocation, which is a size class of its own, so
 // no memory is lost to rounding.
 const (
 	chunkBits = 8
@@ -16,34 +16,43 @@ const (
 )
 
 // entry is everything the store keeps about one key besides a sliding_log's
-// entries: the key itself, the algorithm's state (A and B of
+// entries, in 40 bytes: the key itself, the algorithm's state (A and B of
 // limiter.State) and the limit it was written under, when that state
 // becomes equivalent to a fresh one, and when the key was last used.
 type entry struct {
-	key  string
+	// k and n are the store's copy of the key, its bytes and its length
+	// (see key): half a string header, which would make the entry 48
+	// bytes. A key of 4 GiB or more is never stored.
+	k    *byte
 	a, b int64
-	// limit is the limit the state was written under, interned: the
-	// store's keys share one copy of each limit, and a decision under
-	// another limit reinterprets the state first (limiter.Reinterpret).
-	limit unique.Handle[limiter.Limit]
+	n    uint32
+	// limit is the index, in the shard's limits, of the limit the state
+	// was written under: a decision under another limit reinterprets the
+	// state first (limiter.Reinterpret).
+	limit uint32
 	// expiry is the second (since the Unix epoch, rounded up) from which
 	// the state can no longer change a decision and may be forgotten.
 	expiry uint32
 	// use is the shard's tick at the key's last decision, shifted left by
-	// one; the low bit is set when that decision left the key limited
-	// (denied, or nothing remaining).
+	// flagBits; the low bits are flags (limitedBit, reservedBit).
 	use uint32
 }
 
+// maxKeyLen is the length from which a key is too long to be stored
+// (entry.n): its requests are decided on its overflow counter.
+const maxKeyLen = math.MaxUint32
+
+// key returns the key of e, which must be in use, without copying it.
+func (e *entry) key() string { return unsafe.String(e.k, e.n) }
+
 // table is an open-addressing hash table from key to entry, one per shard.
 // It exists instead of a Go map for two reasons. It is smaller: over 1M
-// keys it costs about 70 bytes per key besides the key's own bytes
+// keys it costs about 60 bytes per key besides the key's own bytes
 // (BenchmarkIdleKeyMemory), where sharded Go maps of the same 24 bytes of
-// state cost about 77 (measured the same way with Go 1.26, the table
-// swapped for a map[string]struct{a, b int64; expiry, use uint32}, before
-// entries held their limit: 60 bytes then). And a
-// map overwrites its stored key on every assignment, which would retain
-// the caller's string instead of the store's copy.
+// state, without the limit, cost about 77 (measured the same way with Go
+// 1.26, the table swapped for a map[string]struct{a, b int64; expiry, use
+// uint32}). And a map overwrites its stored key on every assignment, which
+// would retain the caller's string instead of the store's copy.
 //
 // Entries are kept dense in fixed-size chunks, so that removing one moves
 // the last entry into the hole and iteration is a loop over indices. Slots
@@ -76,15 +85,15 @@ func (t *table) find(h uint64, key string) int {
 			return -1
 		}
 		if v>>32 == tag {
-			if idx := int(uint32(v)) - 1; t.at(idx).key == key {
+			if idx := int(uint32(v)) - 1; t.at(idx).key() == key {
 				return idx
 			}
 		}
 	}
 }
 
-// insert adds an entry for key, which must not be present, and returns it.
-// h is hash(key).
+// insert adds an entry for a copy of key, which must not be present and
+// must be shorter than maxKeyLen, and returns it. h is hash(key).
 func (t *table) insert(h uint64, key string) *entry {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.resize(max(minSlots, len(t.slots)*2))
@@ -96,7 +105,7 @@ func (t *table) insert(h uint64, key string) *entry {
 	t.n++
 	t.place(h>>32<<32 | uint64(idx+1))
 	e := t.at(idx)
-	e.key = key
+	e.k, e.n = unsafe.StringData(strings.Clone(key)), uint32(len(key))
 	return e
 }
 
@@ -114,7 +123,7 @@ func (t *table) place(v uint64) {
 func (t *table) slotOf(idx int) uint64 {
 	mask := uint64(len(t.slots) - 1)
 	want := uint32(idx + 1)
-	for i := t.hash(t.at(idx).key) >> 32 & mask; ; i = (i + 1) & mask {
+	for i := t.hash(t.at(idx).key()) >> 32 & mask; ; i = (i + 1) & mask {
 		if uint32(t.slots[i]) == want {
 			return i
 		}
