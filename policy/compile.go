@@ -101,6 +101,8 @@ func Compile(p Policy) (*Compiled, error) {
 	c.checkAllowIDs(fail)
 	if p.Clients.KeyHeader != "" && !validHeaderName(p.Clients.KeyHeader) {
 		fail("clients.key_header", "%q is not a valid HTTP header name", p.Clients.KeyHeader)
+	} else if why := uncountedHeader(p.Clients.KeyHeader); why != "" {
+		fail("clients.key_header", "%s", why)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -125,6 +127,8 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	checkMatch(at, r.Match, fail)
 	if r.Key.Kind == KeyHeader && !validHeaderName(r.Key.Header) {
 		fail(at+".key", "header name %q is not a valid HTTP header name", r.Key.Header)
+	} else if why := uncountedHeader(r.Key.Header); r.Key.Kind == KeyHeader && why != "" {
+		fail(at+".key", "%s", why)
 	}
 	if r.Key.Missing > MissingReject {
 		fail(at+".missing_header", "unknown value %d (shared, ip or reject)", r.Key.Missing)

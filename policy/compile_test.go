@@ -69,6 +69,14 @@ func TestCompileErrors(t *testing.T) {
 		{"key header with space", func(p *policy.Policy) { p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "X Tenant"} }, []string{"rules[0].key"}},
 		{"key header with colon", func(p *policy.Policy) { p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "X-Tenant:"} }, []string{"rules[0].key"}},
 		{"key header fine", func(p *policy.Policy) { p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "X-Tenant_Id"} }, nil},
+		// net/http holds Host and Transfer-Encoding apart from the
+		// fields, and hop-by-hop fields never reach the upstream: a rule
+		// counting by one would see every request without it.
+		{"key header Host", func(p *policy.Policy) { p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "host"} }, []string{"rules[0].key"}},
+		{"key header Transfer-Encoding", func(p *policy.Policy) {
+			p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "Transfer-Encoding"}
+		}, []string{"rules[0].key"}},
+		{"key header Connection", func(p *policy.Policy) { p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "CONNECTION"} }, []string{"rules[0].key"}},
 		{"header ignored for ip", func(p *policy.Policy) { p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyIP, Header: "bad header"} }, nil},
 		{"missing header ip", func(p *policy.Policy) {
 			p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "X-Tenant", Missing: policy.MissingIP}
@@ -204,6 +212,8 @@ func TestCompileErrors(t *testing.T) {
 		{"key_header with space", func(p *policy.Policy) { p.Clients.KeyHeader = "X API Key" }, []string{"clients.key_header"}},
 		{"key_header with colon", func(p *policy.Policy) { p.Clients.KeyHeader = "Authorization:" }, []string{"clients.key_header"}},
 		{"key_header fine", func(p *policy.Policy) { p.Clients.KeyHeader = "Authorization" }, nil},
+		{"key_header Host", func(p *policy.Policy) { p.Clients.KeyHeader = "Host" }, []string{"clients.key_header"}},
+		{"key_header Upgrade", func(p *policy.Policy) { p.Clients.KeyHeader = "upgrade" }, []string{"clients.key_header"}},
 		{
 			"plan name with space",
 			func(p *policy.Policy) { p.Plans["big plan"] = policy.Plan{}; p.Clients.List[2].Plan = "big plan" },

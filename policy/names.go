@@ -1,5 +1,10 @@
 package policy
 
+import (
+	"net/textproto"
+	"slices"
+)
+
 // validName reports whether s is a usable rule, client or plan name: 1 to 64
 // letters, digits, '_', '-' or '.'.
 func validName(s string) bool {
@@ -49,4 +54,22 @@ func isTokenPunct(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// connectionFields are the fields that describe one connection, not the
+// request (RFC 9110 section 7.6.1): a proxy never passes them on.
+var connectionFields = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade"}
+
+// uncountedHeader says why requests cannot be told apart by the header
+// name, or returns "": net/http holds Host and Transfer-Encoding apart
+// from a request's header fields, so every request would lack them, and
+// the connection's own fields never reach the upstream.
+func uncountedHeader(name string) string {
+	switch name = textproto.CanonicalMIMEHeaderKey(name); {
+	case name == "Host" || name == "Transfer-Encoding":
+		return name + " is never among a request's header fields as sluice reads them (net/http holds it apart): every request would lack it (name a header the caller sends, such as X-Tenant)"
+	case slices.Contains(connectionFields, name):
+		return name + " describes the connection, not the request, and never reaches the upstream (name a header the caller sends, such as X-Tenant)"
+	}
+	return ""
 }
