@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -219,5 +220,26 @@ func TestAdaptiveConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", c.a, err, c.want)
 		}
+	}
+}
+
+// Beyond 512 latencies a window keeps a uniform sample: slow answers that
+// come after the first 512 still make its p99 (15% of 600 are slow here).
+func TestAdaptiveReservoir(t *testing.T) {
+	th, clk := newThrottle(t, Config{MaxInFlight: 100, Rand: rand.New(rand.NewPCG(3, 4)).Float64,
+		Adaptive: &Adaptive{MinInFlight: 1, LatencyTarget: target, MinSamples: 600}})
+	for i := range 600 {
+		d := th.Acquire(context.Background(), Request{})
+		if i == 599 {
+			clk.Advance(time.Second)
+		}
+		lat := target / 2
+		if i >= 512 {
+			lat = 10 * target
+		}
+		d.Release(Outcome{Latency: lat})
+	}
+	if l := th.Limit(); l != 50 {
+		t.Fatalf("limit %d, want 50 (p99 far above the target: halved)", l)
 	}
 }

@@ -2,6 +2,8 @@ package throttle
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -51,4 +53,44 @@ func TestReleaseByValue(t *testing.T) {
 	if got := th.Stats().InFlight; got != 0 {
 		t.Fatalf("in flight: %d, want 0", got)
 	}
+}
+
+// The caller goes away at the instant its slot is handed over: its context
+// ends while Release is dispatching to it, and it is already in leave,
+// waiting for the lock, when the slot is decided. It must hand the slot on
+// to the next waiter (no slot leaks) and report canceled, not admitted (no
+// slot is held by a caller that is gone).
+func TestCanceledAtHandover(t *testing.T) {
+	th, _ := newThrottle(t, Config{MaxInFlight: 1, Queue: Queue{MaxLength: 5}})
+	slot := hold(t, th, 1, Request{})[0]
+	gone := acquire(t, th, "gone", Request{Priority: High})
+	next := acquire(t, th, "next", Request{})
+	first := true
+	testHook = func(_ *Throttle, _ Priority, d Decision) {
+		if !d.Admitted || !first {
+			return
+		}
+		first = false
+		gone.cancel() // the dispatcher holds the lock: gone blocks in leave
+		waitFor(t, func() bool { return inLeave() })
+	}
+	defer func() { testHook = nil }()
+	slot.Release(Outcome{})
+	if d := gone.result(t); d.Admitted || d.Reason != ReasonCanceled {
+		t.Fatalf("gone: %+v, want canceled", d)
+	}
+	d := next.result(t)
+	if !d.Admitted {
+		t.Fatalf("next: %+v, want the slot gone handed on", d)
+	}
+	d.Release(Outcome{})
+	if s := th.Stats(); s.InFlight != 0 || s.QueueLength != 0 || s.Admitted != 3 {
+		t.Fatalf("after: %+v", s)
+	}
+}
+
+// inLeave reports whether a goroutine is in Throttle.leave.
+func inLeave() bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "throttle.(*Throttle).leave")
 }
