@@ -73,7 +73,7 @@ func getStatus(t *testing.T, client *http.Client, url, key string) (int, http.He
 // its response; then Run returns nil.
 func TestShutdownDelayKeepsServing(t *testing.T) {
 	up := newUpstream(t)
-	addr, admin, stop, ran := runWith(t, up.srv.URL, "  shutdown_delay: 2s\n")
+	addr, admin, stop, ran := runWith(t, up.srv.URL, "  shutdown_delay: 3s\n")
 	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
 	if code, _, err := getStatus(t, client, admin+"/readyz", ""); code != http.StatusOK {

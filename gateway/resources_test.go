@@ -262,3 +262,22 @@ func TestReloadKeepsServerSettings(t *testing.T) {
 	c.write("POST /submit HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\nContent-Length: 100\r\n\r\n0123456789")
 	c.mustRead(http.StatusRequestTimeout) // still 300ms
 }
+
+// TestSlowUpstreamAfterBody: body_timeout bounds the body only. Once the
+// body is in, an upstream slower than body_timeout (within
+// upstream_timeout) still gets its answer to the caller: net/http clears
+// the read deadline when the body ends, for its own read that watches for
+// the caller leaving, so the deadline never cancels the request.
+func TestSlowUpstreamAfterBody(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(700 * time.Millisecond) // the slow upstream under test: over body_timeout
+		_, _ = io.WriteString(w, "done")
+	}))
+	defer up.Close()
+	h := startGateway(t, strings.Replace(serverConfig("  body_timeout: 300ms\n"), "{{UPSTREAM}}", up.URL, 1))
+	r := h.do(h.url, http.MethodPost, "/submit", map[string]string{"X-API-Key": keyA}, "a body")
+	if r.Status != http.StatusOK || r.Body != "done" {
+		t.Errorf("status %d %q, want 200 done", r.Status, r.Body)
+	}
+}
