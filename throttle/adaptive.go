@@ -94,13 +94,26 @@ func (w *window) next(now time.Time, limit int) (int, bool) {
 	}
 	kept := w.samples[:min(w.seen, reservoirSize)]
 	slices.Sort(kept)
-	var p99 time.Duration
-	if len(kept) > 0 {
-		p99 = kept[int(math.Ceil(0.99*float64(len(kept))))-1]
-	}
-	limit = nextLimit(w.cfg, w.max, limit, p99, w.seen, w.drops, w.peak)
+	limit = nextLimit(w.cfg, w.max, limit, p99(kept), w.seen, w.drops, w.peak)
 	w.start, w.seen, w.drops, w.peak = now, 0, 0, 0
 	return limit, true
+}
+
+// p99 returns the 99th percentile of sorted latencies by nearest rank, but
+// never a lone largest value: below 100 latencies the nearest rank is the
+// maximum, and one slow answer in a small window (the 1% an upstream
+// meeting its p99 objective is allowed) would shrink the limit, every
+// other window at 50 answers a window. It takes the second largest there,
+// as the nearest rank does from 100 to 199 latencies. 0 for none.
+func p99(sorted []time.Duration) time.Duration {
+	n := len(sorted)
+	switch {
+	case n == 0:
+		return 0
+	case n < 100:
+		return sorted[max(n-2, 0)]
+	}
+	return sorted[int(math.Ceil(0.99*float64(n)))-1]
 }
 
 // nextLimit is the control law, applied once per window:

@@ -243,3 +243,30 @@ func TestAdaptiveReservoir(t *testing.T) {
 		t.Fatalf("limit %d, want 50 (p99 far above the target: halved)", l)
 	}
 }
+
+// An upstream that meets its objective exactly: 1 answer in 100 is slow
+// (p99 at the target's edge, the tail the objective allows). With 50
+// answers a window, every other window holds one slow answer; taking a
+// window's maximum for its p99 below 100 samples halved the limit in each
+// of them, and +10% a window in between could not make up for it: the
+// limit fell to the floor on a healthy upstream (503 dips, as Envoy's
+// probes caused). One answer never judges a window.
+func TestAdaptiveOneOutlierPerWindow(t *testing.T) {
+	th, clk := newThrottle(t, Config{MaxInFlight: 50, Adaptive: &Adaptive{MinInFlight: 5, LatencyTarget: target}})
+	k := 0
+	for w := range 40 {
+		held := hold(t, th, th.Limit(), Request{})
+		clk.Advance(time.Second / time.Duration(len(held)))
+		for _, d := range held {
+			lat := target / 2
+			if k++; k%100 == 0 {
+				lat = 3 * target
+			}
+			d.Release(Outcome{Latency: lat})
+			clk.Advance(time.Second / 50)
+		}
+		if l := th.Limit(); l < 45 {
+			t.Fatalf("window %d: limit %d on an upstream within its objective, want ≥ 45", w, l)
+		}
+	}
+}

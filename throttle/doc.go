@@ -54,8 +54,10 @@
 // at least half the limit was in use: an unused limit proves nothing. The
 // limit starts at MaxInFlight and Throttle.Limit reads it. The p99 is
 // exact up to 512 latencies a window and taken from a uniform sample of 512
-// beyond (reservoir sampling); fewer than 100 make it the window's maximum,
-// which errs on the side of shrinking.
+// beyond (reservoir sampling). Below 100 latencies the nearest rank would
+// be the window's maximum, so that one slow answer (the 1% an upstream
+// meeting its objective may give) would shrink the limit; the second
+// largest is taken there (TestAdaptiveOneOutlierPerWindow).
 //
 // It learns from two families of anchors and pins their known failures in
 // tests:
