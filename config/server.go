@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
@@ -57,6 +58,15 @@ func DefaultServer() Server {
 	return Server{ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyTimeout: DefaultBodyTimeout,
 		IdleTimeout: DefaultIdleTimeout, UpstreamTimeout: DefaultUpstreamTimeout,
 		MaxConnections: DefaultMaxConnections, DrainTimeout: DefaultDrainTimeout}
+}
+
+// summary is check's line for the server block, "" for the defaults.
+func (s Server) summary() string {
+	if s == DefaultServer() {
+		return ""
+	}
+	return fmt.Sprintf("server: timeouts header %v, body %v, idle %v, upstream %v; at most %d connections; shutdown delay %v, drain %v\n",
+		s.ReadHeaderTimeout, s.BodyTimeout, s.IdleTimeout, s.UpstreamTimeout, s.MaxConnections, s.ShutdownDelay, s.DrainTimeout)
 }
 
 var serverFields = []string{"read_header_timeout", "body_timeout", "idle_timeout", "upstream_timeout",

@@ -38,6 +38,14 @@ rules: [{name: a, rate: 1/s}]
 	if f.Server != want {
 		t.Errorf("server = %+v, want %+v", f.Server, want)
 	}
+	var b strings.Builder
+	if err := f.WriteSummary(&b); err != nil {
+		t.Fatal(err)
+	}
+	line := "server: timeouts header 2s, body 1m0s, idle 30s, upstream 500ms; at most 64 connections; shutdown delay 5s, drain 0s\n"
+	if !strings.Contains(b.String(), line) {
+		t.Errorf("summary lacks %q:\n%s", line, b.String())
+	}
 }
 
 func TestServerErrors(t *testing.T) {

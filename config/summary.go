@@ -26,6 +26,7 @@ func (f *File) WriteSummary(w io.Writer) error {
 		b.WriteString(" (token required)")
 	}
 	b.WriteString("\n" + f.Store.summary())
+	b.WriteString(f.Server.summary())
 	p := f.Policy
 	if len(p.TrustedProxies) > 0 {
 		fmt.Fprintf(&b, "trusted proxies: %v; callers read from %v only\n", p.TrustedProxies, p.ForwardedHeader)
