@@ -185,7 +185,9 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 				f.Upstream.Redacted(), f.Listen)
 		}
 	}
-	d.admin(m["admin"], f)
+	if !d.admin(m["admin"], f) && f.Listen != "" && sameAddr(f.Admin, f.Listen) {
+		d.fail(m["listen"], "listen", "%s is also the admin port's default address %s (set admin to another address, such as admin: 127.0.0.1:9091)", f.Listen, DefaultAdmin)
+	}
 	f.Server = d.server(m["server"], "server")
 	f.Store = d.store(m["store"], "store")
 	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")

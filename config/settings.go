@@ -216,10 +216,11 @@ var adminFields = []string{"listen", "token"}
 
 // admin decodes the admin setting: host:port as a scalar, or a mapping
 // {listen: host:port, token: SECRET}. It warns when the address is
-// reachable from other machines and no token guards it.
-func (d *decoder) admin(n *yaml.Node, f *File) {
+// reachable from other machines and no token guards it, and reports
+// whether the file gives an address.
+func (d *decoder) admin(n *yaml.Node, f *File) (given bool) {
 	if isNull(n) {
-		return
+		return false
 	}
 	addrNode, addrPath := n, "admin"
 	if n.Kind == yaml.MappingNode {
@@ -235,11 +236,11 @@ func (d *decoder) admin(n *yaml.Node, f *File) {
 		}
 	}
 	if isNull(addrNode) {
-		return // admin: {token: ...} keeps the default address
+		return false // admin: {token: ...} keeps the default address
 	}
 	addr := d.hostPort(addrNode, addrPath, false)
 	if addr == "" {
-		return
+		return true
 	}
 	f.Admin = addr
 	if f.Listen != "" && sameAddr(f.Admin, f.Listen) {
@@ -248,6 +249,7 @@ func (d *decoder) admin(n *yaml.Node, f *File) {
 	if f.AdminToken == "" && !loopback(f.Admin) {
 		d.warnf(addrNode, addrPath, "%s is reachable from other machines and no admin.token is set: anyone who reaches it can reload the configuration and read the metrics (bind 127.0.0.1, or set admin: {listen: %s, token: env:SLUICE_ADMIN_TOKEN})", f.Admin, f.Admin)
 	}
+	return true
 }
 
 // loopback reports whether a listen address binds only the loopback
