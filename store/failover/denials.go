@@ -23,8 +23,8 @@ type denialShard struct {
 }
 
 type denial struct {
-	cost  int64 // requests of this cost are denied...
-	until time.Time
+	cost  int64            // requests of this cost are denied...
+	until time.Time        // ...and answered from memory until then...
 	d     limiter.Decision // ...with this answer, RetryAfter, Reset and Refill shortened as time passes
 	at    time.Time
 	limit limiter.Limit
@@ -104,19 +104,26 @@ func (e *denial) answer(cost int64, l limiter.Limit, now time.Time) (limiter.Dec
 		d.Reset, d.Refill = max(0, d.Reset-now.Sub(e.at)), max(0, d.Refill-now.Sub(e.at))
 		return d, true
 	}
-	if d.RetryAfter != limiter.Never {
-		d.RetryAfter = e.until.Sub(now)
+	if d.RetryAfter != limiter.Never { // it runs to e.at+RetryAfter, no sooner than until
+		d.RetryAfter -= now.Sub(e.at)
 	}
 	d.Reset, d.Refill = max(0, d.Reset-now.Sub(e.at)), max(0, d.Refill-now.Sub(e.at))
 	return d, true
 }
 
-// remember records a denial from the shared store. Denials that would wait
-// forever (cost above the limit) are remembered for a minute.
+// remember records a denial from the shared store until its RetryAfter,
+// or for a minute if it would wait forever (cost above the limit); but no
+// longer than its Refill: until then nothing but time changes the answer
+// (what other callers spend only makes it later), after it Remaining has
+// grown, and an answer from memory would show the old Remaining and a
+// Refill of 0.
 func (ds *denials) remember(key string, cost int64, l limiter.Limit, d limiter.Decision, now time.Time) {
 	wait := d.RetryAfter
 	if wait == limiter.Never {
 		wait = time.Minute
+	}
+	if d.Refill > 0 {
+		wait = min(wait, d.Refill)
 	}
 	sh := ds.shard(key)
 	sh.mu.Lock()

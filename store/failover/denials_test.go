@@ -173,3 +173,42 @@ func TestLookAtDeniedKeyAnsweredLocally(t *testing.T) {
 		t.Fatalf("look after the window: %+v, %v; want Remaining 2", d, err)
 	}
 }
+
+// TestCheapRejectionsOnlyUntilRefill: a remembered denial is the shared
+// store's answer exactly until Remaining next grows (its Refill); after
+// that its Remaining is stale and its Refill would say 0 on a denial, so
+// the shared store is asked again, even though the denied cost still has
+// to wait.
+func TestCheapRejectionsOnlyUntilRefill(t *testing.T) {
+	f := newFixture(t, failover.Options{})
+	tb := must(t, limiter.TokenBucket, 1, time.Second, 4) // a token a second, 4 at most
+	for i, st := range []struct {
+		at            time.Duration
+		cost          int64
+		allowed       bool
+		remaining     int64
+		retry, refill time.Duration
+		calls, cached int64
+		reference     string
+	}{
+		{0, 3, true, 1, 0, time.Second, 1, 0, "3 of 4 spent"},
+		{0, 3, false, 1, 2 * time.Second, time.Second, 2, 0, "denied by the shared store: 2 tokens missing, the next in 1s"},
+		{500 * time.Millisecond, 3, false, 1, 1500 * time.Millisecond, 500 * time.Millisecond, 2, 1, "answered locally"},
+		{1500 * time.Millisecond, 3, false, 2, 500 * time.Millisecond, 500 * time.Millisecond, 3, 1,
+			"a token has come back since: the shared store is asked again"},
+	} {
+		f.clk.Set(t0.Add(st.at))
+		d, err := f.decide("a", tb, st.cost)
+		if err != nil {
+			t.Fatalf("step %d (%s): %v", i, st.reference, err)
+		}
+		if d.Allowed != st.allowed || d.Remaining != st.remaining || d.RetryAfter != st.retry || d.Refill != st.refill {
+			t.Errorf("step %d (%s): %+v, want allowed %v, remaining %d, retry %v, refill %v",
+				i, st.reference, d, st.allowed, st.remaining, st.retry, st.refill)
+		}
+		if calls, cached := f.shared.calls.Load(), f.fo.Stats().CachedRejections.Load(); calls != st.calls || cached != st.cached {
+			t.Errorf("step %d (%s): %d calls of the shared store, %d cached rejections; want %d, %d",
+				i, st.reference, calls, cached, st.calls, st.cached)
+		}
+	}
+}
