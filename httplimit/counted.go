@@ -37,7 +37,7 @@ func headerRefused(pol *policy.Compiled, s *scratch, h http.Header) (detail stri
 		}
 		name := textproto.CanonicalMIMEHeaderKey(r.Key.Header)
 		for k := range h {
-			if k != name && sameName(k, name) {
+			if k != name && policy.SameHeaderName(k, name) {
 				delete(h, k)
 			}
 		}
@@ -115,7 +115,7 @@ var secretWords = [...]string{"key", "token", "secret", "auth", "pass", "cookie"
 // secretName reports whether a header of this name may carry a secret: the
 // access key header (in any spelling) or a name with a secretWords word.
 func secretName(pol *policy.Compiled, name string) bool {
-	if sameName(name, pol.KeyHeader()) {
+	if policy.SameHeaderName(name, pol.KeyHeader()) {
 		return true
 	}
 	lower := strings.ToLower(name)

@@ -32,7 +32,7 @@ import (
 // headers, as the gateway does: a caller may name it in Connection. The
 // same holds for the access key header and the headers header:NAME rules
 // count by, which the upstream must receive as they were counted.
-const ClientHeader = "X-Sluice-Client"
+const ClientHeader = policy.ClientHeader
 
 // Options configure a Limiter. Policy and Store are required.
 type Options struct {

@@ -214,6 +214,15 @@ func TestCompileErrors(t *testing.T) {
 		{"key_header fine", func(p *policy.Policy) { p.Clients.KeyHeader = "Authorization" }, nil},
 		{"key_header Host", func(p *policy.Policy) { p.Clients.KeyHeader = "Host" }, []string{"clients.key_header"}},
 		{"key_header Upgrade", func(p *policy.Policy) { p.Clients.KeyHeader = "upgrade" }, []string{"clients.key_header"}},
+		// A caller's X-Sluice-Client and the override headers are removed
+		// before anything is read: counting by one counts nothing.
+		{"key_header X-Sluice-Client", func(p *policy.Policy) { p.Clients.KeyHeader = "x_sluice_client" }, []string{"clients.key_header"}},
+		{"key header X-HTTP-Method-Override", func(p *policy.Policy) {
+			p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "X-HTTP-Method-Override"}
+		}, []string{"rules[0].key"}},
+		{"key header X-Original-URL", func(p *policy.Policy) {
+			p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "X-Original-URL"}
+		}, []string{"rules[0].key"}},
 		{
 			"plan name with space",
 			func(p *policy.Policy) { p.Plans["big plan"] = policy.Plan{}; p.Clients.List[2].Plan = "big plan" },

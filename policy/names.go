@@ -62,14 +62,72 @@ var connectionFields = []string{"Connection", "Keep-Alive", "Proxy-Connection", 
 
 // uncountedHeader says why requests cannot be told apart by the header
 // name, or returns "": net/http holds Host and Transfer-Encoding apart
-// from a request's header fields, so every request would lack them, and
-// the connection's own fields never reach the upstream.
+// from a request's header fields, so every request would lack them; the
+// connection's own fields never reach the upstream; RemovedHeader's are
+// removed before anything reads them.
 func uncountedHeader(name string) string {
 	switch name = textproto.CanonicalMIMEHeaderKey(name); {
 	case name == "Host" || name == "Transfer-Encoding":
 		return name + " is never among a request's header fields as sluice reads them (net/http holds it apart): every request would lack it (name a header the caller sends, such as X-Tenant)"
 	case slices.Contains(connectionFields, name):
 		return name + " describes the connection, not the request, and never reaches the upstream (name a header the caller sends, such as X-Tenant)"
+	case RemovedHeader(name):
+		return name + " is removed from every request before anything reads it: sluice writes " + ClientHeader + " itself, and an override header would make the upstream serve another method or path than the one counted (name a header the caller sends, such as X-Tenant)"
 	}
 	return ""
+}
+
+// ClientHeader is the field that tells the upstream who the caller is
+// (httplimit.ClientHeader). Only sluice writes it: a caller's copy is
+// removed in every spelling before anything reads the request.
+const ClientHeader = "X-Sluice-Client"
+
+// overrideHeaders are the fields with which some upstreams serve a
+// request as another one than its request line says: another method
+// (Symfony, Express's method-override, ASP.NET Web API, Google's APIs) or
+// another path (X-Original-URL and X-Rewrite-URL: IIS URL Rewrite, Symfony
+// and Zend behind it). sluice counts the request line, so these are
+// removed before anything reads the request.
+var overrideHeaders = [...]string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override",
+	"X-Original-Url", "X-Rewrite-Url"}
+
+// RemovedHeader reports whether a caller's field of this name is removed
+// before anything reads the request, in any spelling SameHeaderName
+// accepts: ClientHeader and the override headers.
+func RemovedHeader(name string) bool {
+	if SameHeaderName(name, ClientHeader) {
+		return true
+	}
+	for _, o := range overrideHeaders {
+		if SameHeaderName(name, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// SameHeaderName reports whether two header names are the same to some
+// upstream: equal regardless of case, with '_' and '-' alike, as
+// CGI-style upstreams (PHP, WSGI, Rack) read X-API-Key and X_API_KEY both
+// as HTTP_X_API_KEY.
+func SameHeaderName(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if foldName(a[i]) != foldName(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func foldName(c byte) byte {
+	switch {
+	case c >= 'A' && c <= 'Z':
+		return c + 'a' - 'A'
+	case c == '_':
+		return '-'
+	}
+	return c
 }
