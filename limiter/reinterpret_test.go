@@ -57,3 +57,50 @@ func FuzzReinterpret(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReinterpretThenDecide spends on a key under one limit, reinterprets
+// its state under another of the same algorithm and goes on deciding
+// under the new limit, time going only forward: every decision keeps the
+// promises of Decide (Remaining exact, RetryAfter and Refill neither late
+// nor early, a look always allowed) even from a state the new limit alone
+// could not have reached, such as a count above its rate.
+func FuzzReinterpretThenDecide(f *testing.F) {
+	jan := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+	spend, later := []byte{0, 0, 3, 3, 5, 2, 0, 0, 200}, []byte{0, 0, 0, 1, 0, 1, 3, 7, 2, 5, 3, 1}
+	for _, alg := range limiter.Algorithms {
+		f.Add(uint8(alg), int64(10), int64(1_000_000), int64(0), int64(3), int64(1_000_000), int64(0), jan, spend, later)
+		f.Add(uint8(alg), int64(1000), int64(1_000_000), int64(0), int64(1), int64(7_000_000), int64(0), jan+1, spend, later)
+		f.Add(uint8(alg), int64(1_000_000_000), int64(1000), int64(0), int64(1), int64(31_622_400_000_000), int64(0), jan, spend, later)
+	}
+	f.Fuzz(func(t *testing.T, alg uint8, rate1, period1, burst1, rate2, period2, burst2, start int64, b, b2 []byte) {
+		from, err1 := limiter.New(limiter.Algorithm(alg), rate1, time.Duration(period1)*time.Microsecond, burst1)
+		to, err2 := limiter.New(limiter.Algorithm(alg), rate2, time.Duration(period2)*time.Microsecond, burst2)
+		if err1 != nil || err2 != nil {
+			t.Skip()
+		}
+		var s limiter.State
+		now, latest := start, clamp(start)
+		for _, st := range decodeSteps(b, from.Burst()) {
+			now = addSat(now, st.delta)
+			latest = max(latest, clamp(now))
+			if d, next := limiter.Decide(from, clone(s), time.UnixMicro(now), st.cost); d.Allowed {
+				s = next
+			}
+		}
+		r := newRun(t, to)
+		now = max(now, latest)
+		r.s, r.latest = limiter.Reinterpret(from, to, clone(s), time.UnixMicro(now)), latest
+		for _, st := range decodeSteps(b2, to.Burst()) {
+			now = max(addSat(now, st.delta), r.latest)
+			at := clamp(now)
+			d, next := limiter.Decide(to, clone(r.s), time.UnixMicro(now), st.cost)
+			r.checkDecision(d, st.cost)
+			if st.cost >= 0 {
+				r.checkRemaining(d, next, now)
+				r.checkRetryAfter(d, next, at, st.cost)
+				r.checkRefill(d, next, at)
+			}
+			r.s, r.latest = next, at
+		}
+	})
+}
