@@ -57,6 +57,7 @@ type Gateway struct {
 	limiter   *httplimit.Limiter
 	server    config.Server // as at start: a reload does not change it
 	loopToken string        // this instance's mark on what it forwards
+	loopMark  []string      // the header value of a request without marks: loopToken
 	metrics   *metrics
 	log       *slog.Logger
 	logGate   *logGate
@@ -105,6 +106,7 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.limiter = lim
+	g.loopMark = []string{g.loopToken}
 	g.snap.Store(g.newSnapshot(opts.Config))
 	g.ready.Store(true)
 	return g, nil

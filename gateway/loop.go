@@ -58,8 +58,13 @@ func (g *Gateway) loopAnswer(w http.ResponseWriter) {
 // markLoop adds this instance's mark to what goes upstream, after the
 // marks of earlier sluice instances.
 func (g *Gateway) markLoop(pr *httputil.ProxyRequest) {
+	in := pr.In.Header[loopHeader]
+	if len(in) == 0 {
+		pr.Out.Header[loopHeader] = g.loopMark // shared: nothing appends to or edits it
+		return
+	}
 	var marks []string
-	for _, v := range pr.In.Header[loopHeader] {
+	for _, v := range in {
 		for _, m := range strings.Split(v, ",") {
 			if m = strings.TrimSpace(m); isMark(m) && len(marks) < maxMarks-1 {
 				marks = append(marks, m)
