@@ -281,3 +281,23 @@ func TestSlowUpstreamAfterBody(t *testing.T) {
 		t.Errorf("status %d %q, want 200 done", r.Status, r.Body)
 	}
 }
+
+// TestLimitedSlowBodyGets429: a caller over its limit gets its 429 at once
+// however slowly its body arrives, like the 401 of
+// TestEarlyAnswerDoesNotWaitForBody.
+func TestLimitedSlowBodyGets429(t *testing.T) {
+	cfg := strings.Replace(serverConfig("  body_timeout: 1m\n"),
+		"match: { path: /submit }\n    algorithm: fixed_window\n    rate: 100/m", "match: { path: /submit }\n    algorithm: fixed_window\n    rate: 1/m", 1)
+	h := startGateway(t, cfg)
+	if r := h.do(h.url, http.MethodPost, "/submit", map[string]string{"X-API-Key": keyA}, "first"); r.Status != http.StatusOK {
+		t.Fatalf("first POST: %d %s", r.Status, r.Body)
+	}
+	c := h.dial()
+	c.write("POST /submit HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\nContent-Length: 1000\r\n\r\nx")
+	if resp := c.mustRead(http.StatusTooManyRequests); !resp.Close {
+		t.Error("429 without Connection: close")
+	}
+	if !c.closedAfter() {
+		t.Error("the connection stayed open after 429")
+	}
+}
