@@ -16,8 +16,8 @@
 // Threshold consecutive failures the circuit opens: the shared store is not
 // called, and requests are answered by the configured store.FailurePolicy
 // (open: pass, closed: 503, local: each instance enforces limit/Instances
-// from a memory store). Every ProbeInterval one request is let through as a probe; when it
-// succeeds, shared counting resumes.
+// from a memory store). Every ProbeInterval one request is let through as
+// a probe; when it succeeds, shared counting resumes.
 package failover
 
 import (
@@ -100,7 +100,7 @@ func New(opts Options) (*Store, error) {
 		return nil, errors.New("failover: no shared store")
 	}
 	if opts.OnFailure == store.FailLocal && opts.Fallback == nil {
-		return nil, errors.New("failover: mode local needs a fallback store")
+		return nil, errors.New("failover: OnFailure store.FailLocal needs a Fallback store")
 	}
 	opts = withDefaults(opts)
 	s := &Store{opts: opts, denied: newDenials(opts.MaxCached)}

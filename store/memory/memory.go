@@ -64,8 +64,8 @@ type Options struct {
 	// forgotten only once expired). It is meant for a set of callers
 	// bounded in advance, such as the clients a configuration lists, so
 	// that a flood of other keys can neither evict nor starve them. It is
-	// called with the key's shard locked, once per key stored; nil: no
-	// key is reserved.
+	// called with the key's shard locked, for each decision on a key the
+	// store does not hold, so it must be quick; nil: no key is reserved.
 	Reserved func(key string) bool
 }
 
