@@ -196,6 +196,7 @@ func TestReservedKeysAlwaysHaveRoom(t *testing.T) {
 }
 
 func TestOverflowKeyIsNoOtherKey(t *testing.T) {
+	overflowKey := func(key string, l limiter.Limit) string { return string(appendOverflowKey(nil, key, l)) }
 	l := limiter.MustNew(limiter.GCRA, 10, time.Minute, 5)
 	keys := map[string]string{}
 	for _, k := range []string{

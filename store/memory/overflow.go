@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
@@ -17,7 +18,11 @@ import (
 // always have room and are never evicted): there is at most one per rule
 // and limit, and a flood of distinct keys cannot make more.
 func (s *Store) decideOverflow(key string, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
-	key = overflowKey(key, limit)
+	var buf [96]byte
+	b := appendOverflowKey(buf[:0], key, limit)
+	// A view of buf, which nothing keeps: a new counter stores a copy
+	// (table.insert), so that a flood of new keys allocates nothing here.
+	key = unsafe.String(unsafe.SliceData(b), len(b))
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
@@ -39,27 +44,26 @@ func (s *Store) decideOverflow(key string, limit limiter.Limit, now time.Time, c
 	return d, nil
 }
 
-// overflowKey returns the key of the overflow counter of key's rule under
-// limit: '#' (no key made by store.Key or store.GroupKey starts so), the
-// rule as store.Key writes a part (its length, ':', its bytes), then the
-// limit's algorithm, rate, period in microseconds and burst, each after a
-// ':'. The rule is the first part of the key, after its group if it has
-// one; a key not made by store.Key has no rule, and shares one overflow
-// counter per limit with such keys. It is built in one allocation.
-func overflowKey(key string, limit limiter.Limit) string {
+// appendOverflowKey appends to b the key of the overflow counter of key's
+// rule under limit: '#' (no key made by store.Key or store.GroupKey starts
+// so), the rule as store.Key writes a part (its length, ':', its bytes),
+// then the limit's algorithm, rate, period in microseconds and burst, each
+// after a ':'. The rule is the first part of the key, after its group if
+// it has one; a key not made by store.Key has no rule, and shares one
+// overflow counter per limit with such keys.
+func appendOverflowKey(b []byte, key string, limit limiter.Limit) []byte {
 	if _, rest, ok := store.SplitGroup(key); ok {
 		key = rest
 	}
 	rule, _ := firstPart(key)
-	var buf [96]byte
-	b := append(buf[:0], '#')
+	b = append(b, '#')
 	b = strconv.AppendInt(b, int64(len(rule)), 10)
 	b = append(append(b, ':'), rule...)
 	b = append(append(b, ':'), limit.Algorithm().String()...)
 	for _, n := range [...]int64{limit.Rate(), int64(limit.Period() / time.Microsecond), limit.Burst()} {
 		b = strconv.AppendInt(append(b, ':'), n, 10)
 	}
-	return string(b)
+	return b
 }
 
 // firstPart returns the first part of a key made by store.Key: its rule.
