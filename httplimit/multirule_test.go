@@ -1,7 +1,6 @@
 package httplimit_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
-	"github.com/sluice-rl/sluice/store/redis"
 )
 
 // TestShadowRuleAmongEnforcingRules has two enforcing rules and a shadow
@@ -53,15 +51,7 @@ func TestRejectedRequestReportsOtherRulesNotSpent(t *testing.T) {
 	stores := map[string]func(*testing.T) func(*httplimit.Options){
 		"memory": func(*testing.T) func(*httplimit.Options) { return func(*httplimit.Options) {} },
 		"redis": func(t *testing.T) func(*httplimit.Options) {
-			srv := redistest.StartServer(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			s, err := redis.New(ctx, redis.Options{Addrs: []string{srv.Addr}, Prefix: redistest.KeyPrefix(t),
-				CallerTime: true, Timeout: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
+			s := newRedisStore(t, redistest.StartServer(t).Addr)
 			return func(o *httplimit.Options) { o.Store = s }
 		},
 	}

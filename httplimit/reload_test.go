@@ -1,7 +1,6 @@
 package httplimit_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
-	"github.com/sluice-rl/sluice/store/redis"
 )
 
 // SetPolicy applies to the requests after it; rules keep their counters,
@@ -78,16 +76,8 @@ func TestReloadKeepsCounters(t *testing.T) {
 	for _, alg := range limiter.Algorithms {
 		t.Run(alg.String(), func(t *testing.T) { checkReloadKeepsCounters(t, newHarness(t, onePartner(alg, 4)), alg) })
 		t.Run(alg.String()+"_redis", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			// The Timeout is an upper bound for a loaded machine; a store
-			// error answers 503 rather than letting a request pass.
-			s, err := redis.New(ctx, redis.Options{Addrs: []string{srv.Addr}, Prefix: redistest.KeyPrefix(t),
-				CallerTime: true, Timeout: 10 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = s.Close() })
+			// A store error answers 503 rather than letting a request pass.
+			s := newRedisStore(t, srv.Addr)
 			h := newHarness(t, onePartner(alg, 4), func(o *httplimit.Options) { o.Store, o.OnFailure = s, store.FailClosed })
 			checkReloadKeepsCounters(t, h, alg)
 		})
