@@ -10,13 +10,10 @@ package httplimit
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/netip"
 	"net/textproto"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -331,64 +328,6 @@ func enforcing(reqs []store.Request) int {
 		}
 	}
 	return n
-}
-
-// stateKey is the store key of rule i for this request: the rule, its
-// algorithm (policy.Caller.StateTag: not its rate, so that a changed limit
-// keeps the key's counters), and what the rule counts by.
-func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Addr, r *http.Request) string {
-	rule := pol.Rule(i)
-	tag := caller.StateTag(i)
-	// A key counting one caller is in that caller's group, so that a
-	// store can keep all of a caller's keys together (Redis Cluster: one
-	// hash slot, one script call for all of its rules).
-	switch rule.Key.Kind {
-	case policy.KeyClient:
-		if caller.ID != "" {
-			return store.GroupKey(store.Key("client", caller.ID), rule.Name, tag)
-		}
-		fallthrough // a caller without an id is counted by IP
-	case policy.KeyIP:
-		return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, tag)
-	case policy.KeyHeader:
-		v, missing := headerValue(rule.Key, r.Header)
-		if missing && rule.Key.Missing == policy.MissingIP {
-			return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, tag)
-		}
-		// Without the header (missing_header: shared) a request counts on
-		// the value "", one counter for them all, so leaving it out is no
-		// way around the limit. Long values are hashed, so a caller cannot
-		// make a counter cost more than a short key.
-		return store.GroupKey(store.Key("header", boundedValue(v)), rule.Name, tag)
-	default:
-		return store.Key(rule.Name, tag, "global")
-	}
-}
-
-// clientGroup starts the group of every key that counts a listed client:
-// store.Key("client", id) begins with store.Key("client"), and no other
-// group does.
-var clientGroup = store.Key("client")
-
-// ListedKey reports whether key is a store key that counts one of the
-// clients the policy lists (a rule with key: client, for a caller with a
-// client id). Such keys are bounded by the policy, not by the callers, so
-// a bounded store can keep room for them whatever else arrives: it is
-// what memory.Options.Reserved is for.
-func ListedKey(key string) bool {
-	group, _, ok := store.SplitGroup(key)
-	return ok && strings.HasPrefix(group, clientGroup)
-}
-
-// maxKeyValue is the longest header value used in a state key as it is.
-const maxKeyValue = 128
-
-func boundedValue(v string) string {
-	if len(v) <= maxKeyValue {
-		return v
-	}
-	sum := sha256.Sum256([]byte(v))
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 func (l *Limiter) report(r *http.Request, rep *Report, start time.Time) {

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
-	"strings"
 
 	"github.com/sluice-rl/sluice/limiter"
 )
@@ -190,26 +189,6 @@ func ruleLimit(r Rule, rate Rate) (limiter.Limit, error) {
 	return limiter.New(r.Algorithm, rate.N, rate.Period, burst)
 }
 
-func (c *Compiled) checkOverrides(names map[string]int, fail func(string, string, ...any)) {
-	for _, plan := range slices.Sorted(maps.Keys(c.src.Plans)) {
-		if !validName(plan) {
-			fail("plans."+plan, "%q is not a valid plan name (letters, digits, '_', '-', '.'; 1 to 64)", plan)
-		}
-		pl := c.src.Plans[plan]
-		for _, rule := range slices.Sorted(maps.Keys(pl.Limits)) {
-			rate := pl.Limits[rule]
-			i, ok := names[rule]
-			if !ok {
-				continue // checkRuleNames reports it
-			}
-			if _, err := ruleLimit(c.rules[i].Rule, rate); err != nil {
-				_, msg := limitProblem(err)
-				fail("plans."+plan+"."+rule, "%s", msg)
-			}
-		}
-	}
-}
-
 func (c *Compiled) compileClients(fail func(string, string, ...any)) {
 	for i, cl := range c.src.Clients.List {
 		at := fmt.Sprintf("clients.list[%d]", i)
@@ -260,91 +239,6 @@ func (c *Compiled) caller(id, plan string, own map[string]Rate, fail func(string
 		cl.limits[i] = l
 	}
 	return cl
-}
-
-// checkRuleNames reports overrides, in plans and in clients' own limits,
-// of rules that do not exist.
-func (c *Compiled) checkRuleNames(names map[string]int, failName func(string, string, ...any)) {
-	check := func(path string, limits map[string]Rate) {
-		for _, rule := range slices.Sorted(maps.Keys(limits)) {
-			if _, ok := names[rule]; !ok {
-				failName(path+"."+rule, "unknown rule %q (rules: %s)", rule, ruleNames(c.src.Rules))
-			}
-		}
-	}
-	for _, plan := range slices.Sorted(maps.Keys(c.src.Plans)) {
-		check("plans."+plan, c.src.Plans[plan].Limits)
-	}
-	for i, cl := range c.src.Clients.List {
-		check(fmt.Sprintf("clients.list[%d].limits", i), cl.Limits)
-	}
-}
-
-// checkCosts reports a rule whose cost is more than a limit it applies can
-// ever allow at once (the rate's N, or the burst of a bucket): every request
-// under that limit would be refused, forever. It checks the rule's own rate,
-// every plan's override and every client's own limit.
-func (c *Compiled) checkCosts(fail func(string, string, ...any)) {
-	for i, r := range c.rules {
-		if l, err := ruleLimit(r.Rule, r.Rate); err == nil && r.Cost > l.Burst() {
-			fail(fmt.Sprintf("rules[%d].cost", i), "%d is more than the %d that %s allows at once: every request would be refused (a cost of at most %d, or a larger rate or burst)",
-				r.Cost, l.Burst(), capacityText(l), l.Burst())
-		}
-		override := func(path string, rate Rate) {
-			if l, err := ruleLimit(r.Rule, rate); err == nil && r.Cost > l.Burst() {
-				fail(path, "%s allows at most %d at once, less than rule %s's cost %d: every request would be refused (a limit of at least %d at once)",
-					capacityText(l), l.Burst(), r.Name, r.Cost, r.Cost)
-			}
-		}
-		for _, plan := range slices.Sorted(maps.Keys(c.src.Plans)) {
-			if rate, ok := c.src.Plans[plan].Limits[r.Name]; ok {
-				override("plans."+plan+"."+r.Name, rate)
-			}
-		}
-		for j, cl := range c.src.Clients.List {
-			if rate, ok := cl.Limits[r.Name]; ok {
-				override(fmt.Sprintf("clients.list[%d].limits.%s", j, r.Name), rate)
-			}
-		}
-	}
-}
-
-// capacityText names a limit as configuration writes it: "rate 100/m",
-// "rate 10/s with burst 5".
-func capacityText(l limiter.Limit) string {
-	s := "rate " + Rate{N: l.Rate(), Period: l.Period()}.String()
-	if l.Algorithm().HasBurst() {
-		s += fmt.Sprintf(" with burst %d", l.Burst())
-	}
-	return s
-}
-
-// checkAllowIDs reports allow-list entries that name no listed client.
-func (c *Compiled) checkAllowIDs(fail func(string, string, ...any)) {
-	for i, r := range c.src.Rules {
-		for j, id := range r.Allow {
-			if _, ok := c.byID[id]; !ok {
-				fail(fmt.Sprintf("rules[%d].allow[%d]", i, j), "unknown client id %q (a client id from clients.list, or an IP address or CIDR)", id)
-			}
-		}
-	}
-}
-
-func ruleNames(rules []Rule) string {
-	var s []string
-	for _, r := range rules {
-		if r.Name != "" && !slices.Contains(s, r.Name) {
-			s = append(s, r.Name)
-		}
-	}
-	return strings.Join(s, ", ")
-}
-
-func planNames(plans map[string]Plan) string {
-	if len(plans) == 0 {
-		return "none defined"
-	}
-	return strings.Join(slices.Sorted(maps.Keys(plans)), ", ")
 }
 
 // ForwardedHeader returns the one header trusted proxies' callers are read
@@ -404,43 +298,4 @@ func unmapPrefixes(nets []netip.Prefix) []netip.Prefix {
 		out[i] = n
 	}
 	return out
-}
-
-// checkMatch checks a rule's match: a clean path, upper-case methods.
-func checkMatch(at string, m Match, fail func(string, string, ...any)) {
-	if m.Path != "" && !strings.HasPrefix(m.Path, "/") {
-		fail(at+".match.path", "%q must start with '/'", m.Path)
-	} else if clean, ok := cleanRulePath(m.Path); !ok {
-		fail(at+".match.path", "%q never matches: request paths are cleaned first (write %s)", m.Path, clean)
-	}
-	for j, method := range m.Methods {
-		if method == "" || strings.ToUpper(method) != method || strings.ContainsAny(method, " \t\r\n") {
-			fail(fmt.Sprintf("%s.match.methods[%d]", at, j), "%q is not an HTTP method in upper case (such as GET, POST)", method)
-		}
-	}
-}
-
-// cleanRulePath reports whether a rule's path is in the decoded form that
-// CleanPath gives request paths, so that the rule can match at all; if not,
-// it says what to write instead.
-func cleanRulePath(p string) (string, bool) {
-	if p == "" {
-		return "", true
-	}
-	raw := make([]byte, 0, len(p))
-	for i := 0; i < len(p); i++ { // the rule's path is decoded: encode what stands for itself in no request
-		if c := p[i]; c == '%' || plain[c] == refuse {
-			raw = append(raw, '%', upperHex[c>>4], upperHex[c&15])
-		} else {
-			raw = append(raw, c)
-		}
-	}
-	_, dec, err := CleanPath(string(raw))
-	switch {
-	case err != nil:
-		return "a path without '%', '\\', '#', '?', ';' and control characters", false
-	case dec != p:
-		return fmt.Sprintf("%q", dec), false
-	}
-	return "", true
 }
