@@ -48,16 +48,15 @@ func (g *Gateway) AdminHandler() http.Handler {
 // when none is configured, names this admin address as its Host.
 func (g *Gateway) adminOnly(h http.Handler) http.Handler {
 	token, addr := g.opts.Config.AdminToken, g.opts.Config.Admin
-	var want [sha256.Size]byte
-	if token != "" {
-		want = sha256.Sum256([]byte("Bearer " + token))
-	}
+	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if token != "" {
+			// The scheme is case-insensitive (RFC 9110 section 11.1).
 			// Comparing digests in constant time reveals neither the
 			// token nor its length.
-			got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
-			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			scheme, cred, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			got := sha256.Sum256([]byte(cred))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || !strings.EqualFold(scheme, "Bearer") {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="sluice admin"`)
 				writeText(w, http.StatusUnauthorized, "admin token required (Authorization: Bearer TOKEN, the admin.token of the configuration)\n")
 				return

@@ -110,6 +110,9 @@ func TestAdminToken(t *testing.T) {
 		{"token without scheme", "Authorization: " + token + "\r\n", 401},
 		{"basic", "Authorization: Basic " + token + "\r\n", 401},
 		{"right token", "Authorization: Bearer " + token + "\r\n", 200},
+		// The scheme is case-insensitive (RFC 9110 section 11.1).
+		{"scheme in lower case", "Authorization: bearer " + token + "\r\n", 200},
+		{"scheme in upper case", "Authorization: BEARER " + token + "\r\n", 200},
 	} {
 		for _, req := range []string{"POST /reload HTTP/1.1\r\nHost: " + adm + "\r\nContent-Length: 0\r\n",
 			"GET /metrics HTTP/1.1\r\nHost: sluice.internal\r\n"} {
@@ -118,8 +121,8 @@ func TestAdminToken(t *testing.T) {
 			}
 		}
 	}
-	if n := h.logs.count(t, "configuration reloaded"); n != 1 {
-		t.Errorf("%d reloads, want 1 (the one with the token)", n)
+	if n := h.logs.count(t, "configuration reloaded"); n != 3 {
+		t.Errorf("%d reloads, want 3 (the ones with the token)", n)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if got, _ := h.rawAdmin("GET " + path + " HTTP/1.1\r\nHost: " + adm + "\r\n\r\n"); got != 200 {
