@@ -21,11 +21,12 @@ import (
 // the check looks at the request in hand and remembers nothing. Marks are
 // compared in constant time, never logged, never sent back to callers
 // (fromUpstream removes the header from responses), and a caller's copies
-// are forwarded only as far as they look like marks, at most maxMarks.
+// are forwarded only as far as they look like marks, the nearest hops'
+// first, at most maxMarks with this instance's.
 const loopHeader = "Sluice-Loop-Mark"
 
-// maxMarks bounds the marks forwarded: a chain of this many sluice
-// instances in a loop is still caught.
+// maxMarks bounds the marks forwarded: a loop through this many sluice
+// instances is still caught, whatever marks the caller sent.
 const maxMarks = 8
 
 func newLoopToken() string {
@@ -66,11 +67,14 @@ func (g *Gateway) markLoop(pr *httputil.ProxyRequest) {
 	var marks []string
 	for _, v := range in {
 		for _, m := range strings.Split(v, ",") {
-			if m = strings.TrimSpace(m); isMark(m) && len(marks) < maxMarks-1 {
+			if m = strings.TrimSpace(m); isMark(m) {
 				marks = append(marks, m)
 			}
 		}
 	}
+	// The nearest hops' marks are kept: a caller's marks come first and
+	// must not push out those of the instances the request went through.
+	marks = marks[max(0, len(marks)-(maxMarks-1)):]
 	pr.Out.Header[loopHeader] = []string{strings.Join(append(marks, g.loopToken), ", ")}
 }
 

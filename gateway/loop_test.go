@@ -1,15 +1,19 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/gateway"
@@ -21,24 +25,7 @@ import (
 // cap and upstream timeout bound the damage if detection failed.
 func TestLoopAnswered508(t *testing.T) {
 	ln, adm := listen(t), listen(t)
-	cfg := strings.Replace(serverConfig("  max_connections: 16\n  upstream_timeout: 2s\n"), "{{UPSTREAM}}", "http://"+ln.Addr().String(), 1)
-	path := filepath.Join(t.TempDir(), "sluice.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	file, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gateway.New(gateway.Options{Config: file, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- g.Run(ctx, ln, adm) }()
-	defer func() { cancel(); <-ran }()
+	runGatewayOn(t, ln, adm, strings.Replace(serverConfig("  max_connections: 16\n  upstream_timeout: 2s\n"), "{{UPSTREAM}}", "http://"+ln.Addr().String(), 1))
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/claims/1", nil)
@@ -55,6 +42,63 @@ func TestLoopAnswered508(t *testing.T) {
 	if v := resp.Header.Values("Sluice-Loop-Mark"); len(v) != 0 {
 		t.Errorf("the caller saw the loop mark %q", v)
 	}
+}
+
+// TestLoopOfTwoCaughtDespiteCallerMarks: two instances each other's
+// upstream (a misconfigured pair of tiers) catch the loop even when the
+// caller sends as many well-formed marks as are forwarded: the marks kept
+// are the nearest hops', so a caller's cannot push an instance's own mark
+// out and send one request round the pair until connections run out.
+func TestLoopOfTwoCaughtDespiteCallerMarks(t *testing.T) {
+	lnA, admA, lnB, admB := listen(t), listen(t), listen(t), listen(t)
+	settings := serverConfig("  max_connections: 16\n  upstream_timeout: 2s\n")
+	runGatewayOn(t, lnA, admA, strings.Replace(settings, "{{UPSTREAM}}", "http://"+lnB.Addr().String(), 1))
+	runGatewayOn(t, lnB, admB, strings.Replace(settings, "{{UPSTREAM}}", "http://"+lnA.Addr().String(), 1))
+	fakes := make([]string, 7)
+	for i := range fakes {
+		fakes[i] = fmt.Sprintf("%032x", i+1)
+	}
+	c, err := net.Dial("tcp", lnA.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = io.WriteString(c, "GET /claims/1 HTTP/1.1\r\nHost: a\r\nX-API-Key: "+keyA+
+		"\r\nSluice-Loop-Mark: "+strings.Join(fakes, ", ")+"\r\nConnection: close\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusLoopDetected {
+		t.Fatalf("status %d, want 508: the request went round the pair", resp.StatusCode)
+	}
+}
+
+// runGatewayOn serves a gateway for cfg on ln and adm until the test ends.
+func runGatewayOn(t *testing.T, ln, adm net.Listener, cfg string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(gateway.Options{Config: file, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- g.Run(ctx, ln, adm) }()
+	t.Cleanup(func() {
+		cancel()
+		<-ran
+		g.Close()
+	})
 }
 
 // TestLoopMarkFromCallers: what a caller writes in the mark header gets no
