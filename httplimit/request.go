@@ -25,7 +25,9 @@ func scrubHeaders(h http.Header, key string) {
 // cleanRequest returns r with the method and path that rules match and
 // the handler receives (policy.CanonicalMethod, policy.CleanPath): r itself
 // when they are spelled so already, else a shallow copy of r with its own
-// URL. It fails with a *policy.PathError when the path has no one reading.
+// URL, and a RequestURI (when r has one) to match, so that a handler that
+// proxies by RequestURI sends on what was counted. It fails with a
+// *policy.PathError when the path has no one reading.
 func cleanRequest(r *http.Request) (*http.Request, error) {
 	method := policy.CanonicalMethod(r.Method)
 	raw := r.URL.EscapedPath()
@@ -40,6 +42,9 @@ func cleanRequest(r *http.Request) (*http.Request, error) {
 	u := *r.URL
 	u.Path, u.RawPath = dec, esc
 	c.URL, c.Method = &u, method
+	if r.RequestURI != "" {
+		c.RequestURI = u.RequestURI()
+	}
 	return &c, nil
 }
 

@@ -142,9 +142,18 @@ func TestPathSpellingsCountedAndPassedClean(t *testing.T) {
 	s := newSpellings(t, roomy)
 	for _, c := range cases {
 		wantStatus(t, s.send("GET", c.target, http.Header{"X-Api-Key": {"key-a"}}), 200, "GET "+c.target)
-		if got := s.next.last(t).URL; got.EscapedPath() != c.path || got.Path != c.path {
-			t.Errorf("GET %s: the handler received path %q (escaped %q), want %q", c.target, got.Path, got.EscapedPath(), c.path)
+		got := s.next.last(t)
+		if got.URL.EscapedPath() != c.path || got.URL.Path != c.path {
+			t.Errorf("GET %s: the handler received path %q (escaped %q), want %q", c.target, got.URL.Path, got.URL.EscapedPath(), c.path)
 		}
+		// A handler that proxies by RequestURI sends on what was counted.
+		if got.RequestURI != c.path {
+			t.Errorf("GET %s: the handler received RequestURI %q, want %q", c.target, got.RequestURI, c.path)
+		}
+	}
+	wantStatus(t, s.send("get", "/x/..;/claims?q=1;2", http.Header{"X-Api-Key": {"key-a"}}), 200, "GET with a query")
+	if got := s.next.last(t).RequestURI; got != "/claims?q=1;2" {
+		t.Errorf("the handler received RequestURI %q, want /claims?q=1;2", got)
 	}
 	if n := s.mem.Len(); n != 1 {
 		t.Errorf("%d counters, want 1 (partner-a's on claims)", n)
