@@ -70,24 +70,36 @@ type model struct {
 }
 
 func (m *model) decide(l limiter.Limit, now time.Time, cost int64) limiter.Decision {
-	m.rebase(l, now)
+	rebased := m.rebase(l, now)
 	d, next := limiter.Decide(l, m.copyState(), now, cost)
-	switch {
-	case !d.Allowed:
-	case d.Reset == 0:
-		m.state = limiter.State{}
-	default:
-		m.state = next
-	}
+	m.keep(d, next, rebased)
 	return d
 }
 
-// rebase reinterprets the model's state under l, if it was written under
-// another limit.
-func (m *model) rebase(l limiter.Limit, now time.Time) {
-	if m.limit != l {
-		m.state, m.limit = limiter.Reinterpret(m.limit, l, m.copyState(), now), l
+// keep records what the store keeps of a decision d, which left next: an
+// allowed one's state, none once Reset is 0 (the key is deleted), and for
+// a denial the state as it was, unless it was rebased under a new limit
+// for this decision: the store writes that state then, or deletes the key
+// when its Reset is 0 (the state is as good as fresh).
+func (m *model) keep(d limiter.Decision, next limiter.State, rebased bool) {
+	switch {
+	case d.Reset == 0 && (d.Allowed || rebased):
+		m.state = limiter.State{}
+	case d.Allowed:
+		m.state = next
 	}
+}
+
+// rebase reinterprets the model's state under l, if it was written under
+// another limit, and reports whether the store writes the result, as it
+// does for every algorithm but sliding_log, whose list is read under any
+// limit as it is.
+func (m *model) rebase(l limiter.Limit, now time.Time) bool {
+	if m.limit == l {
+		return false
+	}
+	m.state, m.limit = limiter.Reinterpret(m.limit, l, m.copyState(), now), l
+	return l.Algorithm() != limiter.SlidingLog
 }
 
 // copyState returns the model's state with a Log of its own: Decide

@@ -18,20 +18,28 @@ import (
 // reference the multi-rule script must match.
 func decideAllModel(models []*model, reqs []store.Request, now time.Time) []limiter.Decision {
 	ds := make([]limiter.Decision, len(reqs))
+	rebased := make([]bool, len(reqs))
 	pass := true
 	for i, r := range reqs {
-		models[i].rebase(r.Limit, now) // a rebased state is kept whatever the outcome
+		rebased[i] = models[i].rebase(r.Limit, now) // a rebased state is kept whatever the outcome
 		ds[i], _ = limiter.Decide(r.Limit, models[i].copyState(), now, r.Cost)
 		if !ds[i].Allowed && !r.Shadow {
 			pass = false
 		}
 	}
 	for i, r := range reqs {
+		var next limiter.State
 		switch {
 		case pass:
-			ds[i] = models[i].decide(r.Limit, now, r.Cost)
-		case ds[i].Allowed:
-			ds[i], _ = limiter.Decide(r.Limit, models[i].copyState(), now, 0)
+			ds[i], next = limiter.Decide(r.Limit, models[i].copyState(), now, r.Cost)
+			models[i].keep(ds[i], next, rebased[i])
+		case ds[i].Allowed: // nothing spent: a look, whose state is kept if rebased
+			ds[i], next = limiter.Decide(r.Limit, models[i].copyState(), now, 0)
+			if rebased[i] {
+				models[i].keep(ds[i], next, true)
+			}
+		default:
+			models[i].keep(ds[i], models[i].state, rebased[i])
 		}
 	}
 	return ds
