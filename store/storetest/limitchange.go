@@ -11,7 +11,7 @@ import "github.com/sluice-rl/sluice/limiter"
 func limitChangeTables() []Table {
 	tables := []Table{
 		fixedWindowRateChanged(), fixedWindowPeriodChanged(),
-		slidingWindowRateChanged(), slidingWindowPeriodChanged(),
+		slidingWindowRateChanged(), slidingWindowPeriodChanged(), slidingWindowDeniedThenBack(),
 		slidingLogLimitChanged(), algorithmChanged(),
 	}
 	for _, alg := range []limiter.Algorithm{limiter.TokenBucket, limiter.GCRA, limiter.LeakyBucket} {
@@ -85,6 +85,22 @@ func slidingWindowPeriodChanged() Table {
 		// floor(6*5/10) = 3 + 1 + 2. Had the denial not kept the new
 		// state, the old one would count 6 here.
 		allow(65*sec, 2, 0, 15*sec).under(per10s),
+	)
+}
+
+// slidingWindowDeniedThenBack: a denial under a new limit keeps the
+// state exactly as it was reinterpreted, not as the denial saw it from a
+// later window: a clock that then goes back finds it as it was.
+func slidingWindowDeniedThenBack() Table {
+	sw := func(rate int64) limiter.Limit { return must(limiter.SlidingWindow, rate, minute, 0) }
+	return table("sliding_window/limit_changed_denied_then_back", sw(10), aligned,
+		allow(30*sec, 5, 5, 90*sec),
+		// At 72s the previous window weighs floor(5*48/60) = 4: 3 of 3.
+		// 1 fits once floor(5*(60s-x)/60s) <= 2, at x = 24.000001s.
+		deny(72*sec, 1, 0, 12*sec+us, 48*sec).under(sw(3)),
+		// Back in [0, 60s): 5 counted in the current window, all of it
+		// until 120s.
+		allow(50*sec, 0, 0, 70*sec).under(sw(3)),
 	)
 }
 

@@ -41,6 +41,8 @@ if remaining < 0 then -- a count kept from a higher rate
   remaining = 0
 end
 
-if allowed == 1 or rebase then
+if allowed == 1 then
   value = struct.pack('>dd', start, count)
+elseif rebase then -- a denial changes nothing: the state as rebased, not as seen from t
+  value = struct.pack('>dd', s1, s2)
 end

@@ -132,6 +132,8 @@ if remaining < rate then -- when a request of remaining+1 would first fit
   refill = retry_after(remaining + 1)
 end
 
-if allowed == 1 or rebase then
+if allowed == 1 then
   value = struct.pack('>ddd', start, prev, curr)
+elseif rebase then -- a denial changes nothing: the state as rebased, not as seen from t
+  value = struct.pack('>ddd', s1, s2, s3)
 end
