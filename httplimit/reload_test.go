@@ -162,3 +162,32 @@ func TestSetPolicyConcurrentWithRequests(t *testing.T) {
 		t.Errorf("%d reports for 400 requests", n)
 	}
 }
+
+// TestSharedKeysCountPerLimitSource: a rule that counts callers together
+// (here by header value) keeps one counter per source of the caller's
+// limit: partner-b (plan large, 5/m) using up its tenant's counter leaves
+// partner-a (the rule's own 3/m) and assessor-c (its own 4/m) theirs, as
+// two rates on one counter would have the smaller one see the larger
+// one's spending (and a bucket change its units at every request).
+func TestSharedKeysCountPerLimitSource(t *testing.T) {
+	p := partners()
+	p.Rules[0].Key = policy.KeySpec{Kind: policy.KeyHeader, Header: "X-Tenant"}
+	h := newHarness(t, p)
+	tenant := http.Header{"X-Tenant": {"acme"}}
+	send := func(key string, n int, want int) {
+		t.Helper()
+		for i := range n {
+			wantStatus(t, h.do(req{key: key, header: tenant}), want, fmt.Sprintf("%s request %d", key, i+1))
+		}
+	}
+	send("key-b", 5, 200)
+	send("key-b", 1, 429)
+	send("key-a", 3, 200)
+	send("key-a", 1, 429)
+	send("key-c", 4, 200)
+	send("key-c", 1, 429)
+	other := http.Header{"X-Tenant": {"bolt"}}
+	if a, b := h.keyOf(req{key: "key-a", header: other}), h.keyOf(req{key: "key-b", header: other}); a == b {
+		t.Errorf("partner-a and partner-b share the key %q under different limits", a)
+	}
+}

@@ -13,33 +13,40 @@ import (
 
 // stateKey is the store key of rule i for this request: the rule, its
 // algorithm (policy.Caller.StateTag: not its rate, so that a changed limit
-// keeps the key's counters), and what the rule counts by.
+// keeps the key's counters), and what the rule counts by. A key that
+// counts several callers together (by IP, a header's value or globally)
+// also names where the caller's limit comes from (policy.Caller.LimitSource:
+// the rule, a plan or a client's override; nothing for the rule's own
+// rate), so that callers on different limits count apart.
 func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Addr, r *http.Request) string {
 	rule := pol.Rule(i)
 	tag := caller.StateTag(i)
 	// A key counting one caller is in that caller's group, so that a
 	// store can keep all of a caller's keys together (Redis Cluster: one
 	// hash slot, one script call for all of its rules).
+	if rule.Key.Kind == policy.KeyClient && caller.ID != "" {
+		return store.GroupKey(store.Key("client", caller.ID), rule.Name, tag)
+	}
+	var parts [3]string
+	shared := append(parts[:0], tag)
+	if src := caller.LimitSource(i); src != "" {
+		shared = append(shared, src)
+	}
 	switch rule.Key.Kind {
-	case policy.KeyClient:
-		if caller.ID != "" {
-			return store.GroupKey(store.Key("client", caller.ID), rule.Name, tag)
-		}
-		fallthrough // a caller without an id is counted by IP
-	case policy.KeyIP:
-		return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, tag)
+	case policy.KeyClient, policy.KeyIP: // a caller without an id is counted by IP
+		return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, shared...)
 	case policy.KeyHeader:
 		v, missing := headerValue(rule.Key, r.Header)
 		if missing && rule.Key.Missing == policy.MissingIP {
-			return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, tag)
+			return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, shared...)
 		}
 		// Without the header (missing_header: shared) a request counts on
 		// the value "", one counter for them all, so leaving it out is no
 		// way around the limit. Long values are hashed, so a caller cannot
 		// make a counter cost more than a short key.
-		return store.GroupKey(store.Key("header", boundedValue(v)), rule.Name, tag)
+		return store.GroupKey(store.Key("header", boundedValue(v)), rule.Name, shared...)
 	default:
-		return store.Key(rule.Name, tag, "global")
+		return store.Key(rule.Name, append(shared, "global")...)
 	}
 }
 

@@ -47,8 +47,9 @@ type Caller struct {
 	// ID is the client id, "" for callers not recognised by key.
 	ID string
 	// Plan is the caller's plan name.
-	Plan   string
-	limits []limiter.Limit // by rule index
+	Plan    string
+	limits  []limiter.Limit // by rule index
+	sources []string        // by rule index: LimitSource
 }
 
 // StateTag returns a short text that state keys of rule i include for the
@@ -58,6 +59,15 @@ type Caller struct {
 // under the new limit, limiter.Reinterpret); a changed algorithm is
 // another key, whose state starts fresh.
 func (c *Caller) StateTag(i int) string { return c.limits[i].Algorithm().String() }
+
+// LimitSource names where the caller's limit of rule i comes from: "" for
+// the rule's own rate, "plan:NAME" for the override of the caller's plan,
+// "client:ID" for the client's own override. A rule that counts callers
+// together (by IP, a header's value or globally) keeps one counter per
+// source, so callers on different limits never share a counter whose
+// limit would change with every request, while a reload that changes a
+// rate keeps each source's counter.
+func (c *Caller) LimitSource(i int) string { return c.sources[i] }
 
 // Limit returns the limit rule i applies to the caller.
 func (c *Caller) Limit(i int) limiter.Limit { return c.limits[i] }
@@ -222,14 +232,14 @@ func (c *Compiled) compileClients(fail func(string, string, ...any)) {
 // caller resolves every rule's limit for one caller: its own override, else
 // its plan's, else the rule's.
 func (c *Compiled) caller(id, plan string, own map[string]Rate, fail func(string, string, ...any), at string) *Caller {
-	cl := &Caller{ID: id, Plan: plan, limits: make([]limiter.Limit, len(c.rules))}
+	cl := &Caller{ID: id, Plan: plan, limits: make([]limiter.Limit, len(c.rules)), sources: make([]string, len(c.rules))}
 	for i, r := range c.rules {
 		rate, ownRate := r.Rate, false
 		if o, ok := c.src.Plans[plan].Limits[r.Name]; ok {
-			rate = o
+			rate, cl.sources[i] = o, "plan:"+plan
 		}
 		if o, ok := own[r.Name]; ok {
-			rate, ownRate = o, true
+			rate, ownRate, cl.sources[i] = o, true, "client:"+id
 		}
 		l, err := ruleLimit(r.Rule, rate)
 		if err != nil && ownRate { // plans and rules are checked once, elsewhere

@@ -223,3 +223,26 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("Policy() = %+v, want the policy compiled", got)
 	}
 }
+
+// TestLimitSource: where each caller's limit of a rule comes from: its
+// own override, else its plan's, else the rule's ("").
+func TestLimitSource(t *testing.T) {
+	c := mustCompile(t, base())
+	want := map[string][2]string{ // caller: rules api, claims
+		"acme": {"plan:large", "plan:large"},
+		"bolt": {"plan:large", "client:bolt"},
+		"corp": {"", ""},
+	}
+	for id, w := range want {
+		for i := range c.Rules() {
+			if got := callerByID(t, c, id).LimitSource(i); got != w[i] {
+				t.Errorf("%s rule %s: LimitSource = %q, want %q", id, c.Rule(i).Name, got, w[i])
+			}
+		}
+	}
+	for i := range c.Rules() {
+		if got := c.Unidentified().LimitSource(i); got != "" {
+			t.Errorf("unidentified rule %d: LimitSource = %q, want \"\"", i, got)
+		}
+	}
+}
