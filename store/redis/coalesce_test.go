@@ -219,6 +219,14 @@ func TestCoalescingClose(t *testing.T) {
 	waiting := queue(context.Background(), t, s, "close", l, 3)
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
+	// Resume the held call only once Close has marked the store closed:
+	// resumed earlier, the call ends first and the waiters go on as the
+	// next batch, decided, before Close was even called.
+	for deadline := time.Now().Add(10 * time.Second); !s.closed.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Close did not mark the store closed within 10s")
+		}
+	}
 	resume()
 	if err := <-closed; err != nil {
 		t.Fatal(err)
