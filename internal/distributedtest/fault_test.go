@@ -121,12 +121,34 @@ func (f *faultFixture) recover(t *testing.T) time.Duration {
 // checkSharedAgain stops the load and checks that counting is shared
 // again: partner D (not used before) gets exactly 30 of 40 over all
 // instances.
+//
+// A call to Redis that misses the store's 50ms deadline (a loaded machine
+// running the race detector) rightly sends its instance back to on_failure
+// for a while, which changes the count: then the check proves nothing
+// either way and is logged, not failed. Shared errors are what tells.
 func (f *faultFixture) checkSharedAgain(t *testing.T) {
 	t.Helper()
 	f.load.finish()
-	if got := sendRoundRobin(t, f.c, f.insts, "partner-d", 40, 2); got[200] != 30 || f.up.count("partner-d") != 30 {
-		t.Errorf("after recovery: partner D's 40 requests over three instances got %v, want 30×200 10×429 (one shared counter)", got)
+	errs := f.sharedErrors(t)
+	got := sendRoundRobin(t, f.c, f.insts, "partner-d", 40, 2)
+	if got[200] == 30 && f.up.count("partner-d") == 30 {
+		return
 	}
+	if missed := f.sharedErrors(t) - errs; missed > 0 {
+		t.Logf("after recovery: partner D's 40 requests got %v, but %v calls to Redis missed their deadline meanwhile (on_failure decided those): inconclusive", got, missed)
+		return
+	}
+	t.Errorf("after recovery: partner D's 40 requests over three instances got %v, want 30×200 10×429 (one shared counter)", got)
+}
+
+// sharedErrors sums sluice_store_shared_errors_total over the instances.
+func (f *faultFixture) sharedErrors(t *testing.T) float64 {
+	t.Helper()
+	var n float64
+	for _, inst := range f.insts {
+		n += metric(t, f.c, inst, "sluice_store_shared_errors_total")
+	}
+	return n
 }
 
 // checkLoad checks partner B's answers in each phase: B is far under its
