@@ -23,6 +23,7 @@ type Server struct {
 	// its headers; a caller slower than that gets 408. Default 30s.
 	BodyTimeout time.Duration
 	// IdleTimeout closes a keep-alive connection with no request for that
+	// long, and one whose caller has read nothing of its answer for that
 	// long. Default 2m.
 	IdleTimeout time.Duration
 	// UpstreamTimeout bounds the wait for the upstream's response headers

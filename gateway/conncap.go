@@ -3,6 +3,7 @@ package gateway
 import (
 	"net"
 	"sync"
+	"time"
 )
 
 // capConnections lets at most max connections from ln be open at once.
@@ -52,4 +53,38 @@ type cappedConn struct {
 func (c *cappedConn) Close() error {
 	c.once.Do(c.release)
 	return c.Conn.Close()
+}
+
+// stallWrites closes, by failing the write, a connection from ln on which
+// one write of an answer has waited wait for the caller to read: a caller
+// that stops reading its answers (a slow-read attack, or pipelined requests
+// whose answers it never reads) would otherwise hold its connection, the
+// proxy's goroutines and an upstream connection for ever. net/http's own
+// WriteTimeout would bound the whole answer, cutting long downloads.
+func stallWrites(ln net.Listener, wait time.Duration) net.Listener {
+	return &stallListener{Listener: ln, wait: wait}
+}
+
+type stallListener struct {
+	net.Listener
+	wait time.Duration
+}
+
+func (l *stallListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &stallConn{Conn: c, wait: l.wait}, nil
+}
+
+// stallConn gives each write wait to complete.
+type stallConn struct {
+	net.Conn
+	wait time.Duration
+}
+
+func (c *stallConn) Write(p []byte) (int, error) {
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.wait))
+	return c.Conn.Write(p)
 }

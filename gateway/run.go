@@ -31,7 +31,9 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	srv.BaseContext = func(net.Listener) context.Context { return reqs }
 	adm := g.httpServer(g.AdminHandler())
 	errc := make(chan error, 2)
-	go func() { errc <- serve(srv, capConnections(ln, g.server.MaxConnections)) }()
+	go func() {
+		errc <- serve(srv, capConnections(stallWrites(ln, g.server.IdleTimeout), g.server.MaxConnections))
+	}()
 	go func() { errc <- serve(adm, admin) }()
 	var err error
 	running := 2
