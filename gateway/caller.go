@@ -109,7 +109,7 @@ func leaveBody(w http.ResponseWriter, body *callerBody) {
 type passOn struct{ proxy *httputil.ReverseProxy }
 
 func (p passOn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if wb, ok := w.(*withBody); ok {
+	if wb := withBodyOf(w); wb != nil {
 		wb.passed = true
 	}
 	p.proxy.ServeHTTP(w, r)
@@ -117,8 +117,24 @@ func (p passOn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // bodyOf returns the body of the request w answers, if it has one.
 func bodyOf(w http.ResponseWriter) *callerBody {
-	if wb, ok := w.(*withBody); ok {
+	if wb := withBodyOf(w); wb != nil {
 		return &wb.body
+	}
+	return nil
+}
+
+// withBodyOf finds the withBody w is or wraps (the limiter hands the proxy
+// a recorder of the status in front of it), or nil.
+func withBodyOf(w http.ResponseWriter) *withBody {
+	for w != nil {
+		if wb, ok := w.(*withBody); ok {
+			return wb
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return nil
+		}
+		w = u.Unwrap()
 	}
 	return nil
 }
@@ -143,15 +159,20 @@ func (g *Gateway) proxyFailed(cfg *config.File, w http.ResponseWriter, r *http.R
 	}
 	switch {
 	case bodyErr != nil && bodyErr != io.EOF:
+		httplimit.NoteFailure(w, httplimit.CallerFailed)
 		g.callerFailed(w, r, bodyErr)
 	case errors.Is(context.Cause(r.Context()), errDraining):
+		httplimit.NoteFailure(w, httplimit.CallerFailed) // says nothing about the upstream
 		answer(w, http.StatusServiceUnavailable, "the gateway is shutting down; retry")
 	case r.Context().Err() != nil:
+		httplimit.NoteFailure(w, httplimit.CallerFailed)
 		g.metrics.callerErrors.WithLabelValues("aborted").Inc() // nobody reads an answer
 	case isTimeout(err):
+		httplimit.NoteFailure(w, httplimit.UpstreamTimeout)
 		g.upstreamFailed(cfg, err, "upstream did not answer in time")
 		answer(w, http.StatusGatewayTimeout, "the upstream service did not answer in time")
 	default:
+		httplimit.NoteFailure(w, httplimit.UpstreamFailed)
 		g.upstreamFailed(cfg, err, "upstream unreachable")
 		answer(w, http.StatusBadGateway, "the upstream service could not be reached")
 	}

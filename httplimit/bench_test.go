@@ -21,11 +21,15 @@ func (w *headerSink) WriteHeader(int)             {}
 
 // benchDecide runs one request through a Limiter for p again and again, on
 // a fake clock and a memory store.
-func benchDecide(b *testing.B, p policy.Policy, r *http.Request) {
+func benchDecide(b *testing.B, p policy.Policy, r *http.Request, opt ...func(*httplimit.Options)) {
 	clk := clock.NewFake(epoch)
 	mem := memory.New(memory.Options{Clock: clk})
 	b.Cleanup(func() { _ = mem.Close() })
-	lim, err := httplimit.New(httplimit.Options{Policy: compile(b, p), Store: mem, Clock: clk})
+	opts := httplimit.Options{Policy: compile(b, p), Store: mem, Clock: clk}
+	for _, o := range opt {
+		o(&opts)
+	}
+	lim, err := httplimit.New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,6 +65,14 @@ func benchRequest(remote string, h http.Header) *http.Request {
 func BenchmarkDecidePass(b *testing.B) {
 	benchDecide(b, benchPolicy(policy.Rate{N: 1e9, Period: time.Second}),
 		benchRequest("192.0.2.1:1234", http.Header{"X-Api-Key": {"key-a"}}))
+}
+
+// BenchmarkDecideRecorded: as BenchmarkDecidePass, with the response
+// recorded and settled after the handler (Options.OnResponse).
+func BenchmarkDecideRecorded(b *testing.B) {
+	benchDecide(b, benchPolicy(policy.Rate{N: 1e9, Period: time.Second}),
+		benchRequest("192.0.2.1:1234", http.Header{"X-Api-Key": {"key-a"}}),
+		func(o *httplimit.Options) { o.OnResponse = func(*http.Request, *httplimit.Response) {} })
 }
 
 // BenchmarkDecideProxied: an anonymous caller behind two trusted proxies

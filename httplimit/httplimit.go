@@ -59,6 +59,12 @@ type Options struct {
 	// before the handler runs (metrics, logs). The Report and its slices
 	// are valid only during the call.
 	OnDecision func(*http.Request, *Report)
+	// OnResponse, if set, is called once per request after it was
+	// answered, by the handler or by the Limiter itself (metrics of the
+	// upstream's answers). The Response is valid only during the call.
+	// Setting it makes every passed request's handler write through a
+	// recorder of the status.
+	OnResponse func(*http.Request, *Response)
 }
 
 // Settings are what a request is decided under: the policy and whether
@@ -129,9 +135,7 @@ func (l *Limiter) Policy() *policy.Compiled { return l.settings.Load().Policy }
 // method-override headers, other spellings of the key header).
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r, pass := l.decide(w, r, l.settings.Load()); pass {
-			next.ServeHTTP(w, r)
-		}
+		l.serve(w, r, l.settings.Load(), next)
 	})
 }
 
@@ -143,9 +147,7 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 // Handler's does.
 func (l *Limiter) HandlerWith(s Settings, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r, pass := l.decide(w, r, &s); pass {
-			next.ServeHTTP(w, r)
-		}
+		l.serve(w, r, &s, next)
 	})
 }
 
@@ -159,11 +161,14 @@ type scratch struct {
 	denied  []int
 	legacy  bool // the request's Settings.LegacyHeaders
 	report  Report
+	after   []afterStep // run once the request is answered (after.go)
+	rec     recorder    // the passed request's ResponseWriter, when after is not empty
+	resp    Response    // what the after steps are given
 }
 
 // decide answers the request itself (false) or prepares it to pass (true),
 // returning the request to pass on.
-func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings) (*http.Request, bool) {
+func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings, s *scratch) (*http.Request, bool) {
 	pol := set.Policy
 	now := l.opts.Clock.Now()
 	var key string
@@ -171,8 +176,6 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings) 
 		key = textproto.CanonicalMIMEHeaderKey(pol.KeyHeader())
 	}
 	scrubHeaders(r.Header, key)
-	s := l.scratch.Get().(*scratch)
-	defer l.scratch.Put(s)
 	s.legacy = set.LegacyHeaders
 	rep := &s.report
 	*rep = Report{Rules: rep.Rules[:0]}

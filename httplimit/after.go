@@ -1,0 +1,198 @@
+package httplimit
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Response is what the handler behind the Limiter answered, seen after it
+// returned: what a step that settles a request (gives back a concurrency
+// lease or a throttle slot, refunds or charges a cost, feeds metrics) needs.
+type Response struct {
+	// Passed is false when the Limiter answered the request itself and the
+	// handler never ran (Status is then the Limiter's own).
+	Passed bool
+	// Status is the final status written (200 when the handler wrote a
+	// body without one, or nothing at all).
+	Status int
+	// Header is the response header as written. It is valid only during
+	// the call.
+	Header http.Header
+	// Latency is the time from passing the request on to the handler's
+	// return, on the Limiter's clock.
+	Latency time.Duration
+	// Aborted is true when the caller went away before the handler
+	// returned (its context ended), or the handler panicked.
+	Aborted bool
+	// Failure is what the handler reported with NoteFailure: the answer
+	// is its own, not the protected service's.
+	Failure Failure
+}
+
+// Failure says why the handler behind the Limiter has no answer from the
+// service it protects.
+type Failure uint8
+
+// The failures a handler reports with NoteFailure.
+const (
+	NoFailure       Failure = iota
+	UpstreamFailed          // no answer: connection refused, reset, bad response
+	UpstreamTimeout         // no answer in time
+	CallerFailed            // the caller's side broke (its body broke off or was too slow)
+)
+
+// NoteFailure tells the Limiter in front of a handler that the answer the
+// handler writes on w is its own because the protected service gave none
+// (a reverse proxy's error handler calls it). w is the ResponseWriter the
+// handler was given, or one wrapping it (found through Unwrap). It does
+// nothing when no Limiter records the response.
+func NoteFailure(w http.ResponseWriter, f Failure) {
+	for w != nil {
+		if rec, ok := w.(*recorder); ok {
+			rec.failure = f
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
+}
+
+// afterStep is one thing done once a request is answered: giving back a
+// lease or a throttle slot, settling a reserved cost. A step is a field of
+// the request's scratch, appended to scratch.after while deciding, so that
+// adding one allocates nothing; it runs whether the request was passed on
+// or refused later in the decision (resp.Passed). Steps run in the order
+// they were appended, before Options.OnResponse.
+type afterStep interface {
+	after(l *Limiter, r *http.Request, resp *Response)
+}
+
+// serve decides r under set and passes it to next, then runs the after
+// steps. Without steps and without Options.OnResponse the handler gets w
+// itself: nothing is recorded.
+func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, set *Settings, next http.Handler) {
+	s := l.scratch.Get().(*scratch)
+	defer l.scratch.Put(s)
+	s.after = s.after[:0]
+	r, pass := l.decide(w, r, set, s)
+	switch {
+	case pass && len(s.after) == 0 && l.opts.OnResponse == nil:
+		next.ServeHTTP(w, r)
+	case pass:
+		l.passRecorded(w, r, s, next)
+	case len(s.after) > 0 || l.opts.OnResponse != nil:
+		s.resp = Response{Status: s.report.Status, Header: w.Header()}
+		l.settle(r, s, &s.resp)
+	}
+	s.resp = Response{}
+	clear(s.after) // no step outlives its request
+	s.after = s.after[:0]
+}
+
+// passRecorded passes r to next through a recorder and settles it after,
+// also when next panics (a reverse proxy aborts a response that broke off
+// with http.ErrAbortHandler): the panic goes on once the steps have run.
+func (l *Limiter) passRecorded(w http.ResponseWriter, r *http.Request, s *scratch, next http.Handler) {
+	rec := &s.rec
+	*rec = recorder{w: w}
+	start := l.opts.Clock.Now()
+	defer l.finish(r, s, start)
+	next.ServeHTTP(rec, r)
+}
+
+// finish builds the Response of a passed request and settles it. It is
+// deferred, so that recover sees next's panic.
+func (l *Limiter) finish(r *http.Request, s *scratch, start time.Time) {
+	p := recover()
+	rec := &s.rec
+	resp := &s.resp // in the scratch: a Response escapes to OnResponse
+	*resp = Response{Passed: true, Status: rec.status, Header: rec.w.Header(),
+		Latency: l.opts.Clock.Now().Sub(start), Failure: rec.failure,
+		Aborted: p != nil || r.Context().Err() != nil}
+	if resp.Status == 0 {
+		resp.Status = http.StatusOK
+	}
+	*rec = recorder{}
+	l.settle(r, s, resp)
+	if p != nil {
+		panic(p)
+	}
+}
+
+// settle runs the request's after steps, then Options.OnResponse.
+func (l *Limiter) settle(r *http.Request, s *scratch, resp *Response) {
+	for _, step := range s.after {
+		step.after(l, r, resp)
+	}
+	if l.opts.OnResponse != nil {
+		l.opts.OnResponse(r, resp)
+	}
+}
+
+// recorder is the ResponseWriter a passed request's handler gets when
+// something is settled after the response: it remembers the status. It
+// keeps what the writer below offers: Flush and Hijack through
+// http.ResponseController (so through other wrappers' Unwrap), ReadFrom
+// (sendfile), and Unwrap for ResponseController's other methods.
+type recorder struct {
+	w       http.ResponseWriter
+	status  int // the final status, 0 until written
+	failure Failure
+}
+
+func (rec *recorder) Header() http.Header { return rec.w.Header() }
+
+func (rec *recorder) WriteHeader(code int) {
+	if rec.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		rec.status = code
+	}
+	rec.w.WriteHeader(code)
+}
+
+func (rec *recorder) Write(p []byte) (int, error) {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return rec.w.Write(p)
+}
+
+// ReadFrom keeps the writer's own ReadFrom (sendfile on a TCP connection).
+func (rec *recorder) ReadFrom(src io.Reader) (int64, error) {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	if rf, ok := rec.w.(io.ReaderFrom); ok {
+		return rf.ReadFrom(src)
+	}
+	return io.Copy(writerOnly{rec.w}, src)
+}
+
+// Flush flushes the writer below, if it can.
+func (rec *recorder) Flush() {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	_ = http.NewResponseController(rec.w).Flush()
+}
+
+// Hijack hands over the connection, if the writer below can.
+func (rec *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(rec.w).Hijack()
+	if err == nil && rec.status == 0 {
+		rec.status = http.StatusSwitchingProtocols
+	}
+	return conn, brw, err
+}
+
+// Unwrap lets http.ResponseController reach the writer below.
+func (rec *recorder) Unwrap() http.ResponseWriter { return rec.w }
+
+// writerOnly hides a writer's ReadFrom, so that io.Copy does not call it
+// back.
+type writerOnly struct{ io.Writer }
