@@ -21,18 +21,16 @@ import (
 // watched, so that a failure reading it is told apart from the upstream's.
 func (g *Gateway) serveCaller(w http.ResponseWriter, r *http.Request) {
 	snap := g.snap.Load()
+	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.server.BodyTimeout))
+		wb := &withBody{ResponseWriter: w, body: callerBody{src: r.Body}}
+		r.Body, w = &wb.body, wb
+	}
 	if g.looped(r) {
-		g.loopAnswer(w)
+		g.loopAnswer(w) // like the limiter's answers, without waiting for the body
 		return
 	}
-	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		snap.handler.ServeHTTP(w, r)
-		return
-	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.server.BodyTimeout))
-	wb := &withBody{ResponseWriter: w, body: callerBody{src: r.Body}}
-	r.Body = &wb.body
-	snap.handler.ServeHTTP(wb, r)
+	snap.handler.ServeHTTP(w, r)
 }
 
 // callerBody is a request body that remembers how reading it ended.

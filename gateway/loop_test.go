@@ -76,6 +76,31 @@ func TestLoopOfTwoCaughtDespiteCallerMarks(t *testing.T) {
 	}
 }
 
+// TestLoopWithSlowBodyAnswered508: a looped request whose body is still
+// arriving is answered 508 by the instance it came back to, which does not
+// wait for the body first (the connection is closed instead). Before, that
+// answer waited for a body that never came, and the caller got the 408 of
+// a slow body.
+func TestLoopWithSlowBodyAnswered508(t *testing.T) {
+	ln, adm := listen(t), listen(t)
+	runGatewayOn(t, ln, adm, strings.Replace(serverConfig("  body_timeout: 500ms\n"), "{{UPSTREAM}}", "http://"+ln.Addr().String(), 1))
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = io.WriteString(c, "POST /submit HTTP/1.1\r\nHost: a\r\nX-API-Key: "+keyA+"\r\nContent-Length: 1000\r\n\r\nx")
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer while the body was still arriving: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusLoopDetected {
+		t.Fatalf("status %d, want 508", resp.StatusCode)
+	}
+}
+
 // runGatewayOn serves a gateway for cfg on ln and adm until the test ends.
 func runGatewayOn(t *testing.T, ln, adm net.Listener, cfg string) {
 	t.Helper()
