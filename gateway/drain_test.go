@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -136,6 +137,40 @@ func TestDrainTimeoutAnswers503(t *testing.T) {
 	case err := <-ran:
 		if err == nil {
 			t.Error("Run returned nil although a request outlived drain_timeout")
+		}
+		ran <- nil
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+}
+
+// TestDrainIgnoresConnectionsWithoutRequest: a connection that never sent
+// a request (a load balancer's or browser's preconnect, a port scan) does
+// not make a clean drain unclean: net/http's Shutdown waits up to 5s for
+// such a connection, longer than a short drain_timeout, but no request was
+// in flight, so Run returns nil (and sluice exits 0).
+func TestDrainIgnoresConnectionsWithoutRequest(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	addr, _, stop, ran := runWith(t, up.URL, "  drain_timeout: 200ms\n")
+	host := strings.TrimPrefix(addr, "http://")
+	idle, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	// Connections are accepted in order: once a later one is answered,
+	// the silent one has been accepted.
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	if code, _, err := getStatus(t, client, addr+"/claims/1", keyA); err != nil || code != http.StatusOK {
+		t.Fatalf("GET: %d %v", code, err)
+	}
+	client.CloseIdleConnections()
+	stop()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Errorf("Run returned %v with no request in flight, want nil", err)
 		}
 		ran <- nil
 	case <-time.After(10 * time.Second):

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -29,6 +30,8 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	defer cut(nil)
 	srv := g.httpServer(g.Handler())
 	srv.BaseContext = func(net.Listener) context.Context { return reqs }
+	var active activeConns
+	srv.ConnState = active.track
 	adm := g.httpServer(g.AdminHandler())
 	errc := make(chan error, 2)
 	go func() {
@@ -52,7 +55,7 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 			running--
 		}
 	}
-	shutErr := g.drain(srv, cut)
+	shutErr := g.drain(srv, &active, cut)
 	actx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	shutErr = errors.Join(shutErr, adm.Shutdown(actx)) // admin (readyz 503) last
@@ -68,12 +71,18 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 // drain stops accepting callers and waits for the requests in flight, for
 // at most ShutdownTimeout. Those still running then are cancelled with
 // errDraining (proxyFailed answers 503) and given a second to answer
-// before their connections are closed.
-func (g *Gateway) drain(srv *http.Server, cut context.CancelCauseFunc) error {
+// before their connections are closed. Connections on which no request is
+// in flight do not make the drain unclean: net/http waits up to 5s for one
+// that has not sent its first request yet (a preconnect, a port scan).
+func (g *Gateway) drain(srv *http.Server, active *activeConns, cut context.CancelCauseFunc) error {
 	sctx, cancel := context.WithTimeout(context.Background(), g.opts.ShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(sctx)
 	if err == nil {
+		return nil
+	}
+	if active.count() == 0 {
+		_ = srv.Close()
 		return nil
 	}
 	g.log.Warn("requests outlived the drain timeout; answering them 503", "drain_timeout", g.opts.ShutdownTimeout.String())
@@ -84,6 +93,32 @@ func (g *Gateway) drain(srv *http.Server, cut context.CancelCauseFunc) error {
 		_ = srv.Close()
 	}
 	return err
+}
+
+// activeConns counts the connections with a request in flight (net/http's
+// StateActive: from the request's headers read to its answer written).
+type activeConns struct {
+	mu     sync.Mutex
+	active map[net.Conn]struct{}
+}
+
+func (a *activeConns) track(c net.Conn, st http.ConnState) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if st == http.StateActive {
+		if a.active == nil {
+			a.active = make(map[net.Conn]struct{})
+		}
+		a.active[c] = struct{}{}
+	} else {
+		delete(a.active, c)
+	}
+}
+
+func (a *activeConns) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.active)
 }
 
 func serve(srv *http.Server, ln net.Listener) error {
