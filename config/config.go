@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/memory"
+	"github.com/sluice-rl/sluice/throttle"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -54,6 +55,12 @@ type File struct {
 	// LegacyHeaders also sends X-RateLimit-Limit, -Remaining and -Reset.
 	// Default false.
 	LegacyHeaders bool
+	// Protect is what the gateway's throttle enforces: the protect block
+	// (in-flight ceiling, adaptive limit, queue, shedding, upstream
+	// back-off), without a clock. nil when the file has none: nothing is
+	// throttled. Changes take effect on reload, in place
+	// (throttle.Throttle.Update).
+	Protect *throttle.Config
 	// Policy is the policy as written, with IPv6Prefix (64) and each rule's
 	// Key (client when clients are listed, else ip) filled in; Compile
 	// fills in the other defaults.
@@ -165,7 +172,7 @@ func Parse(name string, data []byte) (*File, error) {
 }
 
 var topFields = []string{"listen", "upstream", "admin", "trusted_proxies", "forwarded_header",
-	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "clients", "plans", "rules"}
+	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "clients", "plans", "rules"}
 
 // decodeFile decodes the top-level mapping.
 func (d *decoder) decodeFile(root *yaml.Node) *File {
@@ -191,6 +198,7 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	f.Server = d.server(m["server"], "server")
 	f.Store = d.store(m["store"], "store")
 	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")
+	f.Protect = d.protect(m["protect"], "protect")
 	f.Policy = d.policy(m, root)
 	return f
 }

@@ -152,9 +152,33 @@ func (d *decoder) plans(n *yaml.Node, path string) map[string]policy.Plan {
 	plans := make(map[string]policy.Plan, len(es))
 	for _, e := range es {
 		name := e.key.Value
-		plans[name] = policy.Plan{Limits: d.rates(e.val, join(path, name))}
+		rates, prio := planPriority(e.val)
+		pl := policy.Plan{Limits: d.rates(rates, join(path, name))}
+		if prio != nil {
+			p := d.priority(prio, join(join(path, name), "priority"))
+			pl.Priority = &p
+		}
+		plans[name] = pl
 	}
 	return plans
+}
+
+// planPriority splits a plan's mapping into its rates and its priority: an
+// entry priority whose value is a word, not a rate (a rule named priority
+// keeps its override: priority: 10/s).
+func planPriority(n *yaml.Node) (rates, prio *yaml.Node) {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return n, nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Value == "priority" && v.Kind == yaml.ScalarNode && !strings.Contains(v.Value, "/") {
+			cp := *n
+			cp.Content = append(append([]*yaml.Node{}, n.Content[:i]...), n.Content[i+2:]...)
+			return &cp, v
+		}
+	}
+	return n, nil
 }
 
 // rates decodes a mapping of rule names to rates.

@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	ruleFields  = []string{"name", "match", "key", "missing_header", "algorithm", "rate", "burst", "cost", "mode", "allow"}
+	ruleFields  = []string{"name", "match", "key", "missing_header", "algorithm", "rate", "burst", "cost", "mode", "allow", "priority", "degrade"}
 	matchFields = []string{"path", "methods"}
 	keyKinds    = []string{"client", "ip", "header:NAME", "global"}
 )
@@ -35,7 +35,10 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 	if alg := d.oneOf(m["algorithm"], join(path, "algorithm"), "", algorithmNames()); alg != "" {
 		r.Algorithm, _ = limiter.ParseAlgorithm(alg)
 	}
-	if d.required(m, n, path, "rate", "rate: 100/m") {
+	r.Priority = d.priority(m["priority"], join(path, "priority"))
+	r.Degrade = d.boolean(m["degrade"], join(path, "degrade"))
+	classifies := !isNull(m["priority"]) || !isNull(m["degrade"]) // a rule without rate only classifies
+	if !isNull(m["rate"]) || !classifies && d.required(m, n, path, "rate", "rate: 100/m; or priority/degrade for a rule that only classifies") {
 		r.Rate, _ = d.rate(m["rate"], join(path, "rate"))
 	}
 	r.Burst = d.integer(m["burst"], join(path, "burst"), 1, 1<<62, 0, "1 or more; default: the rate's N")

@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/throttle"
 )
 
 // WriteSummary writes what f does, defaults included: the addresses, the
@@ -27,6 +28,7 @@ func (f *File) WriteSummary(w io.Writer) error {
 	}
 	b.WriteString("\n" + f.Store.summary())
 	b.WriteString(f.Server.summary())
+	b.WriteString(protectSummary(f.Protect))
 	p := f.Policy
 	if len(p.TrustedProxies) > 0 {
 		fmt.Fprintf(&b, "trusted proxies: %v; callers read from %v only\n", p.TrustedProxies, p.ForwardedHeader)
@@ -71,8 +73,14 @@ func (f *File) matchingNotes() []string {
 // ruleTable writes one row per rule.
 func (f *File) ruleTable(b *strings.Builder) {
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RULE\tMATCH\tKEY\tALGORITHM\tRATE\tBURST\tCOST\tMODE\tNEVER LIMITED")
 	c := f.Compiled
+	classHead := "" // the priority column, when protect or a rule's class says anything
+	for i := 0; i < c.Rules(); i++ {
+		if f.Protect != nil || c.Rule(i).Priority != throttle.Normal || c.Rule(i).Degrade {
+			classHead = "\tPRIORITY"
+		}
+	}
+	fmt.Fprintln(tw, "RULE\tMATCH\tKEY\tALGORITHM\tRATE\tBURST\tCOST\tMODE\tNEVER LIMITED"+classHead)
 	for i := 0; i < c.Rules(); i++ {
 		r, l := c.Rule(i), c.RuleLimit(i)
 		match := r.Match.Path
@@ -97,8 +105,16 @@ func (f *File) ruleTable(b *strings.Builder) {
 		if r.Key.Kind == policy.KeyHeader {
 			key += fmt.Sprintf(" (missing: %v)", r.Key.Missing)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\t%s\t%d\t%v\t%s\n", r.Name, match, key, l.Algorithm(),
-			policy.Rate{N: l.Rate(), Period: l.Period()}, burst, r.Cost, r.Mode, strings.Join(allow, ","))
+		alg, rate := l.Algorithm().String(), policy.Rate{N: l.Rate(), Period: l.Period()}.String()
+		if r.Classifies() {
+			alg, rate = "-", "- (classifies)"
+		}
+		class := ""
+		if classHead != "" {
+			class = "\t" + classText(r)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%v\t%s%s\n", r.Name, match, key, alg,
+			rate, burst, r.Cost, r.Mode, strings.Join(allow, ","), class)
 	}
 	tw.Flush()
 }
@@ -116,6 +132,9 @@ func (f *File) callerTable(b *strings.Builder) {
 	fmt.Fprintln(tw, "RULE\tCLIENT\tPLAN\tLIMIT\tFROM")
 	for i := 0; i < c.Rules(); i++ {
 		name := c.Rule(i).Name
+		if c.Rule(i).Classifies() {
+			continue // no limit to show
+		}
 		for _, cl := range f.Policy.Clients.List {
 			if caller, ok := c.CallerByID(cl.ID); ok {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, cl.ID, orDash(cl.Plan), rateText(caller.Limit(i)), f.source(cl.Plan, cl.Limits, name))
@@ -126,6 +145,36 @@ func (f *File) callerTable(b *strings.Builder) {
 		}
 	}
 	tw.Flush()
+}
+
+// protectSummary is a line on the protect block, or none.
+func protectSummary(c *throttle.Config) string {
+	if c == nil {
+		return ""
+	}
+	s := fmt.Sprintf("protect: at most %d in flight", c.MaxInFlight)
+	if a := c.Adaptive; a != nil {
+		s += fmt.Sprintf(", adaptive from %d (p99 target %v)", a.MinInFlight, a.LatencyTarget)
+	}
+	if c.Queue.MaxLength > 0 {
+		s += fmt.Sprintf(", queue %d (max wait %v)", c.Queue.MaxLength, c.Queue.MaxWait)
+	} else {
+		s += ", no queue"
+	}
+	s += fmt.Sprintf(", shedding from %v of the limit", c.ShedFrom)
+	if c.UpstreamBackoff {
+		s += ", upstream back-off"
+	}
+	return s + "\n"
+}
+
+// classText is a rule's priority, and degrade if set: "normal",
+// "low, degrade".
+func classText(r *policy.Rule) string {
+	if r.Degrade {
+		return r.Priority.String() + ", degrade"
+	}
+	return r.Priority.String()
 }
 
 func orDash(s string) string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/throttle"
 )
 
 // The checks Compile makes beyond each rule's own fields: overrides,
@@ -20,11 +21,18 @@ func (c *Compiled) checkOverrides(names map[string]int, fail func(string, string
 			fail("plans."+plan, "%q is not a valid plan name (letters, digits, '_', '-', '.'; 1 to 64)", plan)
 		}
 		pl := c.src.Plans[plan]
+		if p := pl.Priority; p != nil && (*p < throttle.Low || *p > throttle.Critical) {
+			fail("plans."+plan+".priority", "unknown priority %d (critical, high, normal or low)", *p)
+		}
 		for _, rule := range slices.Sorted(maps.Keys(pl.Limits)) {
 			rate := pl.Limits[rule]
 			i, ok := names[rule]
 			if !ok {
 				continue // checkRuleNames reports it
+			}
+			if c.rules[i].Classifies() {
+				fail("plans."+plan+"."+rule, "rule %s has no rate to override: it only classifies requests (give the rule a rate, or remove this override)", rule)
+				continue
 			}
 			if _, err := ruleLimit(c.rules[i].Rule, rate); err != nil {
 				_, msg := limitProblem(err)

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/throttle"
 )
 
 // FieldError is one thing wrong with a Policy. Path names the field the way
@@ -47,8 +48,9 @@ type Caller struct {
 	// ID is the client id, "" for callers not recognised by key.
 	ID string
 	// Plan is the caller's plan name.
-	Plan    string
-	limits  []limiter.Limit // by rule index
+	Plan     string
+	priority *throttle.Priority // the plan's, if it sets one
+	limits   []limiter.Limit    // by rule index
 	sources []string        // by rule index: LimitSource
 }
 
@@ -71,6 +73,16 @@ func (c *Caller) LimitSource(i int) string { return c.sources[i] }
 
 // Limit returns the limit rule i applies to the caller.
 func (c *Caller) Limit(i int) limiter.Limit { return c.limits[i] }
+
+// Priority returns the priority of the caller's request whose matched
+// rules' highest priority is p: p, raised to the caller's plan's priority
+// if that is higher. A plan never lowers a priority.
+func (c *Caller) Priority(p throttle.Priority) throttle.Priority {
+	if c.priority != nil && *c.priority > p {
+		return *c.priority
+	}
+	return p
+}
 
 // Compile validates p and prepares it for lookups. It reports every problem
 // at once, as FieldErrors joined with errors.Join.
@@ -157,7 +169,10 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	if cr.Cost == 0 {
 		cr.Cost = DefaultCost
 	}
-	if _, err := ruleLimit(cr.Rule, r.Rate); err != nil {
+	if r.Priority < throttle.Low || r.Priority > throttle.Critical {
+		fail(at+".priority", "unknown priority %d (critical, high, normal or low)", r.Priority)
+	}
+	if _, err := ruleLimit(cr.Rule, r.Rate); err != nil && !r.Classifies() {
 		field, msg := limitProblem(err)
 		path := at + ".rate" // the rate's N or its period
 		switch field {
@@ -232,7 +247,7 @@ func (c *Compiled) compileClients(fail func(string, string, ...any)) {
 // caller resolves every rule's limit for one caller: its own override, else
 // its plan's, else the rule's.
 func (c *Compiled) caller(id, plan string, own map[string]Rate, fail func(string, string, ...any), at string) *Caller {
-	cl := &Caller{ID: id, Plan: plan, limits: make([]limiter.Limit, len(c.rules)), sources: make([]string, len(c.rules))}
+	cl := &Caller{ID: id, Plan: plan, priority: c.src.Plans[plan].Priority, limits: make([]limiter.Limit, len(c.rules)), sources: make([]string, len(c.rules))}
 	for i, r := range c.rules {
 		rate, ownRate := r.Rate, false
 		if o, ok := c.src.Plans[plan].Limits[r.Name]; ok {
@@ -242,7 +257,9 @@ func (c *Compiled) caller(id, plan string, own map[string]Rate, fail func(string
 			rate, ownRate, cl.sources[i] = o, true, "client:"+id
 		}
 		l, err := ruleLimit(r.Rule, rate)
-		if err != nil && ownRate { // plans and rules are checked once, elsewhere
+		if ownRate && r.Classifies() {
+			fail(at+".limits."+r.Name, "rule %s has no rate to override: it only classifies requests (give the rule a rate, or remove this override)", r.Name)
+		} else if err != nil && ownRate { // plans and rules are checked once, elsewhere
 			_, msg := limitProblem(err)
 			fail(at+".limits."+r.Name, "%s", msg)
 		}
@@ -287,7 +304,12 @@ func clonePolicy(p Policy) Policy {
 	}
 	plans := make(map[string]Plan, len(p.Plans))
 	for name, pl := range p.Plans {
-		plans[name] = Plan{Limits: maps.Clone(pl.Limits)}
+		cp := Plan{Limits: maps.Clone(pl.Limits)}
+		if pl.Priority != nil {
+			pr := *pl.Priority
+			cp.Priority = &pr
+		}
+		plans[name] = cp
 	}
 	p.Plans = plans
 	p.Clients.List = slices.Clone(p.Clients.List)

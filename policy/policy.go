@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/throttle"
 )
 
 // The defaults Compile applies to fields left zero, defined here once
@@ -113,9 +114,15 @@ type Client struct {
 	Limits map[string]Rate
 }
 
-// Plan is a named set of rate overrides by rule name.
+// Plan is a named set of rate overrides by rule name, and the priority
+// its clients' requests get at least.
 type Plan struct {
 	Limits map[string]Rate
+	// Priority, when set, raises the priority of its clients' requests
+	// (tenants with a higher service level first when the service is
+	// full): a request's priority is the highest of its matched rules'
+	// and this one. nil: the rules' alone. A plan never lowers a priority.
+	Priority *throttle.Priority
 }
 
 // Rate is N requests per Period.
@@ -150,7 +157,8 @@ type Rule struct {
 	// Algorithm is the rate-limiting algorithm. Default sliding_window.
 	Algorithm limiter.Algorithm
 	// Rate is the rule's rate, unless the caller's plan or the caller
-	// overrides it.
+	// overrides it. The zero Rate counts nothing: the rule only
+	// classifies the requests it matches (Priority, Degrade).
 	Rate Rate
 	// Burst is the bucket size for token_bucket, gcra and leaky_bucket
 	// (0: the rate's N). An override of the rate scales it in proportion.
@@ -164,7 +172,19 @@ type Rule struct {
 	Allow []string
 	// AllowNets lists caller networks this rule never limits.
 	AllowNets []netip.Prefix
+	// Priority is the priority of the requests the rule matches when the
+	// service is full (protect): a request's is the highest of its matched
+	// rules' (and its plan's). Default throttle.Normal.
+	Priority throttle.Priority
+	// Degrade marks the requests the rule matches as non-essential: they
+	// are refused (503) while the service is at or above protect's
+	// shed_from. Default false.
+	Degrade bool
 }
+
+// Classifies reports whether r only classifies requests (priority,
+// degrade) and counts nothing: it has no rate (the zero Rate).
+func (r *Rule) Classifies() bool { return r.Rate == (Rate{}) }
 
 // Match selects requests by path prefix (on segment boundaries) and method.
 type Match struct {
