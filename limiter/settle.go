@@ -1,0 +1,190 @@
+package limiter
+
+import (
+	"slices"
+	"time"
+)
+
+// Settle returns s, the state of a key that admitted a request of cost
+// reserved at reservedAt (the time its decision was made, as passed to
+// Decide), once the request's actual cost is known at now: a rule that
+// counts only failures refunds a success whole (actual 0), and a cost the
+// upstream reports afterwards refunds or charges the difference. It also
+// returns what a look (cost 0) at now sees of the settled state: its
+// Remaining, and its Reset, which a store uses as the key's new expiry.
+// Like Decide it is a pure function. A negative actual counts as 0, a
+// reserved of 0 or less as no reservation (s is returned as it is), and a
+// refund is never more than reserved. The zero Limit changes nothing.
+//
+// A refund (actual < reserved) gives back what the reservation took, if
+// the key still shows it:
+//
+//   - fixed_window: the count, if the key is still in the reservation's
+//     window; once the window has moved on the refund is void (the next
+//     window started from nothing anyway).
+//   - sliding_window: the counter of the reservation's window: the current
+//     one, or the previous one once the window has moved on by one; after
+//     that the refund is void.
+//   - sliding_log: the reservation's entry (the entry at reservedAt) loses
+//     the refund, and is removed at 0; once it has expired the refund is void.
+//   - token_bucket, leaky_bucket: the tokens (the level) go back, if the
+//     reservation is still the key's last change (its last-update time is
+//     reservedAt). Once another request has been admitted later, the bucket
+//     cannot tell how much of the held cost refill would have let overflow,
+//     so the refund is void: giving it back could admit more than Burst at
+//     once.
+//   - gcra: void. Its one theoretical arrival time cannot tell whether a
+//     request was admitted after the reservation; token_bucket admits the
+//     same traffic and can be refunded.
+//
+// A charge (actual > reserved) adds the difference, as a request that
+// cannot be refused. The window algorithms add it where the reservation
+// counts (its window's counter, its log entry), and not at all once that
+// has expired, as a refund; the buckets take it at now. A charge can
+// leave the key with nothing remaining, so that the next requests wait,
+// but never below that: a count stops at the rate and a bucket at empty,
+// so no Remaining is ever negative and a cost reported far beyond the
+// limit locks the key out for one window or one refill, not many.
+func Settle(l Limit, s State, now, reservedAt time.Time, reserved, actual int64) (State, Decision) {
+	actual = max(actual, 0)
+	if reserved > 0 && actual != reserved && l.alg != 0 {
+		s = settle(&l, s, UnixMicro(now), UnixMicro(reservedAt), reserved, actual)
+	}
+	look := s
+	look.Log = slices.Clone(s.Log) // a look rewrites the log in place
+	var d Decision
+	l.ApplyInto(&look, now, 0, &d)
+	return s, d
+}
+
+// settle is Settle's change of state, at t for a reservation made at t0.
+func settle(l *Limit, s State, t, t0, reserved, actual int64) State {
+	// refund > 0 gives back, charge > 0 adds; each at most a whole burst,
+	// so that no product below overflows.
+	refund, charge := min(max(reserved-actual, 0), l.burst), min(max(actual-reserved, 0), l.burst)
+	switch l.alg {
+	case FixedWindow:
+		if s.A == windowStart(t0, l.period) {
+			s.B = adjust(s.B, refund, charge, l.rate)
+		}
+	case SlidingWindow:
+		prev, curr := s.B>>32, s.B&0xffffffff
+		switch w := windowStart(t0, l.period); s.A {
+		case w:
+			curr = adjust(curr, refund, charge, l.rate)
+		case w + l.period:
+			prev = adjust(prev, refund, charge, l.rate)
+		}
+		s.B = prev<<32 | curr
+	case SlidingLog:
+		s = settleLog(l, s, t0, refund, charge)
+	case TokenBucket:
+		s.A, s.B = settleTokens(l, s.A, s.B, t, t0, refund, charge)
+	case LeakyBucket:
+		s.A, s.B = settleLevel(l, s.A, s.B, t, t0, refund, charge)
+	case GCRA:
+		if charge > 0 {
+			s.A, s.B = chargeGCRA(l, s.A, s.B, t, charge)
+		}
+	}
+	return s
+}
+
+// adjust returns a window count less refund (never below 0) or plus charge
+// (never above the rate, nor lowered if it is already above).
+func adjust(count, refund, charge, rate int64) int64 {
+	if refund > 0 {
+		return count - min(refund, count)
+	}
+	if count >= rate {
+		return count
+	}
+	return min(count+charge, rate)
+}
+
+// settleLog settles on the log entry made at t0, if it is still there.
+func settleLog(l *Limit, s State, t0, refund, charge int64) State {
+	i, found := slices.BinarySearchFunc(s.Log, t0, func(e Entry, t int64) int { return cmpInt(e.At, t) })
+	if !found {
+		return s
+	}
+	if refund > 0 {
+		k := min(refund, s.Log[i].Cost)
+		s.A -= k
+		if s.Log[i].Cost -= k; s.Log[i].Cost == 0 {
+			s.Log = slices.Delete(s.Log, i, i+1)
+		}
+		return s
+	}
+	k := min(charge, max(l.rate-s.A, 0))
+	s.Log[i].Cost += k
+	s.A += k
+	return s
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// settleTokens settles a token_bucket's tokens, counted at last: a refund
+// only while last is the reservation's time, a charge at t.
+func settleTokens(l *Limit, tokens, last, t, t0, refund, charge int64) (int64, int64) {
+	capacity := l.burst * l.p
+	if refund > 0 {
+		if last == t0 {
+			tokens = min(tokens+refund*l.p, capacity)
+		}
+		return tokens, last
+	}
+	if last == 0 { // a key forgotten since: full at t
+		tokens, last = capacity, t
+	}
+	if t > last { // a clock gone back refills nothing
+		tokens, last = capacity-drain(capacity-tokens, t-last, l.n), t
+	}
+	return max(tokens-charge*l.p, 0), last
+}
+
+// settleLevel settles a leaky_bucket's level, measured at last, as
+// settleTokens does its tokens.
+func settleLevel(l *Limit, level, last, t, t0, refund, charge int64) (int64, int64) {
+	capacity := l.burst * l.p
+	if refund > 0 {
+		if last == t0 {
+			level = max(level-refund*l.p, 0)
+		}
+		return level, last
+	}
+	if last == 0 {
+		level, last = 0, t
+	}
+	if t > last {
+		level, last = drain(level, t-last, l.n), t
+	}
+	return min(level+charge*l.p, capacity), last
+}
+
+// chargeGCRA pushes the theoretical arrival time on by charge requests at
+// t, no further than a full bucket ahead of t.
+func chargeGCRA(l *Limit, tat, frac, t, charge int64) (int64, int64) {
+	capacity := l.burst * l.p
+	level := int64(0)
+	if tat >= t {
+		if ahead := tat - t; ahead > l.full {
+			return tat, frac // already beyond full: as gcra reads it, full
+		}
+		level = min((tat-t)*l.n+frac, capacity)
+	}
+	if level >= capacity {
+		return tat, frac
+	}
+	level = min(level+charge*l.p, capacity)
+	q := div(level, l.n)
+	return t + q, level - q*l.n
+}
