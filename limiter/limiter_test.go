@@ -13,3 +13,8 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(*testing.T) store.Store { return storetest.NewReference() })
 }
+
+// TestSettleConformance runs the settle tables against the reference store.
+func TestSettleConformance(t *testing.T) {
+	storetest.RunSettle(t, func(*testing.T) store.Store { return storetest.NewReference() })
+}

@@ -16,3 +16,10 @@ func TestConformance(t *testing.T) {
 		return New(Options{Clock: clock.NewFake(t0)})
 	})
 }
+
+// TestSettleConformance runs the settle tables.
+func TestSettleConformance(t *testing.T) {
+	storetest.RunSettle(t, func(t *testing.T) store.Store {
+		return New(Options{Clock: clock.NewFake(t0)})
+	})
+}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,4 +85,32 @@ func (r *reference) Close() error {
 	}
 	r.closed, r.states = true, nil
 	return nil
+}
+
+var _ store.Settler = (*reference)(nil)
+
+// Settle settles with limiter.Settle under the store's mutex. A key held
+// under another limit, or not held, is left as it is: the decision is a
+// look at it.
+func (r *reference) Settle(ctx context.Context, key string, l limiter.Limit, now time.Time, res store.Reservation, actual int64) (limiter.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return limiter.Decision{}, fmt.Errorf("reference store: settle: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return limiter.Decision{}, store.ErrClosed
+	}
+	k, ok := r.states[key]
+	if ok && k.limit == l {
+		var d limiter.Decision
+		k.state, d = limiter.Settle(l, k.state, now, res.At, res.Cost, actual)
+		r.states[key] = k
+		return d, nil
+	}
+	if ok {
+		k.state = limiter.Reinterpret(k.limit, l, limiter.State{A: k.state.A, B: k.state.B, Log: slices.Clone(k.state.Log)}, now)
+	}
+	_, d := limiter.Settle(l, k.state, now, res.At, 0, 0)
+	return d, nil
 }
