@@ -51,7 +51,7 @@ type Caller struct {
 	Plan     string
 	priority *throttle.Priority // the plan's, if it sets one
 	limits   []limiter.Limit    // by rule index
-	sources []string        // by rule index: LimitSource
+	sources  []string           // by rule index: LimitSource
 }
 
 // StateTag returns a short text that state keys of rule i include for the
