@@ -121,6 +121,7 @@ type problem struct {
 	Status           int
 	Detail           string
 	ViolatedPolicies []string
+	Reason           string // a throttle's refusal: what is full (shed, queue_full, ...)
 }
 
 // appendJSON writes p as JSON by hand, without encoding/json's reflection:
@@ -145,6 +146,9 @@ func (p *problem) appendJSON(b []byte) []byte {
 			b = appendJSONString(b, v)
 		}
 		b = append(b, ']')
+	}
+	if p.Reason != "" {
+		b = appendJSONString(append(b, `,"reason":`...), p.Reason)
 	}
 	return append(b, '}', '\n')
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/throttle"
 )
 
 // ClientHeader tells the protected handler who the caller is. A copy sent
@@ -65,6 +66,14 @@ type Options struct {
 	// Setting it makes every passed request's handler write through a
 	// recorder of the status.
 	OnResponse func(*http.Request, *Response)
+	// Throttle, if set, protects the handler from the sum of all callers
+	// (DESIGN's protect): a request the per-caller rules allowed then
+	// takes a slot of it, waits in its queue or is refused 503 with
+	// Retry-After; the slot is released after the response, with its
+	// outcome. A request's priority is the highest of its matched rules'
+	// (policy.Rule.Priority, Normal when none matched), raised to its
+	// plan's. Default nil: nothing is throttled.
+	Throttle *throttle.Throttle
 }
 
 // Settings are what a request is decided under: the policy and whether
@@ -164,6 +173,7 @@ type scratch struct {
 	after   []afterStep // run once the request is answered (after.go)
 	rec     recorder    // the passed request's ResponseWriter, when after is not empty
 	resp    Response    // what the after steps are given
+	slot    slotStep    // the request's throttle slot (protect.go)
 }
 
 // decide answers the request itself (false) or prepares it to pass (true),
@@ -203,6 +213,9 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings, 
 		results, spent, err = l.decideAll(r.Context(), s, now)
 	}
 	pass := l.judge(w, r.Header, pol, caller, addr, s, results, spent, err)
+	if pass && l.opts.Throttle != nil {
+		pass = l.admit(w, r, pol, caller, name, addr, s)
+	}
 	l.report(r, rep, now)
 	if pass && name != "" {
 		r.Header[ClientHeader] = []string{name}
@@ -242,6 +255,9 @@ func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr net
 	s.reqs, s.index = s.reqs[:0], s.index[:0]
 	for _, i := range s.match {
 		rule := pol.Rule(i)
+		if rule.Classifies() {
+			continue // counts nothing: its priority and degrade are read by admit
+		}
 		if pol.Exempt(i, caller.ID, addr) {
 			s.report.Rules = append(s.report.Rules, RuleResult{Rule: rule.Name, Outcome: Exempt})
 			continue

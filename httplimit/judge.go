@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/throttle"
 )
 
 // Outcome is what one rule decided for one request.
@@ -61,6 +62,14 @@ type Report struct {
 	Latency time.Duration
 	// Err is the store's error, if it failed.
 	Err error
+	// Throttled is true when Options.Throttle decided the request (it
+	// passed the rules); Priority is then its priority, Refusal why the
+	// throttle refused it (throttle.ReasonNone: admitted) and QueueWait
+	// how long it waited in the throttle's queue.
+	Throttled bool
+	Priority  throttle.Priority
+	Refusal   throttle.Reason
+	QueueWait time.Duration
 }
 
 // RuleResult is one rule's decision.

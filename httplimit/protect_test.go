@@ -1,0 +1,77 @@
+package httplimit_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/throttle"
+)
+
+// A Limiter with a Throttle of 2 slots, shedding from 1 (half the limit)
+// with every draw shedding: with one request held at the handler, low and
+// degrade requests are refused 503 naming why, critical ones pass, and the
+// held slot is released after its response.
+func TestThrottlePriorities(t *testing.T) {
+	thr, err := throttle.New(throttle.Config{MaxInFlight: 2, ShedFrom: 0.5, Rand: func() float64 { return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := policy.Policy{Rules: []policy.Rule{
+		{Name: "claims", Match: policy.Match{Path: "/claims"}, Priority: throttle.Critical},
+		{Name: "reports", Match: policy.Match{Path: "/reports"}, Priority: throttle.Low},
+		{Name: "export", Match: policy.Match{Path: "/export"}, Priority: throttle.High, Degrade: true},
+	}}
+	h := newHarness(t, p, func(o *httplimit.Options) { o.Throttle = thr })
+	entered, release := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(h.lim.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			close(entered)
+			<-release
+		}
+	})))
+	defer srv.Close()
+	held := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(srv.URL + "/hold")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		held <- err
+	}()
+	<-entered
+	for _, tc := range []struct {
+		path   string
+		status int
+		reason string
+	}{{"/reports", 503, "shed"}, {"/export", 503, "degraded"}, {"/claims", 200, ""}} {
+		resp, err := http.Get(srv.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Status int    `json:"status"`
+			Reason string `json:"reason"`
+		}
+		if tc.status != 200 {
+			_ = json.NewDecoder(resp.Body).Decode(&body)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != tc.status || body.Reason != tc.reason || tc.status == 503 && resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: %d reason %q Retry-After %q, want %d %q", tc.path, resp.StatusCode, body.Reason, resp.Header.Get("Retry-After"), tc.status, tc.reason)
+		}
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if st := thr.Stats(); st.InFlight != 0 || st.Refused(throttle.Low, throttle.ReasonShed) != 1 || st.Refused(throttle.High, throttle.ReasonDegraded) != 1 {
+		t.Errorf("stats %+v: want nothing in flight once answered, one low shed, one high degraded", st)
+	}
+	if rep := h.lastReport(); !rep.Throttled || rep.Priority != throttle.Critical || rep.Status != 0 {
+		t.Errorf("the /claims report %+v: want passed, throttled at critical", rep.Report)
+	}
+}
