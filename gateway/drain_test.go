@@ -3,18 +3,12 @@ package gateway_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sluice-rl/sluice/config"
-	"github.com/sluice-rl/sluice/gateway"
 )
 
 // runWith serves a gateway for standardConfig with server settings in
@@ -22,33 +16,9 @@ import (
 // function that starts the shutdown, and Run's result.
 func runWith(t *testing.T, upstream, settings string) (addr, admin string, stop context.CancelFunc, ran chan error) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "sluice.yaml")
-	cfg := strings.Replace(serverConfig(settings), "{{UPSTREAM}}", upstream, 1)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	file, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gateway.New(gateway.Options{Config: file, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
 	ln, adm := listen(t), listen(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran = make(chan error, 1)
-	go func() { ran <- g.Run(ctx, ln, adm) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-ran:
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return")
-		}
-	})
-	return "http://" + ln.Addr().String(), "http://" + adm.Addr().String(), cancel, ran
+	stop, ran = runGatewayOn(t, ln, adm, strings.Replace(serverConfig(settings), "{{UPSTREAM}}", upstream, 1))
+	return "http://" + ln.Addr().String(), "http://" + adm.Addr().String(), stop, ran
 }
 
 func getStatus(t *testing.T, client *http.Client, url, key string) (int, http.Header, error) {

@@ -101,8 +101,10 @@ func TestLoopWithSlowBodyAnswered508(t *testing.T) {
 	}
 }
 
-// runGatewayOn serves a gateway for cfg on ln and adm until the test ends.
-func runGatewayOn(t *testing.T, ln, adm net.Listener, cfg string) {
+// runGatewayOn serves a gateway for cfg on ln and adm until the test ends;
+// it returns the function that starts the shutdown, and Run's result (a
+// test that takes the result puts one back for the cleanup).
+func runGatewayOn(t *testing.T, ln, adm net.Listener, cfg string) (stop context.CancelFunc, ran chan error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sluice.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -116,14 +118,19 @@ func runGatewayOn(t *testing.T, ln, adm net.Listener, cfg string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
+	ran = make(chan error, 1)
 	go func() { ran <- g.Run(ctx, ln, adm) }()
 	t.Cleanup(func() {
 		cancel()
-		<-ran
-		g.Close()
+		select {
+		case <-ran:
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return")
+		}
 	})
+	return cancel, ran
 }
 
 // TestLoopMarkFromCallers: what a caller writes in the mark header gets no
