@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +159,29 @@ func TestLoopMarkFromCallers(t *testing.T) {
 	}
 	if v := r.Header.Values("Sluice-Loop-Mark"); len(v) != 0 {
 		t.Errorf("the caller saw the loop mark %q", v)
+	}
+}
+
+// TestLoopMarkHeaderCostsNoMore: a mark header full of commas costs the
+// gateway no more memory than any other header of its size; splitting it
+// into strings cost 16 bytes a comma, twice (about 2 MB for a 64 KiB
+// header), multiplying what a caller sends by 30.
+func TestLoopMarkHeaderCostsNoMore(t *testing.T) {
+	h := startGateway(t, standardConfig)
+	commas := strings.Repeat(",", 60_000)
+	allocated := func(header string) uint64 {
+		c := h.dial()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 20 {
+			c.write("GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyB + "\r\n" + header + ": " + commas + "\r\n\r\n")
+			c.mustRead(http.StatusOK)
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	other, marks := allocated("X-Other"), allocated("Sluice-Loop-Mark")
+	if marks > 2*other {
+		t.Errorf("20 requests with a mark header of 60000 commas allocated %d KiB, with another header %d KiB", marks>>10, other>>10)
 	}
 }
