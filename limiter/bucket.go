@@ -9,7 +9,9 @@ import "time"
 
 // tokenBucket holds tokens that refill continuously up to the burst; a
 // request takes cost tokens. A new key starts full. Its counters are the
-// tokens and the time they were counted at, 0 for a new key.
+// tokens and the time they were counted at, 0 for a new key. Requests held
+// for their turn (a limit with a delay) take tokens the bucket does not
+// have yet: the tokens go below 0, down to the delay's worth.
 func tokenBucket(l *Limit, tokens, last, t, cost int64, d *Decision) (int64, int64) {
 	capacity := l.burst * l.p
 	if last == 0 {
@@ -18,90 +20,78 @@ func tokenBucket(l *Limit, tokens, last, t, cost int64, d *Decision) (int64, int
 	if t < last { // the clock went back: no refill
 		t = last
 	}
-	tokens = capacity - drain(capacity-tokens, t-last, l.n)
-	*d = Decision{Limit: l.burst}
-	switch need := cost * l.p; {
-	case cost > l.burst:
-		d.RetryAfter = Never
-	case need <= tokens:
-		d.Allowed = true
-		tokens -= need
-	default:
-		d.RetryAfter = usec(ceilDiv(need-tokens, l.n))
-	}
-	d.Remaining = div(tokens, l.p)
-	d.Reset = usec(ceilDiv(capacity-tokens, l.n))
-	d.Refill = refill(l, tokens, d.Remaining)
-	return tokens, t
+	level := admit(l, min(drain(capacity-tokens, t-last, l.n), l.top), t, cost, d)
+	return capacity - level, t
 }
 
-// leakyBucket is the leaky bucket as a meter: every request pours cost into a
-// bucket that leaks at the rate; a request that would overflow it is
-// rejected (queueing the overflow instead is throttling's business). Its
-// counters are the level and the time it was measured at, 0 for a new key.
+// leakyBucket is the leaky bucket: every request pours cost into a bucket
+// that leaks at the rate. Without a delay it is a meter: a request that
+// would overflow the bucket is rejected. With one it is also a queue: a
+// request that would overflow it by at most the delay's worth is held until
+// enough has leaked (Decision.Delay). Its counters are the level and the
+// time it was measured at, 0 for a new key.
 func leakyBucket(l *Limit, level, last, t, cost int64, d *Decision) (int64, int64) {
-	capacity := l.burst * l.p
 	if last == 0 {
 		level, last = 0, t
 	}
 	if t < last { // the clock went back: no leak
 		t = last
 	}
-	level = drain(level, t-last, l.n)
-	*d = Decision{Limit: l.burst}
-	switch need := cost * l.p; {
-	case cost > l.burst:
-		d.RetryAfter = Never
-	case level+need <= capacity:
-		d.Allowed = true
-		level += need
-	default:
-		d.RetryAfter = usec(ceilDiv(level+need-capacity, l.n))
-	}
-	d.Remaining = div(capacity-level, l.p)
-	d.Reset = usec(ceilDiv(level, l.n))
-	d.Refill = refill(l, capacity-level, d.Remaining)
-	return level, t
+	return admit(l, min(drain(level, t-last, l.n), l.top), t, cost, d), t
 }
 
 // gcra is the generic cell rate algorithm: it remembers only the theoretical
 // arrival time (TAT) of the next request, as whole microseconds (tat) plus a
 // fraction in units of 1/n (frac). A request fits if the TAT, pushed on by
-// its cost, stays within burst intervals of now. Without a last-update time,
-// a clock that goes back makes the key look fuller, never emptier (at most
-// full).
+// its cost, stays within burst intervals of now (burst intervals and the
+// delay, for a request held for its turn). Without a last-update time, a
+// clock that goes back makes the key look fuller, never emptier (at most
+// full, with what the delay lets queue).
 func gcra(l *Limit, tat, frac, t, cost int64, d *Decision) (int64, int64) {
-	capacity := l.burst * l.p
 	level := int64(0) // (TAT - t) in units
 	if tat >= t {
 		if ahead := tat - t; ahead > l.full {
-			level = capacity
+			level = l.top
 		} else {
-			level = min(ahead*l.n+frac, capacity)
+			level = min(ahead*l.n+frac, l.top)
 		}
 	}
+	level = admit(l, level, t, cost, d)
+	if !d.Allowed || cost == 0 { // the TAT stays as it was
+		return tat, frac
+	}
+	q := div(level, l.n)
+	return t + q, level - q*l.n
+}
+
+// admit decides a request of cost at t on a bucket filled to level (units)
+// and returns the level after it, writing the decision to *d. The level is
+// at most l.top: a bucket fuller than its burst and queue (held requests
+// under a delay since shortened) reads as full with a full queue. A request
+// that fits passes at once; one that overflows the bucket by at most the
+// limit's queue (its delay's worth) passes after Delay, the time that much
+// takes to drain, and its Reservation is what Cancel needs to give it back.
+func admit(l *Limit, level, t, cost int64, d *Decision) int64 {
+	capacity := l.burst * l.p
 	*d = Decision{Limit: l.burst}
 	switch need := cost * l.p; {
 	case cost > l.burst:
 		d.RetryAfter = Never
-	case level+need <= capacity:
+	case level+need <= capacity || need == 0: // a look is never held
 		d.Allowed = true
-		if need > 0 {
-			level += need
-			q := div(level, l.n)
-			frac = level - q*l.n
-			d.Remaining = div(capacity-level, l.p)
-			d.Reset = usec(q + min(frac, 1)) // ceil(level/n), from the one division
-			d.Refill = refill(l, capacity-level, d.Remaining)
-			return t + q, frac
-		}
+		level += need
+	case level+need-capacity <= l.queue:
+		d.Allowed = true
+		d.Delay = usec(ceilDiv(level+need-capacity, l.n))
+		level += need
+		d.Reservation = Reservation{At: t, Level: level}
 	default:
-		d.RetryAfter = usec(ceilDiv(level+need-capacity, l.n))
+		d.RetryAfter = usec(ceilDiv(level+need-capacity-l.queue, l.n))
 	}
-	d.Remaining = div(capacity-level, l.p)
+	d.Remaining = max(div(capacity-level, l.p), 0)
 	d.Reset = usec(ceilDiv(level, l.n))
 	d.Refill = refill(l, capacity-level, d.Remaining)
-	return tat, frac
+	return level
 }
 
 // refill returns how long until a bucket with free units of room (remaining

@@ -30,8 +30,17 @@ type Decision struct {
 	// Refill is how long, from now, until Remaining grows by at least one
 	// unit if nothing else happens: the RetryAfter a request costing
 	// Remaining+1 would get. It is 0 when Remaining is Limit, and at most
-	// Reset. For a denied request of cost 1 it equals RetryAfter.
+	// Reset. For a denied request of cost 1 it equals RetryAfter (for a
+	// limit without a delay).
 	Refill time.Duration
+	// Delay is, for an allowed request under a limit with a delay
+	// (Limit.WithDelay), how long it must be held before it goes on: its
+	// turn in the bucket's queue. 0 means at once. Its cost is already
+	// counted; Reservation identifies it for Cancel.
+	Delay time.Duration
+	// Reservation is, for a request allowed with a Delay, what Cancel needs
+	// to give its cost back; the zero Reservation otherwise.
+	Reservation Reservation
 }
 
 // State is what an algorithm remembers about one key between decisions: a

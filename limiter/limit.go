@@ -68,6 +68,7 @@ const (
 	MaxRate     = 1_000_000_000 // requests per period
 	MaxBurst    = 1_000_000_000
 	MaxLogRate  = 10_000 // sliding_log stores one entry per admitted request
+	MaxDelay    = time.Hour
 	exactLimit  = 1 << 53
 	maxTimeUsec = 1 << 52 // about the year 2112; later times are clamped
 )
@@ -84,7 +85,10 @@ type Limit struct {
 	// coprime. Bucket levels count in units of 1/n microsecond: one request
 	// is p units and every microsecond drains n units.
 	p, n int64
-	full int64 // burst*p/n: a full bucket's drain time in whole microseconds
+	full int64 // top/n: a full bucket's drain time in whole microseconds
+	// A delay of d µs lets requests queue beyond the burst: queue = d*n
+	// units above the capacity burst*p; top is burst*p + queue.
+	queue, top int64
 }
 
 // New validates and builds a limit of rate requests per period. burst is the
@@ -123,9 +127,47 @@ func New(alg Algorithm, rate int64, period time.Duration, burst int64) (Limit, e
 		if l.burst > (exactLimit-l.n)/l.p || l.burst*l.p+l.n > exactLimit { // the first test keeps the product from overflowing
 			return Limit{}, limitErr(FieldBurst, "%d/%v with burst %d cannot be computed exactly (burst x period/rate too fine; round the rate or period, or lower the burst)", rate, period, burst)
 		}
-		l.full = l.burst * l.p / l.n
+		l.top = l.burst * l.p
+		l.full = l.top / l.n
 	}
 	return l, nil
+}
+
+// WithDelay returns l holding requests for their turn: a request of a
+// bucket algorithm that would be denied, but would pass within delay, is
+// allowed with Decision.Delay, the time it must be held before it goes on.
+// Its cost is reserved at once, so later requests queue behind it, and
+// what passes on at the end of the holds obeys the bucket's guarantee.
+// Only token_bucket, gcra and leaky_bucket take a delay (0 takes it away);
+// it is at most MaxDelay, a whole number of microseconds, and small enough
+// that the queue it allows is counted exactly (burst*p + delay*n + n at
+// most 2^53). A limit it refuses gives a *LimitError with FieldDelay.
+func (l Limit) WithDelay(delay time.Duration) (Limit, error) {
+	switch {
+	case delay == 0:
+	case !l.alg.HasBurst():
+		return Limit{}, limitErr(FieldDelay, "%v takes no delay (only token_bucket, gcra and leaky_bucket hold requests for their turn)", l.alg)
+	case delay < 0 || delay > MaxDelay:
+		return Limit{}, limitErr(FieldDelay, "delay %v out of range (0 to %v)", delay, MaxDelay)
+	case delay%time.Microsecond != 0:
+		return Limit{}, limitErr(FieldDelay, "delay %v is not a whole number of microseconds", delay)
+	}
+	us := int64(delay / time.Microsecond)
+	capacity := l.burst * l.p
+	if us > (exactLimit-capacity-l.n)/l.n {
+		return Limit{}, limitErr(FieldDelay, "delay %v on %v cannot be counted exactly (at most %v)", delay, l, usec((exactLimit-capacity-l.n)/l.n))
+	}
+	l.queue, l.top = us*l.n, capacity+us*l.n
+	l.full = l.top / l.n
+	return l, nil
+}
+
+// Delay returns how long a request may be held for its turn (WithDelay).
+func (l Limit) Delay() time.Duration {
+	if l.queue == 0 {
+		return 0
+	}
+	return usec(l.queue / l.n)
 }
 
 // Field names the argument of New at fault in a LimitError.
@@ -137,11 +179,12 @@ const (
 	FieldRate
 	FieldPeriod
 	FieldBurst
+	FieldDelay // of WithDelay
 )
 
-var fieldNames = []string{FieldAlgorithm: "algorithm", FieldRate: "rate", FieldPeriod: "period", FieldBurst: "burst"}
+var fieldNames = []string{FieldAlgorithm: "algorithm", FieldRate: "rate", FieldPeriod: "period", FieldBurst: "burst", FieldDelay: "delay"}
 
-// String returns the argument's name: algorithm, rate, period or burst.
+// String returns the argument's name: algorithm, rate, period, burst or delay.
 func (f Field) String() string {
 	if int(f) < len(fieldNames) && f > 0 {
 		return fieldNames[f]
@@ -194,7 +237,8 @@ func (l Limit) Interval() (p, n int64) { return l.p, l.n }
 // Same reports whether l and o are the same limit: the same algorithm,
 // rate, period and burst (the rest follows from them). It is l == o
 // without the call to a comparison function that == on a Limit compiles
-// to, for a store's hot path.
+// to, for a store's hot path, but for the delay: a state reads the same
+// under any delay, so a changed delay is not a changed limit.
 func (l *Limit) Same(o *Limit) bool {
 	return l.rate == o.rate && l.period == o.period && l.burst == o.burst && l.alg == o.alg
 }
@@ -210,6 +254,9 @@ func (l Limit) String() string {
 	s := fmt.Sprintf("%v %d/%v", l.alg, l.rate, l.Period())
 	if l.alg.HasBurst() && l.burst != l.rate {
 		s += fmt.Sprintf(" burst %d", l.burst)
+	}
+	if l.queue > 0 {
+		s += fmt.Sprintf(" delay %v", l.Delay())
 	}
 	return s
 }

@@ -34,9 +34,13 @@ import (
 // A change of algorithm starts fresh: one algorithm's state says nothing
 // of another's. The zero State, and a state of the limit to itself, are
 // returned as they are; the zero Limit as from or to gives a fresh state.
+// A delay is not part of what a state means: limits that differ only in
+// it return s as it is. A bucket holding requests for their turn (fuller
+// than its burst) is read as full under a changed limit: the held requests
+// still pass when their hold ends, but the new limit does not count them.
 func Reinterpret(from, to Limit, s State, now time.Time) State {
 	switch {
-	case from == to:
+	case from.Same(&to): // a changed delay reads the state as it is
 		return s
 	case from.alg != to.alg || from.alg == 0 || to.alg == 0:
 		return State{Log: s.Log[:0]}
@@ -105,10 +109,12 @@ func rebaseSliding(from, to *Limit, start, counts, t int64) (int64, int64) {
 // part of the bucket, in from's units, at time last) to t under from and
 // converts it to to's units. It returns the level and the time, t or, for
 // a clock gone back, last; or 0, 0 for an empty bucket: a fresh state, as
-// Decide leaves one.
+// Decide leaves one. A bucket fuller than from's burst (requests held for
+// their turn) reads as full.
 func rebaseLevel(from, to *Limit, level, last, t int64) (int64, int64) {
 	t = max(t, last)
-	if level = convertLevel(from, to, drain(max(level, 0), t-last, from.n)); level == 0 {
+	level = min(drain(max(level, 0), t-last, from.n), from.burst*from.p)
+	if level = convertLevel(from, to, level); level == 0 {
 		return 0, 0
 	}
 	return level, t

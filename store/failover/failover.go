@@ -263,7 +263,7 @@ func (s *Store) fail(ctx context.Context, reqs []store.Request, pending []int, o
 }
 
 // share returns this instance's share of l: rate and burst divided by the
-// number of instances, at least 1.
+// number of instances, at least 1, and the same delay.
 func (s *Store) share(l limiter.Limit) limiter.Limit {
 	if s.opts.Instances == 1 {
 		return l
@@ -277,6 +277,9 @@ func (s *Store) share(l limiter.Limit) limiter.Limit {
 		burst = max(1, l.Burst()/n)
 	}
 	part, err := limiter.New(l.Algorithm(), max(1, l.Rate()/n), l.Period(), burst)
+	if err == nil {
+		part, err = part.WithDelay(l.Delay()) // requests are held for their turn locally too
+	}
 	if err != nil {
 		part = l // cannot happen for a valid l; keep the whole limit rather than none
 	}

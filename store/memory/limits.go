@@ -4,7 +4,7 @@ import "github.com/sluice-rl/sluice/limiter"
 
 // limits is a shard's table of the limits its entries were written under.
 // An entry holds a 4-byte index into it (entry.limit) rather than the
-// limit, 56 bytes, or a unique.Handle of it, 8 bytes that would make every
+// limit, 72 bytes, or a unique.Handle of it, 8 bytes that would make every
 // entry 48 bytes instead of 40 (BenchmarkIdleKeyMemory). Each limit counts
 // the entries that hold it and is forgotten with the last of them, so the
 // table never holds more limits than the shard holds keys, and a limit

@@ -22,23 +22,33 @@ func TestOddReplies(t *testing.T) {
 	s := open(t, []string{srv.Addr}, true)
 	for _, src := range []string{
 		"return 'x'", "return 7", "return {}", "return {1, 4, 0, 0, 0}", "return redis.error_reply('boom')",
-		"return struct.pack('>dddd', 1, 4, 0, 0)", "return struct.pack('>dddddd', 1, 4, 0, 0, 0, 0)",
-		"return struct.pack('>ddddd', 1, 4, 0, 0.5, 0)", "return struct.pack('>ddddd', 1, 4, 0, 0/0, 0)",
-		"return struct.pack('>ddddd', 1, 4, 0, 1/0, 0)", "return struct.pack('>ddddd', 1, 4, 0, 2^60, 0)",
-		"return struct.pack('>ddddd', 2, 4, 0, 0, 0)", "return struct.pack('>ddddd', 1, 4, -2, 0, 0)",
-		"return struct.pack('>ddddd', 1, 4, 0, -1, 0)", "return struct.pack('>ddddd', 1, 4, 0, 0, -1)",
-		"return struct.pack('>ddddd', 1, 4, 0, 0, 0.5)",
+		"return struct.pack('>ddddd', 1, 4, 0, 0, 0)", "return struct.pack('>dddddddd', 1, 4, 0, 0, 0, 0, 0, 0)",
+		"return struct.pack('>ddddddd', 1, 4, 0, 0.5, 0, 0, 0)", "return struct.pack('>ddddddd', 1, 4, 0, 0/0, 0, 0, 0)",
+		"return struct.pack('>ddddddd', 1, 4, 0, 1/0, 0, 0, 0)", "return struct.pack('>ddddddd', 1, 4, 0, 2^60, 0, 0, 0)",
+		"return struct.pack('>ddddddd', 2, 4, 0, 0, 0, 0, 0)", "return struct.pack('>ddddddd', 0, 4, -2, 0, 0, 0, 0)",
+		"return struct.pack('>ddddddd', 1, 4, 0, -1, 0, 0, 0)", "return struct.pack('>ddddddd', 1, 4, 0, 0, -1, 0, 0)",
+		"return struct.pack('>ddddddd', 1, 4, 0, 0, 0.5, 0, 0)",
+		// An allowed request's retry is its delay: never -1, and a delay
+		// comes with a reservation (time and level), nothing else does.
+		"return struct.pack('>ddddddd', 1, 4, -1, 3, 2, 0, 0)", "return struct.pack('>ddddddd', 1, 0, 5, 3, 2, 0, 0)",
+		"return struct.pack('>ddddddd', 1, 0, 0, 3, 2, 7, 9)", "return struct.pack('>ddddddd', 0, 0, 5, 3, 2, 7, 9)",
+		"return struct.pack('>ddddddd', 1, 0, 5, 3, 2, 7, 0)", "return struct.pack('>ddddddd', 1, 0, 5, 3, 2, -7, 9)",
 	} {
 		res := s.client.Do(context.Background(), s.client.B().Eval().Script(src).Numkeys(0).Build())
 		if d, err := parseReply(res, 5); err == nil {
 			t.Errorf("%s: parsed as %+v, want an error", src, d)
 		}
 	}
-	res := s.client.Do(context.Background(), s.client.B().Eval().Script("return struct.pack('>ddddd', 1, 4, -1, 3, 2)").Numkeys(0).Build())
-	want := limiter.Decision{Allowed: true, Limit: 5, Remaining: 4, RetryAfter: limiter.Never, Reset: 3 * time.Microsecond,
-		Refill: 2 * time.Microsecond}
-	if d, err := parseReply(res, 5); err != nil || d != want {
-		t.Errorf("well-formed reply: %+v, %v; want %+v", d, err, want)
+	for src, want := range map[string]limiter.Decision{
+		"return struct.pack('>ddddddd', 0, 4, -1, 3, 2, 0, 0)": {Limit: 5, Remaining: 4, RetryAfter: limiter.Never,
+			Reset: 3 * time.Microsecond, Refill: 2 * time.Microsecond},
+		"return struct.pack('>ddddddd', 1, 0, 5, 3, 2, 7, 9)": {Allowed: true, Limit: 5, Delay: 5 * time.Microsecond,
+			Reset: 3 * time.Microsecond, Refill: 2 * time.Microsecond, Reservation: limiter.Reservation{At: 7, Level: 9}},
+	} {
+		res := s.client.Do(context.Background(), s.client.B().Eval().Script(src).Numkeys(0).Build())
+		if d, err := parseReply(res, 5); err != nil || d != want {
+			t.Errorf("well-formed reply %s: %+v, %v; want %+v", src, d, err, want)
+		}
 	}
 }
 

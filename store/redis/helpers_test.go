@@ -95,7 +95,7 @@ func (m *model) keep(d limiter.Decision, next limiter.State, rebased bool) {
 // does for every algorithm but sliding_log, whose list is read under any
 // limit as it is.
 func (m *model) rebase(l limiter.Limit, now time.Time) bool {
-	if m.limit == l {
+	if m.limit.Same(&l) { // a changed delay is not a changed limit
 		return false
 	}
 	m.state, m.limit = limiter.Reinterpret(m.limit, l, m.copyState(), now), l

@@ -13,8 +13,8 @@ import (
 var _ store.AllOrNothing = (*Store)(nil)
 
 // multiEntryLen is the length of one request in the multi-rule script's
-// ARGV[1]: six doubles (see lua/multi.lua).
-const multiEntryLen = 6 * 8
+// ARGV[1]: seven doubles (see lua/multi.lua).
+const multiEntryLen = 7 * 8
 
 // DecideAll decides the requests of one HTTP request all or nothing in one
 // script call (lua/multi.lua), as store.AllOrNothing says. On a Redis
@@ -55,7 +55,7 @@ func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Ti
 			enforce = 0
 		}
 		putDouble(e[16:], enforce)
-		copy(e[24:], c.req[16:]) // the limit's three numbers
+		copy(e[24:], c.req[16:]) // the limit's three numbers and queue
 	}
 	tctx, cancel := s.withTimeout(ctx)
 	defer cancel()

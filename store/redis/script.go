@@ -62,9 +62,11 @@ func loadScripts() ([limiter.LeakyBucket + 1]*script, *script) {
 		named := fmt.Sprintf("local alg = %d -- %s\n", alg, alg)
 		out[alg] = newScript(alg.String(), lib+named+common+state+body+write+save)
 		out[alg].batch = newScript(alg.String()+" batch", lib+named+common+state+begin+body+write+carry+end+save)
-		multi += fmt.Sprintf("\n-- %s\ndecide[%d] = function(key, cost, t, l1, l2, l3)\n", alg, alg) + named +
+		multi += fmt.Sprintf("\n-- %s\ndecide[%d] = function(key, cost, t, l1, l2, l3, queue)\n", alg, alg) + named +
 			"local allowed, remaining, retry, reset, refill, value = 0, 0, 0, 0, 0, nil\n" +
-			state + body + commit + "return allowed, remaining, retry, reset, refill, value, " + rebased + "\nend\n"
+			"local held_at, held_level = 0, 0\n" +
+			state + body + commit + "return allowed, remaining, retry, reset, refill, value, " + rebased +
+			", held_at, held_level\nend\n"
 	}
 	return out, newScript("multi-rule", multi+mustRead("lua/multi.lua"))
 }
@@ -100,8 +102,8 @@ type call struct {
 	burst int64
 }
 
-// requestLen is the length of a script's ARGV[1]: five doubles.
-const requestLen = 5 * 8
+// requestLen is the length of a script's ARGV[1]: six doubles.
+const requestLen = 6 * 8
 
 // newCall returns the call deciding a request of cost on key (a Redis key)
 // under l. now is the caller's time in µs, clamped as limiter clamps it
@@ -118,6 +120,7 @@ func newCall(l limiter.Limit, key string, cost, now int64) call {
 		putDouble(b[16:], l.Burst())
 		putDouble(b[24:], p)
 		putDouble(b[32:], n)
+		putDouble(b[40:], int64(l.Delay()/time.Microsecond)*n) // the queue
 	} else {
 		putDouble(b[16:], l.Rate())
 		putDouble(b[24:], int64(l.Period()/time.Microsecond))
@@ -155,14 +158,16 @@ func getDouble(s string) float64 {
 		uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7]))
 }
 
-// replyLen is the length of a script's reply: five doubles.
-const replyLen = 5 * 8
+// replyLen is the length of a script's reply: seven doubles.
+const replyLen = 7 * 8
 
 // maxExact is 2^53: integers up to it in magnitude are exact as doubles.
 const maxExact = 1 << 53
 
 // parseReply turns a script's reply, the doubles allowed, remaining,
-// retry_after µs (-1: never), reset µs and refill µs, into a Decision under a limit
+// retry µs (denied: retry_after, -1 for never; allowed: the delay), reset
+// µs, refill µs and a held request's reservation (time µs, level units),
+// into a Decision under a limit
 // of the given burst (its Limit). It checks the reply's shape rather than
 // trusting it.
 func parseReply(res rueidis.RedisResult, burst int64) (limiter.Decision, error) {
@@ -205,8 +210,9 @@ func parseDecision(s string, burst int64) (limiter.Decision, error) {
 		}
 		v[i] = int64(f)
 	}
-	allowed, remaining, retry, reset, refill := v[0], v[1], v[2], v[3], v[4]
-	if allowed != 0 && allowed != 1 || retry < -1 || reset < 0 || refill < 0 {
+	allowed, remaining, retry, reset, refill, at, level := v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+	if allowed != 0 && allowed != 1 || retry < -1 || allowed == 1 && retry < 0 || reset < 0 || refill < 0 ||
+		(allowed == 1 && retry > 0) != (at > 0) || at < 0 || level < 0 || (at == 0) != (level == 0) {
 		return limiter.Decision{}, fmt.Errorf("reply %v out of range", v)
 	}
 	d := limiter.Decision{
@@ -217,8 +223,12 @@ func parseDecision(s string, burst int64) (limiter.Decision, error) {
 		Reset:      time.Duration(reset) * time.Microsecond,
 		Refill:     time.Duration(refill) * time.Microsecond,
 	}
-	if retry == -1 {
+	switch {
+	case retry == -1:
 		d.RetryAfter = limiter.Never
+	case allowed == 1: // held for its turn, or 0
+		d.RetryAfter, d.Delay = 0, d.RetryAfter
+		d.Reservation = limiter.Reservation{At: at, Level: level}
 	}
 	return d, nil
 }
@@ -229,3 +239,7 @@ func isNoScript(err error) bool {
 	rerr, ok := rueidis.IsRedisErr(err)
 	return ok && rerr.IsNoScript()
 }
+
+// cancelScript gives back a held request's reservation (lua/cancel.lua).
+var cancelScript = newScript("cancel", mustRead("lua/lib.lua")+mustRead("lua/cancel.lua")+
+	mustRead("lua/state.lua")+mustRead("lua/cancel_end.lua"))

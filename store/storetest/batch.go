@@ -12,11 +12,23 @@ import (
 )
 
 // batchRequests mixes every algorithm, a key asked twice (the second sees
-// the first), a look, costs that can never pass, a negative cost and the
-// zero Limit.
+// the first), a look, costs that can never pass, a negative cost, the
+// zero Limit, and buckets with a delay asked until they hold requests for
+// their turn and then deny.
 func batchRequests() []store.Request {
 	key := func(name string) string { return store.Key("storetest-batch", name) }
+	delayed := func(alg limiter.Algorithm) limiter.Limit {
+		l, err := must(alg, 10, sec, 1).WithDelay(250 * ms)
+		if err != nil {
+			panic(err)
+		}
+		return l
+	}
+	queue := store.Request{Key: key("queue"), Limit: delayed(limiter.LeakyBucket), Cost: 1}
+	tokens := store.Request{Key: key("queue-token"), Limit: delayed(limiter.TokenBucket), Cost: 1}
+	gcra := store.Request{Key: key("queue-gcra"), Limit: delayed(limiter.GCRA), Cost: 1}
 	return []store.Request{
+		queue, queue, tokens, gcra, queue, tokens, gcra, queue, gcra,
 		{Key: key("fixed"), Limit: must(limiter.FixedWindow, 2, sec, 0), Cost: 1},
 		{Key: key("fixed"), Limit: must(limiter.FixedWindow, 2, sec, 0), Cost: 1},
 		{Key: key("sliding"), Limit: must(limiter.SlidingWindow, 3, sec, 0), Cost: 2},

@@ -114,3 +114,24 @@ func (r *reference) Settle(ctx context.Context, key string, l limiter.Limit, now
 	_, d := limiter.Settle(l, k.state, now, res.At, 0, 0)
 	return d, nil
 }
+
+var _ store.Canceler = (*reference)(nil)
+
+// Cancel gives a held request's reservation back with limiter's Cancel,
+// if the key's state is still under the same limit.
+func (r *reference) Cancel(ctx context.Context, key string, l limiter.Limit, res limiter.Reservation, cost int64) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("reference store: cancel: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false, store.ErrClosed
+	}
+	k, ok := r.states[key]
+	if !ok || !k.limit.Same(&l) || !l.Cancel(&k.state, res, cost) {
+		return false, nil
+	}
+	r.states[key] = k
+	return true, nil
+}

@@ -67,7 +67,13 @@ type Step struct {
 	Limit limiter.Limit
 	// Cost is the request's cost.
 	Cost int64
-	// Want is the decision the request must get, all six fields; but for
+	// Cancel makes the step a store.Canceler's Cancel of the reservation
+	// that step Of of the table made (at the step's time; Cost is ignored):
+	// Want.Allowed is whether it must be given back, and the rest of Want
+	// is not compared.
+	Cancel bool
+	Of     int
+	// Want is the decision the request must get, all eight fields; but for
 	// the tables whose Refill is false, Want.Refill is not written out:
 	// the store's Refill must then be limiter.Decide's.
 	Want limiter.Decision
@@ -108,6 +114,7 @@ func Tables() []Table {
 	}
 	all = append(all, edgeTables()...)
 	all = append(all, refillTables()...)
+	all = append(all, delayTables()...)
 	return append(all, limitChangeTables()...)
 }
 
@@ -158,6 +165,10 @@ func Check(t *testing.T, s store.Store, tb Table) {
 		}
 		now := step.Now(tb.Base)
 		l := step.limit(tb.Limit)
+		if step.Cancel {
+			checkCancel(t, s, tb, i, key, l)
+			continue
+		}
 		got, err := s.Decide(ctx, key, l, now, step.Cost)
 		if err != nil {
 			t.Fatalf("step %d (%v, key %q, cost %d): %v", i, now, key, step.Cost, err)
@@ -178,12 +189,29 @@ func Check(t *testing.T, s store.Store, tb Table) {
 	}
 }
 
+// checkCancel makes step i of tb, a Cancel, on s.
+func checkCancel(t *testing.T, s store.Store, tb Table, i int, key string, l limiter.Limit) {
+	t.Helper()
+	c, ok := s.(store.Canceler)
+	if !ok {
+		t.Fatalf("step %d: the store is no store.Canceler", i)
+	}
+	step, of := tb.Steps[i], tb.Steps[tb.Steps[i].Of]
+	got, err := c.Cancel(context.Background(), key, l, of.Want.Reservation, of.Cost)
+	if err != nil {
+		t.Fatalf("step %d (cancel of step %d): %v", i, step.Of, err)
+	}
+	if got != step.Want.Allowed {
+		t.Errorf("step %d of %v: cancel of step %d gave back %v, want %v", i, l, step.Of, got, step.Want.Allowed)
+	}
+}
+
 // format prints a decision with RetryAfter Never spelled out.
 func format(d limiter.Decision) string {
 	retry := d.RetryAfter.String()
 	if d.RetryAfter == limiter.Never {
 		retry = "Never"
 	}
-	return fmt.Sprintf("{Allowed:%v Limit:%d Remaining:%d RetryAfter:%s Reset:%v Refill:%v}",
-		d.Allowed, d.Limit, d.Remaining, retry, d.Reset, d.Refill)
+	return fmt.Sprintf("{Allowed:%v Limit:%d Remaining:%d RetryAfter:%s Reset:%v Refill:%v Delay:%v Reservation:%+v}",
+		d.Allowed, d.Limit, d.Remaining, retry, d.Reset, d.Refill, d.Delay, d.Reservation)
 }

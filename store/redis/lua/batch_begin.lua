@@ -8,7 +8,7 @@
 -- ARGV[1] as for one request; its cost is the first request's.
 -- ARGV[2] the costs of the other requests, one double each, in order.
 --
--- Reply: the five doubles of each request's decision, in order.
+-- Reply: the seven doubles of each request's decision, in order.
 
 local more = ARGV[2] or ''
 local replies = {}
@@ -21,3 +21,4 @@ for i = 1, 1 + #more / 8 do
   -- Every request starts from the batch's time (an algorithm moves t
   -- forward when the clock went back) and an undecided decision.
   t, allowed, remaining, retry, reset, refill, value = t_batch, 0, 0, 0, 0, 0, nil
+  held_at, held_level = 0, 0

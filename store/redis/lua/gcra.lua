@@ -18,8 +18,8 @@ if rebase then
   -- limiter.rebaseGCRA: the level at t under the old limit, computed as
   -- below, in the new units; a level of 0 is a fresh state, as in Go.
   local full, level = w1 * w2, 0
-  if t >= s1 then
-    level = drain(s2, t - s1, w3)
+  if t >= s1 then -- fuller than the burst (held requests) reads as full
+    level = math.min(drain(s2, t - s1, w3), full)
   elseif s1 - t >= floor((full - s2 + w3 - 1) / w3) then
     level = full
   else
@@ -40,8 +40,11 @@ if t >= s1 then -- limiter.drain
   else
     level = s2 - (t - s1) * n
   end
-elseif s1 - t >= floor((capacity - s2 + n - 1) / n) then
-  level = capacity
+  if level > capacity + queue then -- held under a longer delay: full
+    level = capacity + queue
+  end
+elseif s1 - t >= floor((capacity + queue - s2 + n - 1) / n) then
+  level = capacity + queue -- full, with what held requests queue
 else
   level = s2 + (s1 - t) * n
 end
@@ -51,16 +54,29 @@ end
 -- (bench/tools/redisbench -mode hot).
 if cost > burst then
   retry = NEVER
-elseif cost * p <= capacity - level then
+elseif cost * p <= capacity - level or cost == 0 then -- a look is never held
   allowed = 1
   level = level + cost * p
 else
   -- Go computes level + need - capacity; level + need can pass 2^53, so
-  -- the same number is computed as need - (capacity - level).
-  retry = floor((cost * p - (capacity - level) + n - 1) / n)
+  -- the same number is computed as need - (capacity - level). At most
+  -- queue over, the request is held for its turn (limiter.admit); retry
+  -- is then its delay.
+  local over = cost * p - (capacity - level)
+  if over <= queue then
+    allowed = 1
+    retry = floor((over + n - 1) / n)
+    level = level + cost * p
+    held_at, held_level = t, level
+  else
+    retry = floor((over - queue + n - 1) / n)
+  end
 end
 reset = floor((level + n - 1) / n)
 remaining = floor((capacity - level) / p)
+if remaining < 0 then -- held requests fill the bucket beyond its burst
+  remaining = 0
+end
 if remaining < burst then -- limiter.refill: room for one more request
   refill = floor(((remaining + 1) * p - (capacity - level) + n - 1) / n)
 end

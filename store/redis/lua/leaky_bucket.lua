@@ -1,5 +1,6 @@
 -- leaky_bucket: limiter.leakyBucket (limiter/bucket.go), the leaky bucket as
--- a meter. Levels count in units of 1/n microsecond: one request is p units.
+-- a meter, and with a delay as a queue. Levels count in units of 1/n
+-- microsecond: one request is p units.
 -- The state (state.lua) is s1 = level (units), s2 = last update (µs).
 -- Ceilings are floor((a + b - 1) / b), limiter.ceilDiv, written out.
 
@@ -11,7 +12,9 @@ if rebase and s2 ~= 0 then
   if t > at then
     at = t
   end
-  local level = convert_level(drain(s1, at - s2, w3), w2, burst, p)
+  -- A bucket fuller than its burst (requests held for their turn) reads
+  -- as full.
+  local level = convert_level(math.min(drain(s1, at - s2, w3), w1 * w2), w2, burst, p)
   if level == 0 then -- a fresh state, as in Go
     s1, s2 = 0, 0
   else
@@ -31,22 +34,38 @@ if t - last >= floor((level + n - 1) / n) then -- limiter.drain
 else
   level = level - (t - last) * n
 end
+if level > capacity + queue then -- held under a longer delay: full
+  level = capacity + queue
+end
 
 -- The admission is gcra.lua's too, written out in both: a Lua function
 -- call per decision cost a hot key 5-10% of its decisions per second
 -- (bench/tools/redisbench -mode hot).
 if cost > burst then
   retry = NEVER
-elseif cost * p <= capacity - level then
+elseif cost * p <= capacity - level or cost == 0 then -- a look is never held
   allowed = 1
   level = level + cost * p
 else
   -- Go computes level + need - capacity; level + need can pass 2^53, so
-  -- the same number is computed as need - (capacity - level).
-  retry = floor((cost * p - (capacity - level) + n - 1) / n)
+  -- the same number is computed as need - (capacity - level). At most
+  -- queue over, the request is held for its turn (limiter.admit); retry
+  -- is then its delay.
+  local over = cost * p - (capacity - level)
+  if over <= queue then
+    allowed = 1
+    retry = floor((over + n - 1) / n)
+    level = level + cost * p
+    held_at, held_level = t, level
+  else
+    retry = floor((over - queue + n - 1) / n)
+  end
 end
 reset = floor((level + n - 1) / n)
 remaining = floor((capacity - level) / p)
+if remaining < 0 then -- held requests fill the bucket beyond its burst
+  remaining = 0
+end
 if remaining < burst then -- limiter.refill: room for one more request
   refill = floor(((remaining + 1) * p - (capacity - level) + n - 1) / n)
 end

@@ -7,4 +7,4 @@
 if value then
   save(key, value .. tag, reset, expire)
 end
-return reply or struct.pack('>ddddd', allowed, remaining, retry, reset, refill)
+return reply or struct.pack('>ddddddd', allowed, remaining, retry, reset, refill, held_at, held_level)

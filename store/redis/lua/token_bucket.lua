@@ -11,7 +11,9 @@ if rebase and s2 ~= 0 then
   if t > at then
     at = t
   end
-  local level = convert_level(drain(w1 * w2 - s1, at - s2, w3), w2, burst, p)
+  -- A bucket fuller than its burst (requests held for their turn) reads
+  -- as full.
+  local level = convert_level(math.min(drain(w1 * w2 - s1, at - s2, w3), w1 * w2), w2, burst, p)
   if level == 0 then -- a fresh state, as in Go
     s1, s2 = 0, 0
   else
@@ -26,28 +28,50 @@ end
 if t < last then -- the clock went back: no refill
   t = last
 end
--- limiter.drain of the empty part: it refills at n units a microsecond.
-local empty = capacity - tokens
-if t - last >= floor((empty + n - 1) / n) then
-  tokens = capacity
+-- limiter.drain of the empty part, the level: it refills at n units a
+-- microsecond. Requests held for their turn take tokens the bucket does
+-- not have yet (tokens below 0).
+local level = capacity - tokens
+if t - last >= floor((level + n - 1) / n) then
+  level = 0
 else
-  tokens = capacity - (empty - (t - last) * n)
+  level = level - (t - last) * n
+end
+if level > capacity + queue then -- held under a longer delay: full
+  level = capacity + queue
 end
 
+-- The admission is leaky_bucket.lua's and gcra.lua's too, written out in
+-- each (see gcra.lua).
 if cost > burst then
   retry = NEVER
-elseif cost * p <= tokens then
+elseif cost * p <= capacity - level or cost == 0 then -- a look is never held
   allowed = 1
-  tokens = tokens - cost * p
+  level = level + cost * p
 else
-  retry = floor((cost * p - tokens + n - 1) / n)
+  -- Go computes level + need - capacity; level + need can pass 2^53, so
+  -- the same number is computed as need - (capacity - level). At most
+  -- queue over, the request is held for its turn (limiter.admit); retry
+  -- is then its delay.
+  local over = cost * p - (capacity - level)
+  if over <= queue then
+    allowed = 1
+    retry = floor((over + n - 1) / n)
+    level = level + cost * p
+    held_at, held_level = t, level
+  else
+    retry = floor((over - queue + n - 1) / n)
+  end
 end
-reset = floor((capacity - tokens + n - 1) / n)
-remaining = floor(tokens / p)
+reset = floor((level + n - 1) / n)
+remaining = floor((capacity - level) / p)
+if remaining < 0 then -- held requests fill the bucket beyond its burst
+  remaining = 0
+end
 if remaining < burst then -- limiter.refill: room for one more request
-  refill = floor(((remaining + 1) * p - tokens + n - 1) / n)
+  refill = floor(((remaining + 1) * p - (capacity - level) + n - 1) / n)
 end
 
 if allowed == 1 or rebase then
-  value = struct.pack('>dd', tokens, t)
+  value = struct.pack('>dd', capacity - level, t)
 end

@@ -1,0 +1,61 @@
+package limiter
+
+// Reservation identifies the cost a request held for its turn (a Decision
+// with a Delay) reserved in its bucket: the time of the decision and the
+// bucket's level just after it, in the limit's units of 1/n microsecond.
+// Together they name the point the bucket drains to, At*n + Level, which
+// only a later request's spending moves on. Stores pass it back to Cancel.
+type Reservation struct {
+	At    int64 // microseconds since the Unix epoch
+	Level int64 // units of 1/n microsecond
+}
+
+// Cancel gives back the reservation r of a request of cost held under l (a
+// Decision with a Delay, made on the key whose state is s) that will not go
+// on after all, such as one whose caller disconnected while it was held. It
+// does so only if r is still the key's last reservation: no request has
+// spent since (a look, a denial or time passing does not count). Then *s
+// is left as if the request had never been made, and Cancel reports true.
+// Otherwise *s is unchanged: a later request was given its turn behind
+// this one, and handing the cost back would let a new request take the
+// same turn, so that two pass on where the bucket allows one; the held
+// request's turn then goes unused. A state written under another limit
+// (Same false), or a limit without a bucket, gives nothing back.
+func (l *Limit) Cancel(s *State, r Reservation, cost int64) bool {
+	need := cost * l.p
+	if !l.alg.HasBurst() || cost < 1 || cost > l.burst || r.Level < need || r.At < 1 {
+		return false
+	}
+	// The state's level and the time it was measured at (gcra: the TAT and
+	// its fraction, TAT*n + frac = TAT*n + level). The level is still the
+	// reservation's if that is the same point: at*n + level = At*n + Level.
+	var level, at int64
+	switch l.alg {
+	case TokenBucket:
+		level, at = l.burst*l.p-s.A, s.B
+	case GCRA:
+		level, at = s.B, s.A
+	default:
+		level, at = s.A, s.B
+	}
+	// Both levels are below 2^53, so the points can only be equal for
+	// |at - At| <= 2^53/n, where (at - At)*n is exact (as in Redis).
+	dt := at - r.At
+	if at == 0 || dt < -exactLimit/l.n || dt > exactLimit/l.n || dt*l.n+level != r.Level {
+		return false
+	}
+	if l.alg != GCRA && level < need { // its turn has long passed
+		return false
+	}
+	switch l.alg {
+	case TokenBucket:
+		s.A += need
+	case GCRA:
+		rest := r.Level - need
+		q := rest / l.n
+		s.A, s.B = r.At+q, rest-q*l.n
+	default:
+		s.A -= need
+	}
+	return true
+}

@@ -1,0 +1,126 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/internal/redistest"
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// delayLimits returns the bucket limits of diffCases for alg, each without
+// a delay and with delays of a few emission intervals and of a period (at
+// most limiter.MaxDelay; a delay the limit cannot count exactly is left
+// out).
+func delayLimits(t *testing.T, alg limiter.Algorithm) []limiter.Limit {
+	var out []limiter.Limit
+	for _, c := range diffCases() {
+		if c.alg != alg || c.start != epoch.UnixMicro() {
+			continue
+		}
+		l := mustLimit(t, c.alg, c.rate, c.period, c.burst)
+		p, n := l.Interval()
+		out = append(out, l)
+		for _, d := range []time.Duration{time.Duration(3*max(p/n, 1)) * time.Microsecond, min(l.Period(), limiter.MaxDelay)} {
+			if dl, err := l.WithDelay(d); err == nil {
+				out = append(out, dl)
+			}
+		}
+	}
+	return out
+}
+
+// TestDifferentialDelay replays random steps through limiter and the Redis
+// store under limits with a delay (requests held for their turn), as
+// single requests, batches and all-or-nothing calls, with the limit and
+// its delay changing now and then, and cancels of held requests' reservations,
+// the last one or an earlier one: every decision and every cancel must be
+// identical.
+func TestDifferentialDelay(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	for i, alg := range []limiter.Algorithm{limiter.TokenBucket, limiter.GCRA, limiter.LeakyBucket} {
+		lims := delayLimits(t, alg)
+		t.Run(alg.String(), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(*diffSeed, 5000+uint64(i)))
+			replayDelay(t, s, "diffdelay:"+alg.String(), lims, rng, 4**diffSteps)
+		})
+	}
+}
+
+// held is a request held for its turn: what cancelling it needs.
+type held struct {
+	r    limiter.Reservation
+	cost int64
+}
+
+// replayDelay is replayChanging for limits with a delay, with cancels.
+func replayDelay(t *testing.T, s *Store, key string, lims []limiter.Limit, rng *rand.Rand, steps int) {
+	t.Helper()
+	var m model
+	var history strings.Builder
+	var holds []held
+	now, l := epoch.UnixMicro(), lims[0]
+	for step := range steps {
+		if rng.IntN(8) == 0 {
+			l = lims[rng.IntN(len(lims))]
+		}
+		if len(holds) > 0 && rng.IntN(3) == 0 {
+			i := len(holds) - 1 // mostly the last
+			if rng.IntN(3) == 0 {
+				i = rng.IntN(len(holds))
+			}
+			h := holds[i]
+			want := m.limit.Same(&l) && l.Cancel(&m.state, h.r, h.cost)
+			got, err := s.Cancel(context.Background(), key, l, h.r, h.cost)
+			fmt.Fprintf(&history, "  step %d: cancel %+v cost %d -> %v\n", step, h.r, h.cost, want)
+			if err != nil || got != want {
+				t.Fatalf("step %d: cancel %+v cost %d under %v: redis %v (%v), go %v\nsteps so far (go):\n%s",
+					step, h.r, h.cost, l, got, err, want, history.String())
+			}
+			continue
+		}
+		p, n := l.Interval()
+		now = nextTime(rng, now, int64(l.Period()/time.Microsecond), max(p/n, 1))
+		costs := make([]int64, 1+rng.IntN(3))
+		for j := range costs {
+			costs[j] = nextCost(rng, l.Burst())
+		}
+		at := time.UnixMicro(now)
+		got := decideSomehow(t, s, rng, key, l, at, costs)
+		for j, cost := range costs {
+			want := m.decide(l, at, cost)
+			fmt.Fprintf(&history, "  step %d.%d: %v now %d cost %d -> %+v\n", step, j, l, now, cost, want)
+			if got[j].err != nil || got[j].d != want {
+				t.Fatalf("step %d.%d under %v (now %d µs, cost %d):\n redis %+v (%v)\n go    %+v\nsteps so far (go):\n%s",
+					step, j, l, now, cost, got[j].d, got[j].err, want, history.String())
+			}
+			if want.Delay > 0 {
+				holds = append(holds, held{want.Reservation, cost})
+			}
+		}
+	}
+}
+
+// decideSomehow decides costs on key one by one, as a batch, or (a single
+// cost) with the all-or-nothing script.
+func decideSomehow(t *testing.T, s *Store, rng *rand.Rand, key string, l limiter.Limit, at time.Time, costs []int64) []outcome {
+	switch {
+	case len(costs) > 1:
+		return decideBatchNow(s, key, l, at, costs)
+	case rng.IntN(2) == 0 && costs[0] >= 0:
+		res, err := s.DecideAll(context.Background(), []store.Request{{Key: key, Limit: l, Cost: costs[0]}}, at)
+		if err != nil {
+			return []outcome{{err: err}}
+		}
+		return []outcome{{d: res[0].Decision, err: res[0].Err}}
+	}
+	return []outcome{{d: decide(t, s, key, l, at, costs[0])}}
+}
