@@ -27,8 +27,8 @@ type Server struct {
 	// long. Default 2m.
 	IdleTimeout time.Duration
 	// UpstreamTimeout bounds the wait for the upstream's response headers
-	// once the request has been sent, and for its connection; over it the
-	// caller gets 504. Default 30s.
+	// once the request has been sent, for its connection, and for each
+	// write of the request to it; over it the caller gets 504. Default 30s.
 	UpstreamTimeout time.Duration
 	// MaxConnections caps the callers' connections open at once; further
 	// callers wait in the kernel's listen backlog until one closes.

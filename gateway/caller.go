@@ -209,14 +209,22 @@ func isTimeout(err error) bool {
 }
 
 // newTransport reaches the upstream: http.DefaultTransport's settings,
-// more idle connections per host, and server.upstream_timeout both for
-// connecting and for the response headers once the request is sent.
+// more idle connections per host, and server.upstream_timeout for
+// connecting, for each write of the request (an upstream that stops
+// reading a body would otherwise hold the request for ever) and for the
+// response headers once the request is sent.
 func newTransport(s config.Server) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 512
 	t.ResponseHeaderTimeout = s.UpstreamTimeout
 	dialer := &net.Dialer{Timeout: s.UpstreamTimeout, KeepAlive: 30 * time.Second}
-	t.DialContext = dialer.DialContext
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &stallConn{Conn: c, wait: s.UpstreamTimeout}, nil
+	}
 	return t
 }

@@ -2,9 +2,11 @@ package gateway_test
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +73,40 @@ func TestPipelinerThatReadsNothingIsDropped(t *testing.T) {
 			t.Fatal("the gateway still held the connection of a caller reading nothing after 15s")
 		}
 		return // reset: the gateway closed the connection
+	}
+}
+
+// TestUpstreamNotTakingBodyGets504: an upstream that does not read a
+// request body (its buffers full) for server.upstream_timeout gets the
+// caller 504, counted as the upstream's failure. Before, nothing bounded
+// the write of a body to the upstream: the request hung for ever.
+func TestUpstreamNotTakingBodyGets504(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release // not reading the body yet
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer up.Close()
+	defer close(release)
+	h := startGateway(t, strings.Replace(serverConfig("  body_timeout: 1m\n  upstream_timeout: 300ms\n"), "{{UPSTREAM}}", up.URL, 1))
+	c := h.dial()
+	const size = 64 << 20 // more than the connections' buffers hold
+	go func() {
+		_, _ = io.WriteString(c.c, "POST /submit HTTP/1.1\r\nHost: x\r\nX-API-Key: "+keyA+"\r\nContent-Length: "+strconv.Itoa(size)+"\r\n\r\n")
+		_, _ = c.c.Write(make([]byte, size)) // as fast as the gateway takes it
+	}()
+	resp, body, err := c.read(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("status %d %q, want 504", resp.StatusCode, body)
+	}
+	m := h.metrics()
+	if got := metric(m, "sluice_caller_errors_total", "reason=body_timeout"); got != 0 {
+		t.Errorf("sluice_caller_errors_total{reason=body_timeout} = %v, want 0", got)
+	}
+	if got := metric(m, "sluice_upstream_errors_total"); got != 1 {
+		t.Errorf("sluice_upstream_errors_total = %v, want 1", got)
 	}
 }
