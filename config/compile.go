@@ -88,15 +88,24 @@ func (d *decoder) checkLocalShares(f *File) {
 		callers = append(callers, caller)
 	}
 	for i := 0; i < c.Rules(); i++ {
-		r, smallest := c.Rule(i), c.RuleLimit(i)
+		r, smallest := c.Rule(i), atOnce(c.Unidentified(), i)
 		for _, caller := range callers {
-			if caller != nil && caller.Limit(i).Burst() < smallest.Burst() {
-				smallest = caller.Limit(i)
+			if caller != nil {
+				smallest = min(smallest, atOnce(caller, i))
 			}
 		}
-		if share := max(1, smallest.Burst()/n); r.Cost > share {
+		if share := max(1, smallest/n); r.Cost > share {
 			path := fmt.Sprintf("rules[%d].cost", i)
-			d.warnf(d.nodeAt(path, false), path, "%d is more than the %d that each of %d instances allows on its own (a limit of %d at once, divided by store.instances) with on_failure: local: while the store fails, such requests are refused", r.Cost, share, n, smallest.Burst())
+			d.warnf(d.nodeAt(path, false), path, "%d is more than the %d that each of %d instances allows on its own (a limit of %d at once, divided by store.instances) with on_failure: local: while the store fails, such requests are refused", r.Cost, share, n, smallest)
 		}
 	}
+}
+
+// atOnce is the most rule i allows caller at once: its concurrency, or
+// its rate limit's burst.
+func atOnce(caller *policy.Caller, i int) int64 {
+	if n := caller.Concurrency(i); n > 0 {
+		return n
+	}
+	return caller.Limit(i).Burst()
 }

@@ -25,7 +25,12 @@ const (
 	DefaultStoreType    = "memory"
 	DefaultMaxKeys      = memory.DefaultMaxKeys
 	DefaultInstances    = 1
-	MinAdminToken       = 16 // characters; a shorter admin.token is a warning
+	// DefaultLeaseTTL is store.lease_ttl's default (store.DefaultLeaseTTL),
+	// MinLeaseTTL its least: a lease renewed every third of a shorter TTL
+	// could be lost by a loaded instance while its request is alive.
+	DefaultLeaseTTL = store.DefaultLeaseTTL
+	MinLeaseTTL     = time.Second
+	MinAdminToken   = 16 // characters; a shorter admin.token is a warning
 	// DefaultMaxLogEntries bounds the memory store's sliding_log entries
 	// (16 bytes each: 160 MB).
 	DefaultMaxLogEntries = memory.DefaultMaxLogEntries
@@ -95,11 +100,16 @@ type Store struct {
 	// across its keys (store.memory.max_log_entries, also the local
 	// fallback's bound). Default 10,000,000.
 	MaxLogEntries int
+	// LeaseTTL is how long a concurrency rule's lease lives unless renewed
+	// (store.lease_ttl): an instance renews its requests' leases every
+	// third of it, and a dead instance's slots are back within it. Default
+	// DefaultLeaseTTL; 0 means the default.
+	LeaseTTL time.Duration
 }
 
 // Equal reports whether s and o are the same settings.
 func (s Store) Equal(o Store) bool {
-	return s.Type == o.Type && s.OnFailure == o.OnFailure && s.Instances == o.Instances &&
+	return s.Type == o.Type && s.OnFailure == o.OnFailure && s.Instances == o.Instances && s.LeaseTTL == o.LeaseTTL &&
 		s.MaxKeys == o.MaxKeys && s.MaxLogEntries == o.MaxLogEntries && s.Redis.Equal(o.Redis)
 }
 

@@ -136,13 +136,13 @@ func TestErrors(t *testing.T) {
 			[]string{`t.yaml:3:43: clients.list[0].plan: unknown plan "gold" (plans: silver)`}},
 		{"client limits", head + "clients: {list: [{id: a, keys: [k], limits: {b: 1/s, a: 5}}]}\nrules: [{name: a, rate: 1/s}]\n", []string{
 			`t.yaml:3:46: clients.list[0].limits.b: unknown rule "b" (rules: a)`,
-			`t.yaml:3:57: clients.list[0].limits.a: "5" is not a rate (N/s, N/m, N/h, N/d or N/<duration> such as 100/m or 100/30s)`}},
+			`t.yaml:3:57: clients.list[0].limits.a: rule a is a rate rule: override it with a rate such as 1/s, not the count 5`}},
 		{"plans a list", head + "plans: [gold]\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{"t.yaml:3:8: plans: want a mapping of plan names to rates by rule, not a list"}},
 		{"plan rates", head + "plans:\n  gold: {b: 1/s, a: 1/x, c: }\nrules: [{name: a, rate: 1/s}]\n", []string{
 			`t.yaml:4:10: plans.gold.b: unknown rule "b" (rules: a)`,
 			`t.yaml:4:21: plans.gold.a: "1/x": unknown period "x" (s, m, h, d or a Go duration such as 30s, 1500ms or 36h)`,
-			`t.yaml:4:26: plans.gold.c: missing rate (N/s, N/m, N/h, N/d or N/<duration> such as 100/m or 100/30s)`}},
+			`t.yaml:4:26: plans.gold.c: missing rate (N/s, N/m, N/h, N/d or N/<duration> such as 100/m or 100/30s; or a count in flight, such as 20, for a concurrency rule)`}},
 		{"plan override too large", head + "plans: {big: {a: 20000/m}}\nrules: [{name: a, rate: 1/s, algorithm: sliding_log}]\n",
 			[]string{"t.yaml:3:18: plans.big.a: sliding_log rate 20000 too large (at most 10000 per period; it stores one entry per request: use sliding_window or gcra)"}},
 
@@ -152,9 +152,9 @@ func TestErrors(t *testing.T) {
 		{"rule a string", head + "rules: [api]\n",
 			[]string{"t.yaml:3:9: rules[0]: want a rule (name, match, key, algorithm, rate, ...), not a value"}},
 		{"rule unknown field", head + "rules:\n  - name: a\n    rate: 1/s\n    algoritm: gcra\n",
-			[]string{`t.yaml:6:5: rules[0]: unknown field "algoritm" (did you mean "algorithm"? accepted: name, match, key, missing_header, algorithm, rate, burst, cost, mode, allow, priority, degrade)`}},
+			[]string{`t.yaml:6:5: rules[0]: unknown field "algoritm" (did you mean "algorithm"? accepted: name, match, key, missing_header, algorithm, rate, concurrency, burst, cost, mode, allow, priority, degrade)`}},
 		{"rule missing rate", head + "rules:\n  - name: a\n",
-			[]string{"t.yaml:4:5: rules[0].rate: missing (required; such as rate: 100/m; or priority/degrade for a rule that only classifies)"}},
+			[]string{"t.yaml:4:5: rules[0].rate: missing (required; such as rate: 100/m, or concurrency: 10; or priority/degrade for a rule that only classifies)"}},
 		{"rule missing name", head + "rules:\n  - rate: 1/s\n",
 			[]string{"t.yaml:4:5: rules[0].name: missing (every rule needs a name)"}},
 		{"rule bad name", head + "rules: [{name: my rule, rate: 1/s}]\n",
@@ -234,7 +234,7 @@ rules:
 		`t.yaml:4:15: store.on_failure: unknown value "lokal" (did you mean "local"? accepted: open, closed, local)`,
 		`t.yaml:9:13: clients.list[0].plan: unknown plan "gold" (plans: none defined)`,
 		`t.yaml:12:11: rules[0].rate: "100/mn": unknown period "mn" (s, m, h, d or a Go duration such as 30s, 1500ms or 36h)`,
-		`t.yaml:13:5: rules[0]: unknown field "algoritm" (did you mean "algorithm"? accepted: name, match, key, missing_header, algorithm, rate, burst, cost, mode, allow, priority, degrade)`,
+		`t.yaml:13:5: rules[0]: unknown field "algoritm" (did you mean "algorithm"? accepted: name, match, key, missing_header, algorithm, rate, concurrency, burst, cost, mode, allow, priority, degrade)`,
 		`t.yaml:14:11: rules[1].name: duplicate rule name "claims" (also rules[0])`,
 		`t.yaml:16:11: rules[1].cost: -1 is out of range (1 or more; default 1)`,
 	}

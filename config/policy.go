@@ -139,7 +139,7 @@ func (d *decoder) client(n *yaml.Node, path string) policy.Client {
 		c.Keys = append(c.Keys, key)
 	}
 	c.Plan = d.str(m["plan"], join(path, "plan"), "a plan name", "")
-	c.Limits = d.rates(m["limits"], join(path, "limits"))
+	c.Limits, c.Concurrency = d.rates(m["limits"], join(path, "limits"))
 	return c
 }
 
@@ -153,7 +153,8 @@ func (d *decoder) plans(n *yaml.Node, path string) map[string]policy.Plan {
 	for _, e := range es {
 		name := e.key.Value
 		rates, prio := planPriority(e.val)
-		pl := policy.Plan{Limits: d.rates(rates, join(path, name))}
+		var pl policy.Plan
+		pl.Limits, pl.Concurrency = d.rates(rates, join(path, name))
 		if prio != nil {
 			p := d.priority(prio, join(join(path, name), "priority"))
 			pl.Priority = &p
@@ -181,21 +182,32 @@ func planPriority(n *yaml.Node) (rates, prio *yaml.Node) {
 	return n, nil
 }
 
-// rates decodes a mapping of rule names to rates.
-func (d *decoder) rates(n *yaml.Node, path string) map[string]policy.Rate {
+// rates decodes a mapping of rule names to overrides: rates for rate
+// rules, and whole numbers (requests in flight) for concurrency rules;
+// policy.Compile checks that each is of its rule's kind.
+func (d *decoder) rates(n *yaml.Node, path string) (map[string]policy.Rate, map[string]int64) {
 	es, _ := d.entries(n, path, "a mapping of rule names to rates, such as { claims: 500/m }")
 	if len(es) == 0 {
-		return nil
+		return nil, nil
 	}
 	rates := make(map[string]policy.Rate, len(es))
+	var counts map[string]int64
 	for _, e := range es {
 		at := join(path, e.key.Value)
 		if isNull(e.val) {
-			d.fail(e.key, at, "missing rate (%s)", rateSyntax)
+			d.fail(e.key, at, "missing rate (%s; or a count in flight, such as 20, for a concurrency rule)", rateSyntax)
+		}
+		if e.val.Kind == yaml.ScalarNode && e.val.Tag == "!!int" {
+			if counts == nil {
+				counts = map[string]int64{}
+			}
+			counts[e.key.Value] = d.integer(e.val, at, 1, policy.MaxConcurrency, 0,
+				fmt.Sprintf("1 to %d requests in flight, for a concurrency rule; or a rate, %s", policy.MaxConcurrency, rateSyntax))
+			continue
 		}
 		if r, ok := d.rate(e.val, at); ok {
 			rates[e.key.Value] = r
 		}
 	}
-	return rates
+	return rates, counts
 }

@@ -120,7 +120,7 @@ func TestProtectBadInput(t *testing.T) {
 		{"override of a classifying rule", head + "clients: {list: [{id: a, keys: [k], plan: p}]}\nplans: {p: {r: 5/s}}\nrules: [{name: r, priority: low}]\n",
 			"t.yaml:4:16: plans.p.r: rule r has no rate to override: it only classifies requests (give the rule a rate, or remove this override)"},
 		{"rule with nothing", head + "rules: [{name: a}]\n",
-			"t.yaml:3:9: rules[0].rate: missing (required; such as rate: 100/m; or priority/degrade for a rule that only classifies)"},
+			"t.yaml:3:9: rules[0].rate: missing (required; such as rate: 100/m, or concurrency: 10; or priority/degrade for a rule that only classifies)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("t.yaml", []byte(tc.text))

@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	ruleFields  = []string{"name", "match", "key", "missing_header", "algorithm", "rate", "burst", "cost", "mode", "allow", "priority", "degrade"}
+	ruleFields  = []string{"name", "match", "key", "missing_header", "algorithm", "rate", "concurrency", "burst", "cost", "mode", "allow", "priority", "degrade"}
 	matchFields = []string{"path", "methods"}
 	keyKinds    = []string{"client", "ip", "header:NAME", "global"}
 )
@@ -37,8 +37,14 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 	}
 	r.Priority = d.priority(m["priority"], join(path, "priority"))
 	r.Degrade = d.boolean(m["degrade"], join(path, "degrade"))
-	classifies := !isNull(m["priority"]) || !isNull(m["degrade"]) // a rule without rate only classifies
-	if !isNull(m["rate"]) || !classifies && d.required(m, n, path, "rate", "rate: 100/m; or priority/degrade for a rule that only classifies") {
+	r.Concurrency = d.integer(m["concurrency"], join(path, "concurrency"), 1, policy.MaxConcurrency, 0,
+		fmt.Sprintf("1 to %d requests in flight", policy.MaxConcurrency))
+	if d.failed[join(path, "concurrency")] {
+		r.Concurrency = 1 // reported: the rule is still no rate rule, whose missing rate would be reported too
+	}
+	// A rule without rate limits requests in flight, or only classifies.
+	classifies := !isNull(m["priority"]) || !isNull(m["degrade"]) || !isNull(m["concurrency"])
+	if !isNull(m["rate"]) || !classifies && d.required(m, n, path, "rate", "rate: 100/m, or concurrency: 10; or priority/degrade for a rule that only classifies") {
 		r.Rate, _ = d.rate(m["rate"], join(path, "rate"))
 	}
 	r.Burst = d.integer(m["burst"], join(path, "burst"), 1, 1<<62, 0, "1 or more; default: the rate's N")

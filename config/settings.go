@@ -138,14 +138,14 @@ func (d *decoder) upstream(n *yaml.Node, path string) *url.URL {
 var onFailureNames = []string{store.FailOpen.String(), store.FailClosed.String(), store.FailLocal.String()}
 
 var (
-	storeFields  = []string{"type", "redis", "memory", "on_failure", "instances"}
+	storeFields  = []string{"type", "redis", "memory", "on_failure", "instances", "lease_ttl"}
 	redisFields  = []string{"addrs", "timeout", "username", "password", "tls", "prefix"}
 	memoryFields = []string{"max_keys", "max_log_entries"}
 )
 
 // store decodes the store block.
 func (d *decoder) store(n *yaml.Node, path string) Store {
-	m := d.fields(n, path, "a mapping (type, redis, memory, on_failure, instances)", storeFields)
+	m := d.fields(n, path, "a mapping (type, redis, memory, on_failure, instances, lease_ttl)", storeFields)
 	var s Store
 	s.Type = d.oneOf(m["type"], join(path, "type"), DefaultStoreType, []string{"memory", "redis"})
 	s.Redis = d.redis(m["redis"], join(path, "redis"), s.Type == "redis")
@@ -158,7 +158,28 @@ func (d *decoder) store(n *yaml.Node, path string) Store {
 	s.OnFailure = store.FailurePolicy(slices.Index(onFailureNames, fail)) // oneOf returns a listed name
 	s.Instances = int(d.integer(m["instances"], join(path, "instances"), 1, 10_000, DefaultInstances,
 		fmt.Sprintf("1 to 10000; default %d", DefaultInstances)))
+	s.LeaseTTL = d.leaseTTL(m["lease_ttl"], join(path, "lease_ttl"))
 	return s
+}
+
+// leaseTTL decodes store.lease_ttl: a Go duration from MinLeaseTTL to
+// store.MaxLeaseTTL, in whole milliseconds (Redis expires to the
+// millisecond).
+func (d *decoder) leaseTTL(n *yaml.Node, path string) time.Duration {
+	s, ok := d.scalar(n, path, "a duration")
+	if !ok {
+		return DefaultLeaseTTL
+	}
+	v, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		d.fail(n, path, "%q is not a duration (such as 10s, 1m; default %v)", clip(s), DefaultLeaseTTL)
+	case v < MinLeaseTTL || v > store.MaxLeaseTTL || v%time.Millisecond != 0:
+		d.fail(n, path, "%v is out of range (%v to %v in whole milliseconds; default %v)", v, MinLeaseTTL, store.MaxLeaseTTL, DefaultLeaseTTL)
+	default:
+		return v
+	}
+	return DefaultLeaseTTL
 }
 
 // redis decodes the redis block; the default address applies when used.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -106,7 +107,10 @@ func (f *File) ruleTable(b *strings.Builder) {
 			key += fmt.Sprintf(" (missing: %v)", r.Key.Missing)
 		}
 		alg, rate := l.Algorithm().String(), policy.Rate{N: l.Rate(), Period: l.Period()}.String()
-		if r.Classifies() {
+		switch {
+		case r.LimitsInFlight():
+			alg, rate = "concurrency", fmt.Sprintf("%d in flight", r.Concurrency)
+		case r.Classifies():
 			alg, rate = "-", "- (classifies)"
 		}
 		class := ""
@@ -137,11 +141,11 @@ func (f *File) callerTable(b *strings.Builder) {
 		}
 		for _, cl := range f.Policy.Clients.List {
 			if caller, ok := c.CallerByID(cl.ID); ok {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, cl.ID, orDash(cl.Plan), rateText(caller.Limit(i)), f.source(cl.Plan, cl.Limits, name))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, cl.ID, orDash(cl.Plan), limitText(caller, i), source(caller, i))
 			}
 		}
 		if a := c.Anonymous(); a != nil {
-			fmt.Fprintf(tw, "%s\t(unknown)\t%s\t%s\t%s\n", name, policy.AnonymousPlan, rateText(a.Limit(i)), f.source(policy.AnonymousPlan, nil, name))
+			fmt.Fprintf(tw, "%s\t(unknown)\t%s\t%s\t%s\n", name, policy.AnonymousPlan, limitText(a, i), source(a, i))
 		}
 	}
 	tw.Flush()
@@ -200,15 +204,20 @@ func (s Store) summary() string {
 	return fmt.Sprintf("store: %s; on store failure: %s\n", where, fail)
 }
 
-// source says where a caller's limit for rule comes from.
-func (f *File) source(plan string, own map[string]policy.Rate, rule string) string {
-	if _, ok := own[rule]; ok {
-		return "client"
+// source says where a caller's limit of rule i comes from: client, plan
+// or rule.
+func source(caller *policy.Caller, i int) string {
+	src, _, _ := strings.Cut(caller.LimitSource(i), ":")
+	return cmp.Or(src, "rule")
+}
+
+// limitText formats a caller's limit of rule i: its rate (rateText), or
+// "10 in flight".
+func limitText(caller *policy.Caller, i int) string {
+	if n := caller.Concurrency(i); n > 0 {
+		return fmt.Sprintf("%d in flight", n)
 	}
-	if _, ok := f.Policy.Plans[plan].Limits[rule]; ok {
-		return "plan"
-	}
-	return "rule"
+	return rateText(caller.Limit(i))
 }
 
 // rateText formats a limit's rate, and its burst for a bucket: "100/m",

@@ -7,6 +7,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -63,6 +64,7 @@ type Gateway struct {
 	logGate   *logGate
 	store     store.Store
 	ownsStore bool
+	renewer   *store.Renewer  // renews the leases of concurrency rules; nil if the store keeps none
 	transport *http.Transport // made by the gateway, so Close releases it
 	reloadMu  sync.Mutex
 	ready     atomic.Bool
@@ -94,15 +96,24 @@ func New(opts Options) (*Gateway, error) {
 		}
 		g.store, g.ownsStore = st, true
 	}
+	leaseTTL := cmp.Or(opts.Config.Store.LeaseTTL, store.DefaultLeaseTTL)
+	var leaser store.Leaser
+	if ls, ok := g.store.(store.Leaser); ok {
+		g.renewer = store.NewRenewer(ls, store.RenewerOptions{Clock: opts.Clock, Every: leaseTTL / 3, OnRenew: g.metrics.observeRenewal})
+		leaser = g.renewer
+	}
 	lim, err := httplimit.New(httplimit.Options{
 		Policy:        opts.Config.Compiled,
 		Store:         g.store,
+		Leaser:        leaser,
+		LeaseTTL:      leaseTTL,
 		Clock:         opts.Clock,
 		OnFailure:     opts.Config.Store.OnFailure,
 		LegacyHeaders: opts.Config.LegacyHeaders,
 		OnDecision:    g.observe,
 	})
 	if err != nil {
+		_ = g.Close()
 		return nil, err
 	}
 	g.limiter = lim
@@ -280,11 +291,15 @@ func limitedRules(rep *httplimit.Report) []string {
 	return names
 }
 
-// Close releases what the gateway opened: the store and the upstream
-// connections.
+// Close releases what the gateway opened: the lease renewer, the store
+// and the upstream connections. The leases of requests still in flight
+// are not released: they expire within store.lease_ttl.
 func (g *Gateway) Close() error {
 	if g.transport != nil {
 		g.transport.CloseIdleConnections()
+	}
+	if g.renewer != nil {
+		_ = g.renewer.Close()
 	}
 	if g.ownsStore {
 		return g.store.Close()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-rl/sluice/httplimit"
 	"github.com/sluice-rl/sluice/internal/buildinfo"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // metrics are the gateway's Prometheus series. Label values come only from
@@ -27,6 +28,7 @@ type metrics struct {
 	callerErrors  *prometheus.CounterVec
 	loops         prometheus.Counter
 	storeLatency  prometheus.Histogram
+	renewals      *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -70,6 +72,10 @@ func newMetrics() *metrics {
 			Help:    "Latency of the shared store (Redis), one observation per batch of decisions.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
 		}),
+		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_lease_renewals_total",
+			Help: "Periodic renewal of the concurrency leases of requests in flight: leases renewed, leases lost (expired before it, so their slots may have gone to other requests), and renewals failed (the store could not be asked; its leases are tried again next time).",
+		}, []string{"result"}),
 	}
 	bi := buildinfo.Read()
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -78,14 +84,26 @@ func newMetrics() *metrics {
 	}, []string{"version", "revision", "goversion"})
 	build.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 	m.registry.MustRegister(build, m.requests, m.rejected, m.decision, m.reloads, m.storeErrors, m.upstreamFails,
-		m.callerErrors, m.loops, m.storeLatency,
+		m.callerErrors, m.loops, m.storeLatency, m.renewals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")
 	for _, reason := range []string{"aborted", "body_timeout", "malformed_body"} {
 		m.callerErrors.WithLabelValues(reason)
 	}
+	for _, result := range []string{"renewed", "lost", "failed"} {
+		m.renewals.WithLabelValues(result)
+	}
 	return m
+}
+
+// observeRenewal records what one renewal of the leases in flight did.
+func (m *metrics) observeRenewal(rep store.RenewReport) {
+	m.renewals.WithLabelValues("renewed").Add(float64(rep.Renewed))
+	m.renewals.WithLabelValues("lost").Add(float64(rep.Lost))
+	if rep.Err != nil {
+		m.renewals.WithLabelValues("failed").Inc()
+	}
 }
 
 // observe records one request's report.

@@ -21,7 +21,7 @@ func headerValue(key policy.KeySpec, h http.Header) (string, bool) {
 }
 
 // headerRefused checks the headers the matched header:NAME rules count by
-// (the rules in s.index: matched, not exempt) and returns the problem
+// (the rules in s.index and s.leaseIndex: matched, not exempt) and returns the problem
 // detail of a 400 if the request cannot be counted one way only: an
 // enforcing rule's header sent more than once (Go's Header.Get reads the
 // first, Node.js joins them with ", ", so the upstream may read a value
@@ -31,25 +31,37 @@ func headerValue(key policy.KeySpec, h http.Header) (string, bool) {
 // not count it. A shadow rule refuses nothing: it counts the first value.
 func headerRefused(pol *policy.Compiled, s *scratch, h http.Header) (detail string, refused bool) {
 	for _, i := range s.index {
-		r := pol.Rule(i)
-		if r.Key.Kind != policy.KeyHeader {
-			continue
+		if detail, refused := headerRefusedBy(pol.Rule(i), h); refused {
+			return detail, true
 		}
-		name := textproto.CanonicalMIMEHeaderKey(r.Key.Header)
-		for k := range h {
-			if k != name && policy.SameHeaderName(k, name) {
-				delete(h, k)
-			}
+	}
+	for _, i := range s.leaseIndex {
+		if detail, refused := headerRefusedBy(pol.Rule(i), h); refused {
+			return detail, true
 		}
-		if r.Mode != policy.Enforce {
-			continue
+	}
+	return "", false
+}
+
+// headerRefusedBy is headerRefused for one rule r.
+func headerRefusedBy(r *policy.Rule, h http.Header) (detail string, refused bool) {
+	if r.Key.Kind != policy.KeyHeader {
+		return "", false
+	}
+	name := textproto.CanonicalMIMEHeaderKey(r.Key.Header)
+	for k := range h {
+		if k != name && policy.SameHeaderName(k, name) {
+			delete(h, k)
 		}
-		if n := len(h[name]); n > 1 {
-			return name + " sent " + strconv.Itoa(n) + " times; rule " + r.Name + " counts requests by it (send it once)", true
-		}
-		if _, missing := headerValue(r.Key, h); missing && r.Key.Missing == policy.MissingReject {
-			return "missing header " + r.Key.Header + ", by which rule " + r.Name + " counts requests", true
-		}
+	}
+	if r.Mode != policy.Enforce {
+		return "", false
+	}
+	if n := len(h[name]); n > 1 {
+		return name + " sent " + strconv.Itoa(n) + " times; rule " + r.Name + " counts requests by it (send it once)", true
+	}
+	if _, missing := headerValue(r.Key, h); missing && r.Key.Missing == policy.MissingReject {
+		return "missing header " + r.Key.Header + ", by which rule " + r.Name + " counts requests", true
 	}
 	return "", false
 }

@@ -17,6 +17,7 @@ type ruleHeader struct {
 	window    time.Duration // see policyWindow
 	remaining int64
 	more      int64 // t: see quotaSeconds
+	inFlight  bool  // a concurrency rule: q and r count requests in flight, with no w or t
 }
 
 // setRateLimitHeaders writes RateLimit-Policy and RateLimit as structured
@@ -35,12 +36,20 @@ func setRateLimitHeaders(h http.Header, rules []ruleHeader, legacy bool, tight i
 		if i > 0 {
 			b = append(b, ", "...)
 		}
+		if r.inFlight {
+			b = append(appendParam(appendName(b, r.name), 'q', r.limit), `;qu="concurrent-requests"`...)
+			continue
+		}
 		b = appendItem(b, r.name, 'q', r.limit, 'w', max(ceilSeconds(r.window), 1))
 	}
 	split := len(b)
 	for i, r := range rules {
 		if i > 0 {
 			b = append(b, ", "...)
+		}
+		if r.inFlight {
+			b = appendParam(appendName(b, r.name), 'r', r.remaining)
+			continue
 		}
 		b = appendItem(b, r.name, 'r', r.remaining, 't', r.more)
 	}
@@ -91,15 +100,23 @@ func policyWindow(l limiter.Limit) time.Duration {
 	return time.Duration((l.Burst()*p+n-1)/n) * time.Microsecond
 }
 
-// appendItem appends `"name";k1=v1;k2=v2`. Rule names are validated to
-// letters, digits and -_. so they need no escaping inside the sf-string.
+// appendItem appends `"name";k1=v1;k2=v2`.
 func appendItem(b []byte, name string, k1 byte, v1 int64, k2 byte, v2 int64) []byte {
+	return appendParam(appendParam(appendName(b, name), k1, v1), k2, v2)
+}
+
+// appendName appends `"name"`. Rule names are validated to letters,
+// digits and -_. so they need no escaping inside the sf-string.
+func appendName(b []byte, name string) []byte {
 	b = append(b, '"')
 	b = append(b, name...)
-	b = append(b, '"', ';', k1, '=')
-	b = strconv.AppendInt(b, v1, 10)
-	b = append(b, ';', k2, '=')
-	return strconv.AppendInt(b, v2, 10)
+	return append(b, '"')
+}
+
+// appendParam appends `;k=v`.
+func appendParam(b []byte, k byte, v int64) []byte {
+	b = append(b, ';', k, '=')
+	return strconv.AppendInt(b, v, 10)
 }
 
 // ceilSeconds rounds d up to whole seconds.

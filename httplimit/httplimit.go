@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"net/textproto"
@@ -56,6 +57,18 @@ type Options struct {
 	// Deprecated: set OnFailure to store.FailClosed. FailClosed true is
 	// the same; false leaves OnFailure in force.
 	FailClosed bool
+	// Leaser holds the leases of concurrency rules (policy.Rule.Concurrency)
+	// from a request's admission until its response ends. Default: Store,
+	// if it is a store.Leaser, used as it is: a request that outlives
+	// LeaseTTL then loses its slot. Wrap it in a store.Renewer, as the
+	// gateway does, to keep long requests' slots. New fails if the policy
+	// has concurrency rules and there is no Leaser; a policy set later
+	// decides them by OnFailure, as a store that cannot decide.
+	Leaser store.Leaser
+	// LeaseTTL is the TTL of the leases (store.Concurrency.TTL): a lease
+	// not renewed or released is gone after it. Default
+	// store.DefaultLeaseTTL.
+	LeaseTTL time.Duration
 	// OnDecision, if set, is called once per request after the decision,
 	// before the handler runs (metrics, logs). The Report and its slices
 	// are valid only during the call.
@@ -108,6 +121,15 @@ func New(opts Options) (*Limiter, error) {
 	}
 	if opts.FailClosed && opts.OnFailure == store.FailOpen {
 		opts.OnFailure = store.FailClosed
+	}
+	if opts.Leaser == nil {
+		opts.Leaser, _ = opts.Store.(store.Leaser)
+	}
+	if opts.Leaser == nil && limitsInFlight(opts.Policy) {
+		return nil, errNoLeaser
+	}
+	if err := (store.Concurrency{TTL: opts.LeaseTTL}).Check(); err != nil {
+		return nil, fmt.Errorf("httplimit: LeaseTTL: %w", err)
 	}
 	l := &Limiter{opts: opts}
 	l.settings.Store(&Settings{Policy: opts.Policy, LegacyHeaders: opts.LegacyHeaders})
@@ -162,22 +184,26 @@ func (l *Limiter) HandlerWith(s Settings, next http.Handler) http.Handler {
 
 // scratch is the per-request working memory, pooled.
 type scratch struct {
-	match   []int
-	reqs    []store.Request
-	index   []int // rule index of each request
-	headers []ruleHeader
-	again   []store.Request
-	denied  []int
-	legacy  bool // the request's Settings.LegacyHeaders
-	report  Report
-	after   []afterStep // run once the request is answered (after.go)
-	rec     recorder    // the passed request's ResponseWriter, when after is not empty
-	resp    Response    // what the after steps are given
-	slot    slotStep    // the request's throttle slot (protect.go)
+	match      []int
+	reqs       []store.Request
+	index      []int // rule index of each request
+	leaseIndex []int // rule index of each concurrency rule to decide
+	leaseKeys  []string
+	headers    []ruleHeader
+	again      []store.Request
+	denied     []int
+	legacy     bool // the request's Settings.LegacyHeaders
+	report     Report
+	after      []afterStep // run once the request is answered (after.go)
+	rec        recorder    // the passed request's ResponseWriter, when after is not empty
+	resp       Response    // what the after steps are given
+	slot       slotStep    // the request's throttle slot (protect.go)
+	leases     leaseStep   // the leases the request holds (lease.go)
 }
 
 // decide answers the request itself (false) or prepares it to pass (true),
-// returning the request to pass on.
+// returning the request to pass on. A request passed on holds the leases
+// of its concurrency rules until its after steps run.
 func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings, s *scratch) (*http.Request, bool) {
 	pol := set.Policy
 	now := l.opts.Clock.Now()
@@ -213,7 +239,18 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings, 
 		results, spent, err = l.decideAll(r.Context(), s, now)
 	}
 	pass := l.judge(w, r.Header, pol, caller, addr, s, results, spent, err)
-	if pass && l.opts.Throttle != nil {
+	switch {
+	case pass && len(s.leaseIndex) > 0:
+		pass = l.acquire(w, r, pol, caller, addr, s, now)
+	case len(s.leaseIndex) > 0: // refused before the concurrency rules were asked
+		for _, i := range s.leaseIndex {
+			rep.Rules = append(rep.Rules, RuleResult{Rule: pol.Rule(i).Name, Outcome: NotSpent})
+		}
+	}
+	if pass {
+		setRateLimitHeaders(w.Header(), s.headers, s.legacy, -1)
+	}
+	if pass && l.opts.Throttle != nil { // a refusal gives the leases back in their after step
 		pass = l.admit(w, r, pol, caller, name, addr, s)
 	}
 	l.report(r, rep, now)
@@ -252,7 +289,7 @@ func (l *Limiter) badRequest(w http.ResponseWriter, r *http.Request, rep *Report
 // that would refuse the request for a missing header (shadow_limited,
 // nothing counted).
 func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr netip.Addr, r *http.Request, s *scratch) {
-	s.reqs, s.index = s.reqs[:0], s.index[:0]
+	s.reqs, s.index, s.leaseIndex, s.leaseKeys = s.reqs[:0], s.index[:0], s.leaseIndex[:0], s.leaseKeys[:0]
 	for _, i := range s.match {
 		rule := pol.Rule(i)
 		if rule.Classifies() {
@@ -267,6 +304,10 @@ func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr net
 				s.report.Rules = append(s.report.Rules, RuleResult{Rule: rule.Name, Outcome: ShadowLimited})
 				continue
 			}
+		}
+		if rule.LimitsInFlight() {
+			s.leaseIndex, s.leaseKeys = append(s.leaseIndex, i), append(s.leaseKeys, stateKey(pol, caller, i, addr, r))
+			continue
 		}
 		s.reqs = append(s.reqs, store.Request{Key: stateKey(pol, caller, i, addr, r), Limit: caller.Limit(i), Cost: rule.Cost,
 			Shadow: rule.Mode != policy.Enforce})

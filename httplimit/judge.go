@@ -98,6 +98,7 @@ func clientName(pol *policy.Compiled, c *policy.Caller) string {
 func (l *Limiter) judge(w http.ResponseWriter, h http.Header, pol *policy.Compiled, caller *policy.Caller, addr netip.Addr,
 	s *scratch, results []store.Result, spent bool, err error) bool {
 	rep := &s.report
+	s.headers = s.headers[:0]
 	if err == nil && len(results) != len(s.reqs) {
 		err = errShortBatch
 	}
@@ -107,7 +108,6 @@ func (l *Limiter) judge(w http.ResponseWriter, h http.Header, pol *policy.Compil
 		}
 		return l.storeFailed(w, rep, err)
 	}
-	s.headers = s.headers[:0]
 	var violated []string
 	var worst time.Duration
 	worstRule, worstHeader := -1, -1
@@ -135,11 +135,11 @@ func (l *Limiter) judge(w http.ResponseWriter, h http.Header, pol *policy.Compil
 				remaining: d.Remaining, more: quotaSeconds(d)})
 		}
 	}
+	if len(violated) == 0 {
+		return true // decide writes the headers, with the concurrency rules'
+	}
 	// The legacy headers of a 429 speak of the rule whose Retry-After it has.
 	setRateLimitHeaders(w.Header(), s.headers, s.legacy, worstHeader)
-	if len(violated) == 0 {
-		return true
-	}
 	rule := pol.Rule(s.index[worstRule])
 	rep.Counted = counted(pol, caller, rule, addr, h)
 	l.reject(w, rep, rep.Counted, rule.Name, s.reqs[worstRule].Limit, worst, violated)
@@ -165,13 +165,18 @@ var errShortBatch = errors.New("httplimit: store returned too few results")
 // rules, in whole seconds rounded up; a cost no limit can ever allow gets
 // no Retry-After, since waiting would not help.
 func (l *Limiter) reject(w http.ResponseWriter, rep *Report, who, rule string, lim limiter.Limit, retry time.Duration, violated []string) {
+	l.rejectWith(w, rep, limitedDetail(who, rule, lim, retry), retry, violated)
+}
+
+// rejectWith writes a 429 with the problem detail given.
+func (l *Limiter) rejectWith(w http.ResponseWriter, rep *Report, detail string, retry time.Duration, violated []string) {
 	rep.Status, rep.RetryAfter = http.StatusTooManyRequests, retry
 	h := w.Header()
 	if retry != limiter.Never {
 		h["Retry-After"] = []string{itoa(retryAfterSeconds(retry))}
 	}
 	writeProblem(w, problem{Type: quotaExceeded, Title: "Too Many Requests", Status: http.StatusTooManyRequests,
-		Detail: limitedDetail(who, rule, lim, retry), ViolatedPolicies: violated})
+		Detail: detail, ViolatedPolicies: violated})
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -27,8 +27,8 @@ func (c *Compiled) checkOverrides(names map[string]int, fail func(string, string
 		for _, rule := range slices.Sorted(maps.Keys(pl.Limits)) {
 			rate := pl.Limits[rule]
 			i, ok := names[rule]
-			if !ok {
-				continue // checkRuleNames reports it
+			if !ok || c.rules[i].Concurrency != 0 {
+				continue // checkRuleNames, checkOverrideKinds report it
 			}
 			if c.rules[i].Classifies() {
 				fail("plans."+plan+"."+rule, "rule %s has no rate to override: it only classifies requests (give the rule a rate, or remove this override)", rule)
@@ -45,18 +45,20 @@ func (c *Compiled) checkOverrides(names map[string]int, fail func(string, string
 // checkRuleNames reports overrides, in plans and in clients' own limits,
 // of rules that do not exist.
 func (c *Compiled) checkRuleNames(names map[string]int, failName func(string, string, ...any)) {
-	check := func(path string, limits map[string]Rate) {
-		for _, rule := range slices.Sorted(maps.Keys(limits)) {
+	check := func(path string, rules []string) {
+		for _, rule := range rules {
 			if _, ok := names[rule]; !ok {
 				failName(path+"."+rule, "unknown rule %q (rules: %s)", rule, ruleNames(c.src.Rules))
 			}
 		}
 	}
 	for _, plan := range slices.Sorted(maps.Keys(c.src.Plans)) {
-		check("plans."+plan, c.src.Plans[plan].Limits)
+		check("plans."+plan, slices.Sorted(maps.Keys(c.src.Plans[plan].Limits)))
+		check("plans."+plan, slices.Sorted(maps.Keys(c.src.Plans[plan].Concurrency)))
 	}
 	for i, cl := range c.src.Clients.List {
-		check(fmt.Sprintf("clients.list[%d].limits", i), cl.Limits)
+		check(fmt.Sprintf("clients.list[%d].limits", i), slices.Sorted(maps.Keys(cl.Limits)))
+		check(fmt.Sprintf("clients.list[%d].limits", i), slices.Sorted(maps.Keys(cl.Concurrency)))
 	}
 }
 
@@ -66,6 +68,10 @@ func (c *Compiled) checkRuleNames(names map[string]int, failName func(string, st
 // every plan's override and every client's own limit.
 func (c *Compiled) checkCosts(fail func(string, string, ...any)) {
 	for i, r := range c.rules {
+		if r.Concurrency != 0 {
+			c.checkConcurrencyCost(i, r.Rule, fail)
+			continue
+		}
 		if l, err := ruleLimit(r.Rule, r.Rate); err == nil && r.Cost > l.Burst() {
 			fail(fmt.Sprintf("rules[%d].cost", i), "%d is more than the %d that %s allows at once: every request would be refused (a cost of at most %d, or a larger rate or burst)",
 				r.Cost, l.Burst(), capacityText(l), l.Burst())

@@ -50,17 +50,24 @@ type Caller struct {
 	// Plan is the caller's plan name.
 	Plan     string
 	priority *throttle.Priority // the plan's, if it sets one
-	limits   []limiter.Limit    // by rule index
+	limits   []limiter.Limit    // by rule index; zero for concurrency rules
+	inFlight []int64            // by rule index: a concurrency rule's limit
 	sources  []string           // by rule index: LimitSource
 }
 
 // StateTag returns a short text that state keys of rule i include for the
-// caller: the name of the limit's algorithm, such as "gcra". It names
+// caller: the name of the limit's algorithm, such as "gcra", or
+// "concurrency" for a concurrency rule. It names
 // neither the rate nor the burst, so that a key keeps its counters when a
 // reload or another plan changes them (the stores reinterpret the state
 // under the new limit, limiter.Reinterpret); a changed algorithm is
 // another key, whose state starts fresh.
-func (c *Caller) StateTag(i int) string { return c.limits[i].Algorithm().String() }
+func (c *Caller) StateTag(i int) string {
+	if c.inFlight[i] != 0 {
+		return "concurrency"
+	}
+	return c.limits[i].Algorithm().String()
+}
 
 // LimitSource names where the caller's limit of rule i comes from: "" for
 // the rule's own rate, "plan:NAME" for the override of the caller's plan,
@@ -71,7 +78,8 @@ func (c *Caller) StateTag(i int) string { return c.limits[i].Algorithm().String(
 // rate keeps each source's counter.
 func (c *Caller) LimitSource(i int) string { return c.sources[i] }
 
-// Limit returns the limit rule i applies to the caller.
+// Limit returns the limit rule i applies to the caller; the zero Limit
+// for a concurrency rule (see Concurrency).
 func (c *Caller) Limit(i int) limiter.Limit { return c.limits[i] }
 
 // Priority returns the priority of the caller's request whose matched
@@ -83,6 +91,10 @@ func (c *Caller) Priority(p throttle.Priority) throttle.Priority {
 	}
 	return p
 }
+
+// Concurrency returns how many slots in flight concurrency rule i allows
+// the caller, or 0 if rule i is a rate rule.
+func (c *Caller) Concurrency(i int) int64 { return c.inFlight[i] }
 
 // Compile validates p and prepares it for lookups. It reports every problem
 // at once, as FieldErrors joined with errors.Join.
@@ -113,9 +125,10 @@ func Compile(p Policy) (*Compiled, error) {
 		errs = append(errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...), Name: true})
 	})
 	c.checkOverrides(names, fail)
-	c.global = c.caller("", "", nil, fail, "")
+	c.checkOverrideKinds(names, fail)
+	c.global = c.caller(Client{}, fail, "")
 	if p.Clients.Unknown == UnknownAnonymous {
-		c.anonymous = c.caller("", AnonymousPlan, nil, fail, "clients.unknown")
+		c.anonymous = c.caller(Client{Plan: AnonymousPlan}, fail, "clients.unknown")
 	}
 	c.compileClients(fail)
 	c.checkCosts(fail)
@@ -163,7 +176,7 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 		fail(at+".cost", "%d is negative (a cost is 1 or more; 0 or absent means the default, 1)", r.Cost)
 	}
 	cr := compiledRule{Rule: r, allowIDs: map[string]bool{}}
-	if cr.Algorithm == 0 {
+	if cr.Algorithm == 0 && r.Concurrency == 0 {
 		cr.Algorithm = DefaultAlgorithm
 	}
 	if cr.Cost == 0 {
@@ -172,7 +185,9 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	if r.Priority < throttle.Low || r.Priority > throttle.Critical {
 		fail(at+".priority", "unknown priority %d (critical, high, normal or low)", r.Priority)
 	}
-	if _, err := ruleLimit(cr.Rule, r.Rate); err != nil && !r.Classifies() {
+	if r.Concurrency != 0 {
+		checkConcurrencyRule(at, r, fail)
+	} else if _, err := ruleLimit(cr.Rule, r.Rate); err != nil && !r.Classifies() {
 		field, msg := limitProblem(err)
 		path := at + ".rate" // the rate's N or its period
 		switch field {
@@ -227,7 +242,7 @@ func (c *Compiled) compileClients(fail func(string, string, ...any)) {
 				fail(at+".plan", "unknown plan %q (plans: %s)", cl.Plan, planNames(c.src.Plans))
 			}
 		}
-		caller := c.caller(cl.ID, cl.Plan, cl.Limits, fail, at)
+		caller := c.caller(cl, fail, at)
 		c.byID[cl.ID] = caller
 		if len(cl.Keys) == 0 {
 			fail(at+".keys", "no keys (a client needs at least one access key)")
@@ -244,17 +259,23 @@ func (c *Compiled) compileClients(fail func(string, string, ...any)) {
 	}
 }
 
-// caller resolves every rule's limit for one caller: its own override, else
-// its plan's, else the rule's.
-func (c *Compiled) caller(id, plan string, own map[string]Rate, fail func(string, string, ...any), at string) *Caller {
-	cl := &Caller{ID: id, Plan: plan, priority: c.src.Plans[plan].Priority, limits: make([]limiter.Limit, len(c.rules)), sources: make([]string, len(c.rules))}
+// caller resolves every rule's limit for one caller (cl's ID, Plan and
+// own overrides): its own override, else its plan's, else the rule's.
+func (c *Compiled) caller(cl Client, fail func(string, string, ...any), at string) *Caller {
+	n := len(c.rules)
+	caller := &Caller{ID: cl.ID, Plan: cl.Plan, priority: c.src.Plans[cl.Plan].Priority,
+		limits: make([]limiter.Limit, n), inFlight: make([]int64, n), sources: make([]string, n)}
 	for i, r := range c.rules {
-		rate, ownRate := r.Rate, false
-		if o, ok := c.src.Plans[plan].Limits[r.Name]; ok {
-			rate, cl.sources[i] = o, "plan:"+plan
+		if r.Concurrency != 0 {
+			caller.inFlight[i], caller.sources[i] = c.callerConcurrency(r.Rule, cl, fail, at)
+			continue
 		}
-		if o, ok := own[r.Name]; ok {
-			rate, ownRate, cl.sources[i] = o, true, "client:"+id
+		rate, ownRate := r.Rate, false
+		if o, ok := c.src.Plans[cl.Plan].Limits[r.Name]; ok {
+			rate, caller.sources[i] = o, "plan:"+cl.Plan
+		}
+		if o, ok := cl.Limits[r.Name]; ok {
+			rate, ownRate, caller.sources[i] = o, true, "client:"+cl.ID
 		}
 		l, err := ruleLimit(r.Rule, rate)
 		if ownRate && r.Classifies() {
@@ -263,9 +284,9 @@ func (c *Compiled) caller(id, plan string, own map[string]Rate, fail func(string
 			_, msg := limitProblem(err)
 			fail(at+".limits."+r.Name, "%s", msg)
 		}
-		cl.limits[i] = l
+		caller.limits[i] = l
 	}
-	return cl
+	return caller
 }
 
 // ForwardedHeader returns the one header trusted proxies' callers are read
@@ -304,7 +325,7 @@ func clonePolicy(p Policy) Policy {
 	}
 	plans := make(map[string]Plan, len(p.Plans))
 	for name, pl := range p.Plans {
-		cp := Plan{Limits: maps.Clone(pl.Limits)}
+		cp := Plan{Limits: maps.Clone(pl.Limits), Concurrency: maps.Clone(pl.Concurrency)}
 		if pl.Priority != nil {
 			pr := *pl.Priority
 			cp.Priority = &pr
@@ -317,6 +338,7 @@ func clonePolicy(p Policy) Policy {
 		cl := &p.Clients.List[i]
 		cl.Keys = slices.Clone(cl.Keys)
 		cl.Limits = maps.Clone(cl.Limits)
+		cl.Concurrency = maps.Clone(cl.Concurrency)
 	}
 	return p
 }

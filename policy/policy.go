@@ -22,6 +22,9 @@ const (
 	DefaultKeyHeader  = "X-API-Key"
 	DefaultAlgorithm  = limiter.SlidingWindow
 	DefaultCost       = 1
+	// MaxConcurrency is the largest Rule.Concurrency, as limiter.MaxRate
+	// is the largest rate.
+	MaxConcurrency = 1_000_000_000
 )
 
 // Policy is the whole set of rules. Only Rules is required.
@@ -112,12 +115,17 @@ type Client struct {
 	Plan string
 	// Limits overrides rates for this client by rule name; it beats the plan.
 	Limits map[string]Rate
+	// Concurrency overrides concurrency rules' Concurrency for this client
+	// by rule name; it beats the plan.
+	Concurrency map[string]int64
 }
 
-// Plan is a named set of rate overrides by rule name, and the priority
-// its clients' requests get at least.
+// Plan is a named set of overrides by rule name (Limits for rate rules,
+// Concurrency for concurrency rules), and the priority its clients'
+// requests get at least.
 type Plan struct {
-	Limits map[string]Rate
+	Limits      map[string]Rate
+	Concurrency map[string]int64
 	// Priority, when set, raises the priority of its clients' requests
 	// (tenants with a higher service level first when the service is
 	// full): a request's priority is the highest of its matched rules'
@@ -157,9 +165,18 @@ type Rule struct {
 	// Algorithm is the rate-limiting algorithm. Default sliding_window.
 	Algorithm limiter.Algorithm
 	// Rate is the rule's rate, unless the caller's plan or the caller
-	// overrides it. The zero Rate counts nothing: the rule only
-	// classifies the requests it matches (Priority, Degrade).
+	// overrides it. The zero Rate counts nothing: the rule limits
+	// requests in flight (Concurrency) or only classifies the requests it
+	// matches (Priority, Degrade).
 	Rate Rate
+	// Concurrency, above 0, makes the rule a concurrency rule instead of a
+	// rate rule: at most Concurrency slots of a caller's requests in flight
+	// at once, each request holding Cost slots from its admission until
+	// its response ends, unless the caller's plan or the caller overrides
+	// it (Plan.Concurrency, Client.Concurrency). It is decided after the
+	// rate rules have allowed the request. A concurrency rule has no Rate,
+	// Algorithm or Burst.
+	Concurrency int64
 	// Burst is the bucket size for token_bucket, gcra and leaky_bucket
 	// (0: the rate's N). An override of the rate scales it in proportion.
 	// The window algorithms ignore it.
@@ -183,8 +200,12 @@ type Rule struct {
 }
 
 // Classifies reports whether r only classifies requests (priority,
-// degrade) and counts nothing: it has no rate (the zero Rate).
-func (r *Rule) Classifies() bool { return r.Rate == (Rate{}) }
+// degrade) and counts nothing: it has neither a rate (the zero Rate) nor
+// a Concurrency.
+func (r *Rule) Classifies() bool { return r.Rate == (Rate{}) && r.Concurrency == 0 }
+
+// LimitsInFlight reports whether r is a concurrency rule (Concurrency > 0).
+func (r *Rule) LimitsInFlight() bool { return r.Concurrency > 0 }
 
 // Match selects requests by path prefix (on segment boundaries) and method.
 type Match struct {

@@ -102,6 +102,14 @@ func (r *Renewer) Release(ctx context.Context, lease Lease, now time.Time) error
 	return r.leaser.Release(ctx, lease, now)
 }
 
+var _ Leaser = (*Renewer)(nil)
+
+// Renew renews leases as the Leaser does, so that a Renewer serves where a
+// Leaser is asked for; it renews the leases it holds by itself.
+func (r *Renewer) Renew(ctx context.Context, leases []Lease, now time.Time) ([]bool, error) {
+	return r.leaser.Renew(ctx, leases, now)
+}
+
 // Held returns how many leases the Renewer is holding.
 func (r *Renewer) Held() int {
 	r.mu.Lock()
