@@ -51,6 +51,7 @@ type setup struct {
 	instances int
 	rate      string // the standard plan's rate, such as 100/m
 	rules     string // rules: instead of the one claims rule (rate is then unused)
+	leaseTTL  string // store.lease_ttl, if not empty
 }
 
 // yaml is the configuration of s: one rule, claims, counting per client
@@ -68,6 +69,9 @@ func (s setup) yaml(upstream string) string {
   on_failure: %s
   instances: %d
 `, strings.Join(s.addrs, ", "), s.timeout, s.prefix, s.onFailure, s.instances)
+	}
+	if s.leaseTTL != "" {
+		st += "  lease_ttl: " + s.leaseTTL + "\n"
 	}
 	return `listen: 127.0.0.1:18080
 upstream: ` + upstream + `

@@ -1,0 +1,174 @@
+package distributedtest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/gateway"
+	"github.com/sluice-rl/sluice/internal/redistest"
+)
+
+// leaseTTL is the tests' store.lease_ttl: short, so that a dead instance's
+// slots come back within seconds, and long enough that the check right
+// after its death is not late on a loaded machine (see below).
+const leaseTTL = 3 * time.Second
+
+// inFlightRules allow partner-a 4 requests in flight, counted on every
+// instance together (and many per minute).
+const inFlightRules = `  - name: claims
+    match: { path: /claims }
+    key: client
+    rate: 10000/m
+  - name: claims-in-flight
+    match: { path: /claims }
+    key: client
+    concurrency: 4
+`
+
+// holdingUpstream holds the requests to /claims/hold until the test ends
+// and answers the others at once.
+type holdingUpstream struct {
+	srv     *httptest.Server
+	entered chan struct{}
+	gate    chan struct{}
+	once    sync.Once
+}
+
+func newHoldingUpstream(t *testing.T) *holdingUpstream {
+	u := &holdingUpstream{entered: make(chan struct{}, 64), gate: make(chan struct{})}
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/claims/hold" {
+			u.entered <- struct{}{}
+			<-u.gate
+		}
+		_, _ = io.WriteString(w, "claim 7: open\n")
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+// letGo ends every held request; a cleanup registered after the
+// instances', so that it runs before they shut down.
+func (u *holdingUpstream) letGo() { u.once.Do(func() { close(u.gate) }) }
+
+// startLeaseInstance starts a gateway as startInstance does, and returns it
+// too, so that a test can close its store under its requests.
+func startLeaseInstance(t *testing.T, s setup, upstreamURL string) (*instance, *gateway.Gateway) {
+	t.Helper()
+	cfg, err := config.Parse("sluice.yaml", []byte(s.yaml(upstreamURL)))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	g, err := gateway.New(gateway.Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Transport: tr, ShutdownTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("gateway.New: %v", err)
+	}
+	ln, adm := listen(t), listen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx, ln, adm) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("gateway.Run: %v", err)
+		}
+		if err := g.Close(); err != nil {
+			t.Errorf("gateway.Close: %v", err)
+		}
+		tr.CloseIdleConnections()
+	})
+	return &instance{url: "http://" + ln.Addr().String(), admin: "http://" + adm.Addr().String()}, g
+}
+
+// send sends GET path as partner-a to inst.
+func send(c *http.Client, inst *instance, path string) answer {
+	req, err := http.NewRequest(http.MethodGet, inst.url+path, nil)
+	if err != nil {
+		return answer{err: err}
+	}
+	req.Header.Set("X-API-Key", keys["partner-a"])
+	resp, err := c.Do(req)
+	if err != nil {
+		return answer{err: err}
+	}
+	defer resp.Body.Close()
+	_, err = io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, header: resp.Header, err: err}
+}
+
+// Three instances on one Redis share partner-a's 4 slots in flight; when
+// the instance holding two of them dies (closed without releasing them),
+// the others see them held until the leases expire and free after, while
+// the live instances' own requests, older than the TTL by then, keep
+// theirs through the renewals.
+func TestConcurrencySharedAndDeadInstanceSlotsReturn(t *testing.T) {
+	srv := redistest.StartServer(t)
+	up := newHoldingUpstream(t)
+	s := setup{addrs: []string{srv.Addr}, prefix: redistest.KeyPrefix(t), timeout: "5s", onFailure: "closed",
+		instances: 3, rules: inFlightRules, leaseTTL: leaseTTL.String()}
+	dying, g := startLeaseInstance(t, s, up.srv.URL)
+	b, _ := startLeaseInstance(t, s, up.srv.URL)
+	c2, _ := startLeaseInstance(t, s, up.srv.URL)
+	c := newClient(t)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)  // the held requests answered,
+	t.Cleanup(up.letGo) // once let go (cleanups run last first)
+	hold := func(inst *instance) {
+		wg.Go(func() { _ = send(c, inst, "/claims/hold") })
+		select {
+		case <-up.entered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a request never reached the upstream")
+		}
+	}
+	for _, inst := range []*instance{dying, dying, b, c2} {
+		hold(inst)
+	}
+	for _, inst := range []*instance{dying, b, c2} {
+		if a := send(c, inst, "/claims/quick"); a.status != http.StatusTooManyRequests {
+			t.Fatalf("a 5th request in flight: %d %v, want 429 on every instance", a.status, a.err)
+		}
+	}
+
+	// The instance dies: its renewals stop and its store closes, so its
+	// requests' leases are never released.
+	died := time.Now()
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if a := send(c, b, "/claims/quick"); time.Since(died) < leaseTTL-time.Second && a.status != http.StatusTooManyRequests {
+		t.Errorf("right after the death: %d %v, want 429 (the dead instance's slots are held until they expire)", a.status, a.err)
+	}
+	for {
+		a := send(c, b, "/claims/quick")
+		if a.status == http.StatusOK {
+			break
+		}
+		if a.status != http.StatusTooManyRequests || time.Since(died) > leaseTTL+10*time.Second {
+			t.Fatalf("%v after the death: %d %v, want the dead instance's slots back within the lease TTL (%v)", time.Since(died), a.status, a.err, leaseTTL)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	back := time.Since(died)
+	if back < leaseTTL-time.Second {
+		t.Errorf("slots back %v after the death, sooner than a lease TTL of %v allows", back, leaseTTL)
+	}
+	t.Logf("the dead instance's slots were back %v after its death (lease TTL %v)", back, leaseTTL)
+
+	// Exactly the dead instance's 2 came back: the live instances' 2, held
+	// longer than the TTL, were renewed.
+	hold(b)
+	hold(c2)
+	if a := send(c, c2, "/claims/quick"); a.status != http.StatusTooManyRequests {
+		t.Errorf("with 4 in flight again: %d %v, want 429", a.status, a.err)
+	}
+}
