@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,7 +24,7 @@ func (g *Gateway) serveCaller(w http.ResponseWriter, r *http.Request) {
 	snap := g.snap.Load()
 	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.server.BodyTimeout))
-		wb := &withBody{ResponseWriter: w, body: callerBody{src: r.Body}}
+		wb := &withBody{ResponseWriter: w, body: callerBody{src: r.Body, start: time.Now()}}
 		r.Body, w = &wb.body, wb
 	}
 	if g.looped(r) {
@@ -33,15 +34,20 @@ func (g *Gateway) serveCaller(w http.ResponseWriter, r *http.Request) {
 	snap.handler.ServeHTTP(w, r)
 }
 
-// callerBody is a request body that remembers how reading it ended.
+// callerBody is a request body that remembers how reading it ended, and
+// how long it kept the reader waiting.
 type callerBody struct {
-	src io.ReadCloser
-	mu  sync.Mutex
-	err error // io.EOF once read to the end
+	src    io.ReadCloser
+	start  time.Time    // when the body timeout started
+	waited atomic.Int64 // nanoseconds spent in src.Read
+	mu     sync.Mutex
+	err    error // io.EOF once read to the end
 }
 
 func (b *callerBody) Read(p []byte) (int, error) {
+	t0 := time.Now()
 	n, err := b.src.Read(p)
+	b.waited.Add(int64(time.Since(t0)))
 	if err != nil {
 		b.mu.Lock()
 		if b.err == nil {
@@ -50,6 +56,14 @@ func (b *callerBody) Read(p []byte) (int, error) {
 		b.mu.Unlock()
 	}
 	return n, err
+}
+
+// upstreamSlow reports whether reading the body ended with err because
+// the upstream took it too slowly: the body timeout passed while sluice
+// had spent less than half of it waiting for the caller, the rest waiting
+// for the upstream to take what was read.
+func (b *callerBody) upstreamSlow(err error) bool {
+	return isTimeout(err) && 2*time.Duration(b.waited.Load()) < time.Since(b.start)
 }
 
 func (b *callerBody) Close() error { return b.src.Close() }
@@ -147,7 +161,8 @@ func answer(w http.ResponseWriter, status int, detail string) {
 // proxyFailed answers a request the proxy could not complete, blaming the
 // side that failed: the caller (its body broke off, was malformed or too
 // slow: counted in sluice_caller_errors_total) or the upstream (502, or
-// 504 when it did not answer within server.upstream_timeout: counted in
+// 504 when it did not answer within server.upstream_timeout or the body
+// timeout passed while it was slow to take the body: counted in
 // sluice_upstream_errors_total).
 func (g *Gateway) proxyFailed(cfg *config.File, w http.ResponseWriter, r *http.Request, err error) {
 	body := bodyOf(w)
@@ -155,13 +170,18 @@ func (g *Gateway) proxyFailed(cfg *config.File, w http.ResponseWriter, r *http.R
 	if body != nil {
 		bodyErr = body.ended()
 	}
+	slowUpstream := body != nil && body.upstreamSlow(bodyErr)
 	switch {
-	case bodyErr != nil && bodyErr != io.EOF:
+	case bodyErr != nil && bodyErr != io.EOF && !slowUpstream:
 		httplimit.NoteFailure(w, httplimit.CallerFailed)
 		g.callerFailed(w, r, bodyErr)
 	case errors.Is(context.Cause(r.Context()), errDraining):
 		httplimit.NoteFailure(w, httplimit.CallerFailed) // says nothing about the upstream
 		answer(w, http.StatusServiceUnavailable, "the gateway is shutting down; retry")
+	case slowUpstream: // net/http has cancelled the request for the read that timed out
+		httplimit.NoteFailure(w, httplimit.UpstreamTimeout)
+		g.upstreamFailed(cfg, bodyErr, "upstream took the request body too slowly")
+		answer(w, http.StatusGatewayTimeout, "the upstream service did not take the request in time")
 	case r.Context().Err() != nil:
 		httplimit.NoteFailure(w, httplimit.CallerFailed)
 		g.metrics.callerErrors.WithLabelValues("aborted").Inc() // nobody reads an answer

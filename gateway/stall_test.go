@@ -110,3 +110,33 @@ func TestUpstreamNotTakingBodyGets504(t *testing.T) {
 		t.Errorf("sluice_upstream_errors_total = %v, want 1", got)
 	}
 }
+
+// TestUpstreamSlowToTakeBodyIsNotCallersFault: a caller that sends its
+// body at once is not told it was too slow (408) when the time went by
+// waiting for the upstream to take the body: the body timeout counts
+// against the caller only when the caller kept sluice waiting. The caller
+// gets 504, counted as the upstream's failure.
+func TestUpstreamSlowToTakeBodyIsNotCallersFault(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Second) // the slow upstream under test: not reading the body yet
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer up.Close()
+	h := startGateway(t, strings.Replace(serverConfig("  body_timeout: 300ms\n  upstream_timeout: 10s\n"), "{{UPSTREAM}}", up.URL, 1))
+	c := h.dial()
+	const size = 64 << 20 // more than the connections' buffers hold
+	go func() {
+		_, _ = io.WriteString(c.c, "POST /submit HTTP/1.1\r\nHost: x\r\nX-API-Key: "+keyA+"\r\nContent-Length: "+strconv.Itoa(size)+"\r\n\r\n")
+		_, _ = c.c.Write(make([]byte, size)) // as fast as the gateway takes it
+	}()
+	resp, body, err := c.read(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("status %d %q, want 504", resp.StatusCode, body)
+	}
+	if got := metric(h.metrics(), "sluice_caller_errors_total", "reason=body_timeout"); got != 0 {
+		t.Errorf("sluice_caller_errors_total{reason=body_timeout} = %v, want 0", got)
+	}
+}
