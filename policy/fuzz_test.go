@@ -8,22 +8,22 @@ import (
 	"github.com/sluice-rl/sluice/policy"
 )
 
-// FuzzCompile builds a policy from fuzzed names, keys, rates, bursts and
-// plans. Compile never panics; it either fails with FieldErrors only, or
+// FuzzCompile builds a policy from fuzzed names, keys, rates, bursts,
+// concurrencies and plans. Compile never panics; it either fails with FieldErrors only, or
 // every caller gets a valid limit from every rule.
 func FuzzCompile(f *testing.F) {
 	f.Add("api", uint8(2), int64(100), int64(time.Minute), int64(0), "/", "large", "api", int64(1000), int64(time.Minute),
-		"acme", "k-acme", "bolt", "k-bolt", "base", int64(5), 0, false)
+		"acme", "k-acme", "bolt", "k-bolt", "base", int64(5), 0, false, int64(0), int64(0))
 	f.Add("claims", uint8(4), int64(10), int64(time.Second), int64(20), "/claims", "p", "base", int64(40), int64(time.Second),
-		"a", "k1", "b", "k2", "claims", int64(1), 48, true)
+		"a", "k1", "b", "k2", "claims", int64(1), 48, true, int64(0), int64(3))
 	f.Add("log", uint8(3), int64(10001), int64(time.Second), int64(0), "x", "", "nope", int64(0), int64(0),
-		"", "", "a b", "k 2", "zzz", int64(-1), 129, true)
+		"", "", "a b", "k 2", "zzz", int64(-1), 129, true, int64(-5), int64(0))
 	f.Add("g", uint8(5), int64(1), int64(limiter.MaxPeriod), int64(583345), "/", "p", "g", int64(2), int64(limiter.MaxPeriod),
-		"x", "k", "x", "k", "g", int64(1_000_000_000), 128, false)
+		"x", "k", "x", "k", "g", int64(1_000_000_000), 128, false, int64(10), int64(20))
 	f.Add("b", uint8(6), int64(7), int64(3*time.Millisecond), int64(1_000_000_000), "/", "p", "b", int64(1_000_000_000), int64(time.Millisecond),
-		"c1", "key", "c2", "key2", "base", int64(3), 1, false)
+		"c1", "key", "c2", "key2", "base", int64(3), 1, false, int64(2), int64(0))
 	f.Fuzz(func(t *testing.T, ruleName string, alg uint8, n, period, burst int64, path, planName, planRule string,
-		planN, planPeriod int64, id1, key1, id2, key2, ownRule string, ownN int64, ipv6 int, anonymous bool) {
+		planN, planPeriod int64, id1, key1, id2, key2, ownRule string, ownN int64, ipv6 int, anonymous bool, conc, planConc int64) {
 		p := policy.Policy{
 			IPv6Prefix: ipv6,
 			Rules: []policy.Rule{
@@ -42,6 +42,10 @@ func FuzzCompile(f *testing.F) {
 		}
 		if anonymous {
 			p.Clients.Unknown = policy.UnknownAnonymous
+		}
+		if conc != 0 { // rule 0 limits requests in flight, perhaps with a rate too (an error)
+			p.Rules[0].Concurrency = conc
+			p.Plans[planName] = policy.Plan{Limits: p.Plans[planName].Limits, Concurrency: map[string]int64{planRule: planConc}}
 		}
 		c, err := policy.Compile(p)
 		if err != nil {
@@ -78,6 +82,12 @@ func checkCallers(t *testing.T, c *policy.Compiled, p policy.Policy, id1, key1, 
 	}
 	for _, cl := range callers {
 		for i := range c.Rules() {
+			if c.Rule(i).LimitsInFlight() {
+				if n := cl.Concurrency(i); n < 1 || n > policy.MaxConcurrency || !cl.Limit(i).IsZero() || cl.StateTag(i) != "concurrency" {
+					t.Fatalf("caller %q concurrency rule %d: concurrency %d, limit %v, tag %q", cl.ID, i, n, cl.Limit(i), cl.StateTag(i))
+				}
+				continue
+			}
 			l := cl.Limit(i)
 			if l.IsZero() || l.Rate() < 1 || l.Rate() > limiter.MaxRate || l.Burst() < 1 || l.Burst() > limiter.MaxBurst ||
 				l.Period() < limiter.MinPeriod || l.Period() > limiter.MaxPeriod {
