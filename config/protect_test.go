@@ -49,7 +49,7 @@ func TestProtectAsDesignWritesIt(t *testing.T) {
 		t.Errorf("Protect %+v, want %+v", f.Protect, want)
 	}
 	reports := f.Compiled.Rule(1)
-	if !reports.Classifies() || reports.Priority != throttle.Low || !reports.Degrade || f.Compiled.Rule(0).Priority != throttle.Critical {
+	if !reports.Classifies() || *reports.Priority != throttle.Low || !reports.Degrade || *f.Compiled.Rule(0).Priority != throttle.Critical {
 		t.Errorf("rules %+v %+v: want claims-read critical, reports low+degrade counting nothing", f.Compiled.Rule(0), reports)
 	}
 	a, _ := f.Compiled.CallerByID("partner-a")

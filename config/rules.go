@@ -35,7 +35,9 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 	if alg := d.oneOf(m["algorithm"], join(path, "algorithm"), "", algorithmNames()); alg != "" {
 		r.Algorithm, _ = limiter.ParseAlgorithm(alg)
 	}
-	r.Priority = d.priority(m["priority"], join(path, "priority"))
+	if !isNull(m["priority"]) {
+		r.Priority = new(d.priority(m["priority"], join(path, "priority")))
+	}
 	r.Degrade = d.boolean(m["degrade"], join(path, "degrade"))
 	r.Concurrency = d.integer(m["concurrency"], join(path, "concurrency"), 1, policy.MaxConcurrency, 0,
 		fmt.Sprintf("1 to %d requests in flight", policy.MaxConcurrency))

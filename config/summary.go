@@ -77,7 +77,7 @@ func (f *File) ruleTable(b *strings.Builder) {
 	c := f.Compiled
 	classHead := "" // the priority column, when protect or a rule's class says anything
 	for i := 0; i < c.Rules(); i++ {
-		if f.Protect != nil || c.Rule(i).Priority != throttle.Normal || c.Rule(i).Degrade {
+		if f.Protect != nil || c.Rule(i).Priority != nil || c.Rule(i).Degrade {
 			classHead = "\tPRIORITY"
 		}
 	}
@@ -172,13 +172,17 @@ func protectSummary(c *throttle.Config) string {
 	return s + "\n"
 }
 
-// classText is a rule's priority, and degrade if set: "normal",
-// "low, degrade".
+// classText is a rule's priority ("-" when it sets none), and degrade
+// if set: "normal", "low, degrade".
 func classText(r *policy.Rule) string {
-	if r.Degrade {
-		return r.Priority.String() + ", degrade"
+	s := "-"
+	if r.Priority != nil {
+		s = r.Priority.String()
 	}
-	return r.Priority.String()
+	if r.Degrade {
+		s += ", degrade"
+	}
+	return s
 }
 
 func orDash(s string) string {

@@ -26,6 +26,7 @@ import (
 	"github.com/sluice-rl/sluice/httplimit"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/throttle"
 )
 
 // Options configure a Gateway. Config is required.
@@ -68,7 +69,8 @@ type Gateway struct {
 	transport *http.Transport // made by the gateway, so Close releases it
 	reloadMu  sync.Mutex
 	ready     atomic.Bool
-	startSum  string // the config file's digest when New ran, for WatchConfig
+	startSum  string                            // the config file's digest when New ran, for WatchConfig
+	throttle  atomic.Pointer[throttle.Throttle] // protect's, made once (protect.go)
 }
 
 // New builds a gateway from opts. It opens the store but starts no server.
@@ -111,11 +113,16 @@ func New(opts Options) (*Gateway, error) {
 		OnFailure:     opts.Config.Store.OnFailure,
 		LegacyHeaders: opts.Config.LegacyHeaders,
 		OnDecision:    g.observe,
+		OnResponse:    g.settled,
 	})
 	if err != nil {
 		_ = g.Close()
 		return nil, err
 	}
+	if _, err := g.applyProtect(opts.Config); err != nil {
+		return nil, err
+	}
+	g.metrics.registry.MustRegister(throttleCollector{g})
 	g.limiter = lim
 	g.loopMark = []string{g.loopToken}
 	g.snap.Store(g.newSnapshot(opts.Config))
@@ -191,6 +198,9 @@ func (g *Gateway) newSnapshot(cfg *config.File) *snapshot {
 		ErrorLog:       slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
 	settings := httplimit.Settings{Policy: cfg.Compiled, LegacyHeaders: cfg.LegacyHeaders}
+	if cfg.Protect != nil {
+		settings.Throttle = g.throttle.Load() // applyProtect made it
+	}
 	return &snapshot{cfg: cfg, handler: g.limiter.HandlerWith(settings, passOn{proxy})}
 }
 

@@ -29,6 +29,10 @@ type metrics struct {
 	loops         prometheus.Counter
 	storeLatency  prometheus.Histogram
 	renewals      *prometheus.CounterVec
+
+	queueWait         prometheus.Histogram
+	upstreamSeconds   prometheus.Histogram
+	upstreamResponses *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -40,7 +44,7 @@ func newMetrics() *metrics {
 		}, []string{"rule", "client", "decision"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_responses_total",
-			Help: "Requests by what sluice did: passed, or answered itself with 400, 401, 429 or 503.",
+			Help: "Requests by what sluice did: passed, or answered itself with 400, 401, 429 or 503, or 499 (the caller went away while it waited in protect's queue).",
 		}, []string{"client", "code"}),
 		decision: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sluice_decision_seconds",
@@ -76,6 +80,20 @@ func newMetrics() *metrics {
 			Name: "sluice_lease_renewals_total",
 			Help: "Periodic renewal of the concurrency leases of requests in flight: leases renewed, leases lost (expired before it, so their slots may have gone to other requests), and renewals failed (the store could not be asked; its leases are tried again next time).",
 		}, []string{"result"}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sluice_queue_wait_seconds",
+			Help:    "Time each request protect admitted waited in its queue (0 for one admitted at once).",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		upstreamSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sluice_upstream_seconds",
+			Help:    "Time from passing a request on to the upstream's answer being sent to the caller.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		upstreamResponses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_upstream_responses_total",
+			Help: "The upstream's answers by status code (other: outside 100-599); the gateway's own 502 and 504 are sluice_upstream_errors_total.",
+		}, []string{"code"}),
 	}
 	bi := buildinfo.Read()
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -84,7 +102,7 @@ func newMetrics() *metrics {
 	}, []string{"version", "revision", "goversion"})
 	build.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 	m.registry.MustRegister(build, m.requests, m.rejected, m.decision, m.reloads, m.storeErrors, m.upstreamFails,
-		m.callerErrors, m.loops, m.storeLatency, m.renewals,
+		m.callerErrors, m.loops, m.storeLatency, m.renewals, m.queueWait, m.upstreamSeconds, m.upstreamResponses,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")
@@ -122,8 +140,13 @@ func (m *metrics) observe(rep *httplimit.Report) {
 		code = "429"
 	case http.StatusServiceUnavailable:
 		code = "503"
+	case httplimit.StatusClientGone:
+		code = "499"
 	}
 	m.rejected.WithLabelValues(rep.Client, code).Inc()
+	if rep.Throttled && rep.Status == 0 {
+		m.queueWait.Observe(rep.QueueWait.Seconds())
+	}
 	if rep.Err != nil && !errors.Is(rep.Err, context.Canceled) { // a caller that left is no store failure
 		m.storeErrors.Inc()
 	}

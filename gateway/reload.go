@@ -18,7 +18,8 @@ import (
 // start afterwards. A bad file is
 // refused: the error is returned and logged and the old policy stays.
 // Counters of unchanged rules survive, since the store keys state by rule
-// name and limit. Listen, admin and store settings need a restart; a change
+// name and limit. A protect block takes effect too, on the gateway's one
+// Throttle, updated in place: requests in flight keep their slots. Listen, admin and store settings need a restart; a change
 // of them is logged and otherwise ignored.
 func (g *Gateway) Reload() error {
 	g.reloadMu.Lock()
@@ -36,7 +37,12 @@ func (g *Gateway) Reload() error {
 		g.log.Warn("listen, admin, server and store changes take effect after a restart", "file", old.Path)
 		cfg.Listen, cfg.Admin, cfg.AdminToken, cfg.Store, cfg.Server = old.Listen, old.Admin, old.AdminToken, old.Store, old.Server
 	}
-	g.snap.Store(g.newSnapshot(cfg)) // policy, upstream and settings at once
+	if _, err := g.applyProtect(cfg); err != nil { // in place: the slots, queue and holds stay
+		g.metrics.reloads.WithLabelValues("failed").Inc()
+		g.log.Error("reload refused; previous configuration stays", "file", old.Path, "err", err.Error())
+		return err
+	}
+	g.snap.Store(g.newSnapshot(cfg)) // policy, upstream, settings and throttle at once
 	g.metrics.reloads.WithLabelValues("ok").Inc()
 	g.log.Info("configuration reloaded", "file", cfg.Path, "rules", cfg.Compiled.Rules())
 	return nil

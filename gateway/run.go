@@ -38,6 +38,10 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 		errc <- serve(srv, capConnections(stallWrites(ln, g.server.IdleTimeout), g.server.MaxConnections))
 	}()
 	go func() { errc <- serve(adm, admin) }()
+	stopWatch, watched := make(chan struct{}), make(chan struct{})
+	tick := g.opts.Clock.NewTicker(time.Second) // made here, so that it ticks from Run's start on
+	go func() { defer close(watched); g.watchShedding(tick, stopWatch) }()
+	defer func() { close(stopWatch); <-watched }()
 	var err error
 	running := 2
 	select {

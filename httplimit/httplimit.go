@@ -84,8 +84,8 @@ type Options struct {
 	// takes a slot of it, waits in its queue or is refused 503 with
 	// Retry-After; the slot is released after the response, with its
 	// outcome. A request's priority is the highest of its matched rules'
-	// (policy.Rule.Priority, Normal when none matched), raised to its
-	// plan's. Default nil: nothing is throttled.
+	// that set one (policy.Rule.Priority; Normal when none does), raised
+	// to its plan's. Default nil: nothing is throttled. SetThrottle replaces it.
 	Throttle *throttle.Throttle
 }
 
@@ -98,6 +98,10 @@ type Settings struct {
 	Policy *policy.Compiled
 	// LegacyHeaders is Options.LegacyHeaders.
 	LegacyHeaders bool
+	// Throttle is Options.Throttle: nil throttles nothing. A program that
+	// swaps whole configurations (the gateway) keeps one Throttle for its
+	// life and Updates it, turning it on and off through Settings.
+	Throttle *throttle.Throttle
 }
 
 // Limiter is the middleware. It is safe for concurrent use.
@@ -132,7 +136,7 @@ func New(opts Options) (*Limiter, error) {
 		return nil, fmt.Errorf("httplimit: LeaseTTL: %w", err)
 	}
 	l := &Limiter{opts: opts}
-	l.settings.Store(&Settings{Policy: opts.Policy, LegacyHeaders: opts.LegacyHeaders})
+	l.settings.Store(&Settings{Policy: opts.Policy, LegacyHeaders: opts.LegacyHeaders, Throttle: opts.Throttle})
 	l.scratch.New = func() any { return new(scratch) }
 	return l, nil
 }
@@ -146,6 +150,12 @@ func (l *Limiter) SetPolicy(p *policy.Compiled) {
 // requests that start after it.
 func (l *Limiter) SetLegacyHeaders(on bool) {
 	l.update(func(s *Settings) { s.LegacyHeaders = on })
+}
+
+// SetThrottle replaces the Throttle (nil: none) for the requests that
+// start after it; requests holding a slot of the old one release it there.
+func (l *Limiter) SetThrottle(t *throttle.Throttle) {
+	l.update(func(s *Settings) { s.Throttle = t })
 }
 
 func (l *Limiter) update(change func(*Settings)) {
@@ -250,8 +260,8 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings, 
 	if pass {
 		setRateLimitHeaders(w.Header(), s.headers, s.legacy, -1)
 	}
-	if pass && l.opts.Throttle != nil { // a refusal gives the leases back in their after step
-		pass = l.admit(w, r, pol, caller, name, addr, s)
+	if pass && set.Throttle != nil { // a refusal gives the leases back in their after step
+		pass = l.admit(w, r, set.Throttle, pol, caller, name, addr, s)
 	}
 	l.report(r, rep, now)
 	if pass && name != "" {

@@ -10,28 +10,28 @@ import (
 	"github.com/sluice-rl/sluice/throttle"
 )
 
-// admit asks Options.Throttle for a slot for a request the per-caller rules
-// allowed. Its priority is the highest of its matched rules' (exempt ones
-// too: an allow list exempts from counting, not from a class), raised to
-// its plan's; it degrades if any matched rule does. A refusal is answered
+// admit asks the Settings' Throttle for a slot for a request the per-caller rules
+// allowed. Its priority is the highest of its matched rules' that set one
+// (exempt ones too: an allow list exempts from counting, not from a
+// class), Normal when none does, raised to its plan's; it degrades if any matched rule does. A refusal is answered
 // 503 with Retry-After and a problem naming what is full; a caller that
 // went away while it waited is answered nothing. An admitted request's slot
 // is released after the response, with the upstream's outcome.
-func (l *Limiter) admit(w http.ResponseWriter, r *http.Request, pol *policy.Compiled, caller *policy.Caller, name string, addr netip.Addr, s *scratch) bool {
-	req := throttle.Request{Priority: throttle.Low, Client: name}
-	if len(s.match) == 0 {
-		req.Priority = throttle.Normal
-	}
+func (l *Limiter) admit(w http.ResponseWriter, r *http.Request, thr *throttle.Throttle, pol *policy.Compiled, caller *policy.Caller, name string, addr netip.Addr, s *scratch) bool {
+	req := throttle.Request{Priority: throttle.Normal, Client: name}
+	set := false
 	for _, i := range s.match {
 		rule := pol.Rule(i)
-		req.Priority = max(req.Priority, rule.Priority)
+		if p := rule.Priority; p != nil && (!set || *p > req.Priority) {
+			req.Priority, set = *p, true
+		}
 		req.Degrade = req.Degrade || rule.Degrade
 	}
 	req.Priority = caller.Priority(req.Priority)
 	if name == "" || name == policy.AnonymousPlan {
 		req.Client = addr.String() // fair between callers known only by address
 	}
-	d := l.opts.Throttle.Acquire(r.Context(), req)
+	d := thr.Acquire(r.Context(), req)
 	rep := &s.report
 	rep.Throttled, rep.Priority, rep.Refusal, rep.QueueWait = true, req.Priority, d.Reason, d.Waited
 	if d.Admitted {

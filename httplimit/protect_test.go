@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/sluice-rl/sluice/httplimit"
 	"github.com/sluice-rl/sluice/policy"
@@ -21,9 +22,10 @@ func TestThrottlePriorities(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := policy.Policy{Rules: []policy.Rule{
-		{Name: "claims", Match: policy.Match{Path: "/claims"}, Priority: throttle.Critical},
-		{Name: "reports", Match: policy.Match{Path: "/reports"}, Priority: throttle.Low},
-		{Name: "export", Match: policy.Match{Path: "/export"}, Priority: throttle.High, Degrade: true},
+		{Name: "claims", Match: policy.Match{Path: "/claims"}, Priority: new(throttle.Critical)},
+		{Name: "reports", Match: policy.Match{Path: "/reports"}, Priority: new(throttle.Low)},
+		{Name: "export", Match: policy.Match{Path: "/export"}, Priority: new(throttle.High), Degrade: true},
+		{Name: "everything", Key: policy.KeySpec{Kind: policy.KeyIP}, Rate: rate(1e6, time.Second)}, // sets no priority
 	}}
 	h := newHarness(t, p, func(o *httplimit.Options) { o.Throttle = thr })
 	entered, release := make(chan struct{}), make(chan struct{})

@@ -182,8 +182,8 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	if cr.Cost == 0 {
 		cr.Cost = DefaultCost
 	}
-	if r.Priority < throttle.Low || r.Priority > throttle.Critical {
-		fail(at+".priority", "unknown priority %d (critical, high, normal or low)", r.Priority)
+	if p := r.Priority; p != nil && (*p < throttle.Low || *p > throttle.Critical) {
+		fail(at+".priority", "unknown priority %d (critical, high, normal or low)", *p)
 	}
 	if r.Concurrency != 0 {
 		checkConcurrencyRule(at, r, fail)
@@ -322,13 +322,15 @@ func clonePolicy(p Policy) Policy {
 		r.Match.Methods = slices.Clone(r.Match.Methods)
 		r.Allow = slices.Clone(r.Allow)
 		r.AllowNets = unmapPrefixes(r.AllowNets)
+		if r.Priority != nil {
+			r.Priority = new(*r.Priority)
+		}
 	}
 	plans := make(map[string]Plan, len(p.Plans))
 	for name, pl := range p.Plans {
 		cp := Plan{Limits: maps.Clone(pl.Limits), Concurrency: maps.Clone(pl.Concurrency)}
 		if pl.Priority != nil {
-			pr := *pl.Priority
-			cp.Priority = &pr
+			cp.Priority = new(*pl.Priority)
 		}
 		plans[name] = cp
 	}

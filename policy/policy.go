@@ -189,10 +189,12 @@ type Rule struct {
 	Allow []string
 	// AllowNets lists caller networks this rule never limits.
 	AllowNets []netip.Prefix
-	// Priority is the priority of the requests the rule matches when the
-	// service is full (protect): a request's is the highest of its matched
-	// rules' (and its plan's). Default throttle.Normal.
-	Priority throttle.Priority
+	// Priority, when set, is the priority of the requests the rule
+	// matches when the service is full (protect): a request's is the
+	// highest of its matched rules' that set one, raised to its plan's;
+	// throttle.Normal when none does. A rule without one (a catch-all
+	// rate rule) does not make low-priority requests normal.
+	Priority *throttle.Priority
 	// Degrade marks the requests the rule matches as non-essential: they
 	// are refused (503) while the service is at or above protect's
 	// shed_from. Default false.
