@@ -1,5 +1,6 @@
 // Package demo is the story behind `sluice demo`, played out in one process
-// on real sockets on 127.0.0.1.
+// on real sockets on 127.0.0.1, and the month-end story behind `sluice demo
+// overload` (RunOverload; see below).
 //
 // An insurer offers partner firms an API to query the state of claims. The
 // claims service answers `GET /claims/{id}` and decides by itself whether the
@@ -20,4 +21,21 @@
 // Everything Run starts it also stops: the partners, the gateway, the claims
 // service and every connection, also when its context is cancelled early
 // (Ctrl-C), in which case the table is still printed.
+//
+// # Month-end (RunOverload)
+//
+// The claims service is a service of fixed capacity (internal/fixedcap): 8
+// requests at once, 20ms each, more waiting in its own backlog. sluice
+// stands in front of it with a protect block: at most 24 in flight, an
+// adaptive limit aiming the service's p99 at 150ms, a queue, and rules that
+// make claim reads critical, month-end reports low and non-essential
+// (degrade) and bulk exports low; new claims match no rule with a priority
+// and are normal. The callers send at fixed rates whatever the answers. At
+// month-end the service becomes four times as slow and reports and exports
+// surge: the limit follows the service's latency down, reports are switched
+// off and exports shed, new claims wait in the queue, and claim reads keep
+// their 250ms objective. RunOverload prints the limit over time and, per
+// kind of request, what was sent, passed, degraded, shed and queued and the
+// latency the callers saw; the claims service counts itself how many
+// requests it had at once, never more than the ceiling.
 package demo

@@ -28,6 +28,7 @@ commands:
   serve --config FILE   run the gateway in front of the configured upstream
   check --config FILE   validate a configuration file, print what it does (exit 1 on any error)
   demo                  the claims story: sluice in front of a service, a buggy partner and a normal one
+  demo overload         the month-end story: the service slows down, critical reads keep their objective
   version               print the version, the VCS revision and the Go version
 
 sluice <command> --help describes a command.
@@ -48,6 +49,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "check":
 		return check(args[1:], stdout, stderr)
 	case "demo":
+		if len(args) > 1 && args[1] == "overload" {
+			if code, ok := noFlags("demo overload", args[2:], stdout, stderr); !ok {
+				return code
+			}
+			return runOverloadDemo(stderr)
+		}
 		if code, ok := noFlags("demo", args[1:], stdout, stderr); !ok {
 			return code
 		}
@@ -113,6 +120,9 @@ func noFlags(name string, args []string, stdout, stderr io.Writer) (code int, ok
 var commandHelp = map[string]string{
 	"demo": "Runs the claims story on 127.0.0.1 until SIGTERM or SIGINT: a claims service, sluice in front of\n" +
 		"it, a buggy partner over its limit and a normal one that notices nothing.",
+	"demo overload": "Runs the month-end story on 127.0.0.1 for 38s (SIGTERM or SIGINT ends it early): a claims service of\n" +
+		"fixed capacity that slows down at month-end, sluice with a protect block in front of it, claim reads\n" +
+		"(critical), new claims, reports (switched off when busy) and exports (shed first).",
 	"version": "Prints the module version, the VCS revision it was built from and the Go version.",
 	"check": "Validates the configuration file. Every problem is printed on stderr as FILE:line:col: what is\n" +
 		"wrong (what would be accepted), exit status 1. A valid file prints what it does (settings, a table\n" +
@@ -257,6 +267,16 @@ func runDemo(stderr io.Writer) int {
 	defer stop()
 	if _, err := demo.Run(ctx, demo.Options{}); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "sluice demo:", err)
+		return 1
+	}
+	return 0
+}
+
+func runOverloadDemo(stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if _, err := demo.RunOverload(ctx, demo.OverloadOptions{}); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "sluice demo overload:", err)
 		return 1
 	}
 	return 0

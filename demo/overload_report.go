@@ -1,0 +1,180 @@
+package demo
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// overloadIntro tells who is who and shows sluice's configuration.
+func (p *printer) overloadIntro(o *overloadScene, opts OverloadOptions) {
+	var b strings.Builder
+	b.WriteString("sluice demo overload: the claims service slows down at month-end\n\n")
+	fmt.Fprintf(&b, "  claims service  %-24s %d requests at once, %v each (%v at month-end); more wait in its backlog\n",
+		o.claimsURL, workers, serviceTime, serviceTime*monthEndSlowdown)
+	fmt.Fprintf(&b, "  sluice          %-24s in front of it; admin (metrics) on %s\n\n", o.sluiceURL, o.adminURL)
+	b.WriteString("  callers (requests a second: calm / month-end / after; they never slow down):\n")
+	for _, c := range o.classes {
+		fmt.Fprintf(&b, "    %-12s %-4s %-14s %-9s %3.0f / %3.0f / %3.0f\n", c.name, c.method, strings.SplitN(c.path, "?", 2)[0]+"…",
+			classPriority(c.priority, c.degrade), c.perSec[0], c.perSec[1], c.perSec[2])
+	}
+	b.WriteString("\nsluice's configuration (`sluice serve --config` reads the same file):\n\n")
+	for line := range strings.Lines(o.yaml) {
+		if line != "\n" {
+			b.WriteString("    ")
+		}
+		b.WriteString(line)
+	}
+	fmt.Fprintf(&b, "\n%s calm, %s month-end, %s after (Ctrl-C ends early) ...\n\n", opts.Calm, opts.MonthEnd, opts.After)
+	p.printf("%s", b.String())
+}
+
+func classPriority(priority string, degrade bool) string {
+	if degrade {
+		return priority + ", degrade"
+	}
+	return priority
+}
+
+// enter starts a phase: the month-end slows the claims service down, the
+// day after it is itself again.
+func (o *overloadScene) enter(phase int, at time.Duration, out *printer) int {
+	if phase == phaseMonthEnd {
+		o.model.SetSlowdown(monthEndSlowdown)
+		out.printf("  %4.1fs  month-end: the claims service is now %d× as slow (%v a request)\n",
+			at.Seconds(), monthEndSlowdown, serviceTime*monthEndSlowdown)
+	} else {
+		o.model.SetSlowdown(1)
+		out.printf("  %4.1fs  month-end over: the claims service is itself again\n", at.Seconds())
+	}
+	return phase
+}
+
+// sample reads sluice's limit from its metrics and prints it with the
+// claims service's own count.
+func (o *overloadScene) sample(ctx context.Context, at time.Duration, phase int, out *printer) LimitSample {
+	m := scrape(ctx, o.metrics)
+	s := LimitSample{At: at, Phase: phaseNames[phase], Limit: int(m["sluice_in_flight_limit"]),
+		InFlight: int(m["sluice_in_flight"]), Queue: int(m["sluice_queue_length"])}
+	c := o.classes[0].snapshot()
+	out.printf("  %4.1fs  %-9s  limit %2d of %d   in flight %2d   queue %3d   at the service %2d   claim reads p99 %s\n",
+		at.Seconds(), s.Phase, s.Limit, ceiling, s.InFlight, s.Queue, o.model.Stats().InFlight, msText(c.P99))
+	return s
+}
+
+// fillResult puts the callers' figures and sluice's queue counts into res.
+func (o *overloadScene) fillResult(ctx context.Context, res *OverloadResult) {
+	m := scrape(ctx, o.metrics)
+	for _, c := range o.classes {
+		r := c.snapshot()
+		all, ok := m[`sluice_queue_wait_seconds_count{priority="`+r.Priority+`"}`]
+		soon := m[`sluice_queue_wait_seconds_bucket{le="0.001",priority="`+r.Priority+`"}`]
+		if ok {
+			r.Queued = int(all - soon)
+		}
+		res.Classes = append(res.Classes, r)
+	}
+}
+
+// scrape reads sluice's metrics: series (with their labels, sorted by
+// name, as written) to values. Nothing when they cannot be read.
+func scrape(ctx context.Context, url string) map[string]float64 {
+	m := make(map[string]float64)
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return m
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return m
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ')
+		if strings.HasPrefix(line, "#") || i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			m[sortLabels(line[:i])] = v
+		}
+	}
+	return m
+}
+
+// sortLabels writes a series' labels in the order of their names, so that
+// `x{priority="low",le="0.001"}` is found as `x{le="0.001",priority="low"}`.
+func sortLabels(series string) string {
+	i := strings.IndexByte(series, '{')
+	if i < 0 || !strings.HasSuffix(series, "}") {
+		return series
+	}
+	labels := strings.Split(series[i+1:len(series)-1], ",") // the demo's label values hold no commas
+	slices.Sort(labels)
+	return series[:i] + "{" + strings.Join(labels, ",") + "}"
+}
+
+// msText is a latency in whole milliseconds, "-" for none.
+func msText(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+}
+
+// overloadTable prints what became of each kind of request.
+func (p *printer) overloadTable(res *OverloadResult) {
+	var b strings.Builder
+	if res.Interrupted {
+		fmt.Fprintf(&b, "\nresult interrupted after %.1fs:\n", res.Elapsed.Seconds())
+	}
+	fmt.Fprintf(&b, "\n%-12s %-15s %6s %7s %9s %6s %7s %7s %7s\n", "request", "priority", "sent", "passed", "degraded", "shed", "queued", "p50 ms", "p99 ms")
+	for _, c := range res.Classes {
+		queued := "?"
+		if c.Queued >= 0 {
+			queued = strconv.Itoa(c.Queued)
+		}
+		fmt.Fprintf(&b, "%-12s %-15s %6d %7d %9d %6d %7s %7s %7s\n", c.Name, classPriority(c.Priority, c.Degrade),
+			c.Sent, c.Passed, c.Degraded, c.Shed, queued, msNumber(c.P50), msNumber(c.P99))
+	}
+	b.WriteString("\nthe in-flight limit over time:")
+	for i, s := range res.Limits {
+		if i == 0 || s.Phase != res.Limits[i-1].Phase {
+			fmt.Fprintf(&b, "\n  %-9s", s.Phase)
+		}
+		fmt.Fprintf(&b, " %d", s.Limit)
+	}
+	fmt.Fprintf(&b, "\n\nat the claims service at once: at most %d (ceiling %d)\n", res.UpstreamMaxInFlight, res.Ceiling)
+	p.printf("%s", b.String())
+}
+
+func msNumber(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10)
+}
+
+// overloadConclusion says in words what the table shows.
+func (p *printer) overloadConclusion(res *OverloadResult) {
+	if len(res.Classes) < 4 {
+		return
+	}
+	reads, reports, exports := res.Classes[0], res.Classes[2], res.Classes[3]
+	within := "within"
+	if reads.P99 > objective {
+		within = "above"
+	}
+	p.printf("claim reads: %d of %d answered (%.1f%%), p99 %s, %s their %v objective.\n",
+		reads.Passed, reads.Sent, 100*reads.OK(), msText(reads.P99), within, objective)
+	p.printf("reports switched off %d times while the service was busy; %d exports shed; new claims waited their turn.\n",
+		reports.Degraded, exports.Shed)
+}

@@ -1,0 +1,50 @@
+package demo
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestRunOverloadKeepsCriticalAndShedsLow plays the month-end story
+// shortened to 6s (1s calm, 4s month-end, 1s after) at the real demo's
+// rates and checks what it claims: the claim reads (critical) are
+// answered, exports (low) are shed, reports (degrade) switched off, and
+// the claims service never has more than the ceiling at once, as it
+// counts itself. Latencies are printed, not asserted: a loaded machine may
+// be slow, never wrong.
+func TestRunOverloadKeepsCriticalAndShedsLow(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var out bytes.Buffer
+	res, err := RunOverload(t.Context(), OverloadOptions{
+		Calm: time.Second, MonthEnd: 4 * time.Second, After: time.Second,
+		Out: &out, Progress: 500 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatalf("RunOverload: %v\n%s", err, out.String())
+	}
+	t.Log("\n" + out.String())
+	if len(res.Classes) != 4 {
+		t.Fatalf("%d classes; want 4", len(res.Classes))
+	}
+	reads, exports := res.Classes[0], res.Classes[3]
+	if reads.Priority != "critical" || reads.Sent == 0 || reads.OK() < 0.99 {
+		t.Errorf("claim reads %+v: want critical, at least 99%% answered 2xx", reads)
+	}
+	if exports.Priority != "low" || exports.Shed == 0 {
+		t.Errorf("exports %+v: want low, some shed", exports)
+	}
+	if res.UpstreamMaxInFlight == 0 || res.UpstreamMaxInFlight > res.Ceiling {
+		t.Errorf("the claims service had at most %d at once; want 1 to the ceiling %d", res.UpstreamMaxInFlight, res.Ceiling)
+	}
+	for _, c := range res.Classes {
+		if c.Failed != 0 || c.Sent != c.Passed+c.Degraded+c.Shed {
+			t.Errorf("%s %+v: want every request passed, degraded or shed", c.Name, c)
+		}
+	}
+	checkOutput(t, out.String(), "month-end: the claims service is now 4× as slow",
+		"request      priority          sent  passed  degraded   shed  queued  p50 ms  p99 ms",
+		"the in-flight limit over time:", "at the claims service at once: at most", "claim reads:", "sluice serve --config")
+}
