@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	ruleFields  = []string{"name", "match", "key", "missing_header", "algorithm", "rate", "concurrency", "burst", "cost", "mode", "allow", "priority", "degrade"}
+	ruleFields  = []string{"name", "match", "key", "missing_header", "algorithm", "rate", "concurrency", "burst", "cost", "mode", "allow", "priority", "degrade", "count", "cost_header"}
 	matchFields = []string{"path", "methods"}
 	keyKinds    = []string{"client", "ip", "header:NAME", "global"}
 )
@@ -54,6 +54,7 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 	if d.oneOf(m["mode"], join(path, "mode"), "enforce", []string{"enforce", "shadow"}) == "shadow" {
 		r.Mode = policy.Shadow
 	}
+	d.settle(m, path, &r)
 	for i, an := range d.list(m["allow"], join(path, "allow"), "client ids and CIDRs") {
 		d.allow(an, index(join(path, "allow"), i), ids, &r)
 	}

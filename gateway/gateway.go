@@ -114,6 +114,7 @@ func New(opts Options) (*Gateway, error) {
 		LegacyHeaders: opts.Config.LegacyHeaders,
 		OnDecision:    g.observe,
 		OnResponse:    g.settled,
+		OnSettle:      g.settleFailed,
 	})
 	if err != nil {
 		_ = g.Close()
@@ -288,6 +289,15 @@ func (g *Gateway) observe(_ *http.Request, rep *httplimit.Report) {
 		if r.Outcome == httplimit.ShadowLimited && g.logGate.allow(logSubject{kind: "shadow", client: rep.Client, rule: r.Rule}) {
 			g.log.Info("client over shadow limit", "client", rep.Client, "rule", r.Rule)
 		}
+	}
+}
+
+// settleFailed logs, at most once a second per rule, a reservation that
+// could not be settled as the response said (a bad cost_header value, the
+// store's error): the reserved cost then stands.
+func (g *Gateway) settleFailed(_ *http.Request, rule string, err error) {
+	if g.logGate.allow(logSubject{kind: "settle", rule: rule}) {
+		g.log.Warn("reserved cost kept", "rule", rule, "err", err.Error())
 	}
 }
 

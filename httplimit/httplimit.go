@@ -87,6 +87,13 @@ type Options struct {
 	// that set one (policy.Rule.Priority; Normal when none does), raised
 	// to its plan's. Default nil: nothing is throttled. SetThrottle replaces it.
 	Throttle *throttle.Throttle
+	// OnSettle, if set, is called when a settling rule's reservation
+	// (count, cost_header: settle.go) could not be settled as the response
+	// said: a cost_header value that is missing or not a whole number of
+	// 0 or more (a *CostError), or the store's error. The reservation then
+	// stands as it was decided. Log it at a bounded rate: a broken
+	// upstream calls it on every response.
+	OnSettle func(r *http.Request, rule string, err error)
 }
 
 // Settings are what a request is decided under: the policy and whether
@@ -209,6 +216,7 @@ type scratch struct {
 	resp       Response    // what the after steps are given
 	slot       slotStep    // the request's throttle slot (protect.go)
 	leases     leaseStep   // the leases the request holds (lease.go)
+	settle     settleStep  // the reservations to settle (settle.go)
 }
 
 // decide answers the request itself (false) or prepares it to pass (true),
@@ -249,6 +257,7 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings, 
 		results, spent, err = l.decideAll(r.Context(), s, now)
 	}
 	pass := l.judge(w, r.Header, pol, caller, addr, s, results, spent, err)
+	l.reserve(pol, s, results, spent, now)
 	switch {
 	case pass && len(s.leaseIndex) > 0:
 		pass = l.acquire(w, r, pol, caller, addr, s, now)

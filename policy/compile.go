@@ -35,6 +35,7 @@ type Compiled struct {
 	anonymous *Caller
 	global    *Caller
 	ipv6Bits  int
+	settles   bool // a rule settles after the response (settle.go)
 }
 
 type compiledRule struct {
@@ -132,6 +133,7 @@ func Compile(p Policy) (*Compiled, error) {
 	}
 	c.compileClients(fail)
 	c.checkCosts(fail)
+	c.checkSettles(fail)
 	c.checkAllowIDs(fail)
 	if p.Clients.KeyHeader != "" && !validHeaderName(p.Clients.KeyHeader) {
 		fail("clients.key_header", "%q is not a valid HTTP header name", p.Clients.KeyHeader)

@@ -199,6 +199,15 @@ type Rule struct {
 	// are refused (503) while the service is at or above protect's
 	// shed_from. Default false.
 	Degrade bool
+	// Count is which requests count, by their response (settle.go).
+	// Default CountAll.
+	Count Count
+	// CostHeader, if set, is the response header in which the upstream
+	// reports a request's actual cost: Cost is reserved when the request
+	// is decided, and the difference refunded or charged after the
+	// response. A value that is missing or not a whole number of 0 or
+	// more leaves the reservation as it was.
+	CostHeader string
 }
 
 // Classifies reports whether r only classifies requests (priority,

@@ -1,0 +1,135 @@
+package httplimit
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// Settling: a rule that counts only failures or successes, or reads its
+// cost from a response header (policy.Rule.Settles), reserves its cost
+// when the request is decided, like any rule, and settles it after the
+// response (store.Settler): a request that does not count is refunded
+// whole, and a reported cost replaces the reservation. A request the
+// Limiter answered itself (another rule refused it) never reached the
+// handler: it is refunded whole. A store that is not a store.Settler keeps
+// every reservation as it was decided.
+
+// settleItem is one rule's reservation, to settle after the response.
+type settleItem struct {
+	rule  *policy.Rule
+	key   string
+	limit limiter.Limit
+	cost  int64
+	at    time.Time
+}
+
+// settleStep is the after step that settles a request's reservations. It
+// lives in the request's scratch.
+type settleStep struct{ items []settleItem }
+
+// CostError is why a rule's cost_header could not be read from a response:
+// the reservation then stands as it was decided (Options.OnSettle).
+type CostError struct {
+	Rule   string
+	Header string
+	Value  string // "" when the header was missing
+}
+
+func (e *CostError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("rule %s: response has no %s header: the reserved cost stands", e.Rule, e.Header)
+	}
+	return fmt.Sprintf("rule %s: response header %s: %q is not a cost (a whole number, 0 or more): the reserved cost stands", e.Rule, e.Header, clipValue(e.Value))
+}
+
+func clipValue(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
+}
+
+// reserve notes, for the after step, every reservation of a settling rule
+// that the store decided and spent; results and spent are decideAll's.
+func (l *Limiter) reserve(pol *policy.Compiled, s *scratch, results []store.Result, spent bool, now time.Time) {
+	s.settle.items = s.settle.items[:0]
+	if !spent || !pol.Settles() {
+		return
+	}
+	for k, res := range results {
+		rule := pol.Rule(s.index[k])
+		if res.Err != nil || !res.Decision.Allowed || s.reqs[k].Cost <= 0 || !rule.Settles() {
+			continue
+		}
+		s.settle.items = append(s.settle.items, settleItem{rule: rule, key: s.reqs[k].Key, limit: s.reqs[k].Limit, cost: s.reqs[k].Cost, at: now})
+	}
+	if len(s.settle.items) > 0 {
+		s.after = append(s.after, &s.settle)
+	}
+}
+
+// after settles each reservation at the cost the response says.
+func (st *settleStep) after(l *Limiter, r *http.Request, resp *Response) {
+	settler, ok := l.opts.Store.(store.Settler)
+	if !ok {
+		return
+	}
+	now := l.opts.Clock.Now()
+	// The caller may have gone: the settling is still owed.
+	ctx := context.WithoutCancel(r.Context())
+	for _, it := range st.items {
+		actual, err := actualCost(it.rule, resp, it.cost)
+		if err == nil && actual != it.cost {
+			_, err = settler.Settle(ctx, it.key, it.limit, now, store.Reservation{At: it.at, Cost: it.cost}, actual)
+		}
+		if err != nil && l.opts.OnSettle != nil {
+			l.opts.OnSettle(r, it.rule.Name, err)
+		}
+	}
+	clear(st.items) // no key or rule outlives its request
+	st.items = st.items[:0]
+}
+
+// actualCost is what a request reserved at reserved costs under rule,
+// given its response. A bad cost_header value is an error (*CostError), and
+// the reservation stands.
+func actualCost(rule *policy.Rule, resp *Response, reserved int64) (int64, error) {
+	switch {
+	case !resp.Passed:
+		return 0, nil // answered by the Limiter: the handler never saw it
+	case !rule.Count.Counts(resp.Status):
+		return 0, nil
+	case rule.CostHeader == "":
+		return reserved, nil
+	}
+	values := resp.Header.Values(rule.CostHeader)
+	if len(values) == 0 && resp.Failure != NoFailure {
+		return reserved, nil // no answer from the service: nothing to read, nothing to report
+	}
+	if len(values) != 1 {
+		return reserved, &CostError{Rule: rule.Name, Header: rule.CostHeader, Value: joinValues(values)}
+	}
+	n, err := strconv.ParseInt(values[0], 10, 64)
+	if err != nil || n < 0 {
+		return reserved, &CostError{Rule: rule.Name, Header: rule.CostHeader, Value: values[0]}
+	}
+	return n, nil
+}
+
+func joinValues(values []string) string {
+	if len(values) == 0 {
+		return ""
+	}
+	s := values[0]
+	for _, v := range values[1:] {
+		s += ", " + v
+	}
+	return s
+}

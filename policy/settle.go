@@ -1,0 +1,90 @@
+package policy
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/sluice-rl/sluice/limiter"
+)
+
+// Count is which of a rule's requests count against its limit, judged by
+// the response: the request reserves the rule's cost when it is decided,
+// and one that does not count is refunded after its response
+// (limiter.Settle).
+type Count uint8
+
+// The counts, as configuration names them.
+const (
+	CountAll       Count = iota // every request (the default): nothing to settle
+	CountFailures               // responses with a status of 400 or more
+	CountSuccesses              // responses with a status below 400
+)
+
+// Counts lists every Count, in the order of the constants.
+var Counts = []Count{CountAll, CountFailures, CountSuccesses}
+
+var countNames = [...]string{"all", "failures", "successes"}
+
+// String returns the configuration name of c: all, failures or successes.
+func (c Count) String() string {
+	if int(c) < len(countNames) {
+		return countNames[c]
+	}
+	return "Count(?)"
+}
+
+// Counts reports whether a response of status counts under c.
+func (c Count) Counts(status int) bool {
+	switch c {
+	case CountFailures:
+		return status >= 400
+	case CountSuccesses:
+		return status < 400
+	}
+	return true
+}
+
+// Settles reports whether r's requests are settled after their response:
+// it counts only failures or only successes, or has a CostHeader.
+func (r *Rule) Settles() bool {
+	return !r.Classifies() && (r.Count != CountAll || r.CostHeader != "")
+}
+
+// HopByHop reports whether name (in any case) is a hop-by-hop header (RFC
+// 9110 7.6.1, and the Proxy-Connection and Keep-Alive of older proxies),
+// which a proxy removes: the upstream's value would never reach sluice.
+func HopByHop(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
+
+// checkSettles reports a rule whose count or cost_header cannot be kept:
+// an unknown Count, a CostHeader that is no header name or a hop-by-hop
+// one, a rule without a rate, or gcra, which cannot give a refund back.
+func (c *Compiled) checkSettles(fail func(string, string, ...any)) {
+	for i, r := range c.src.Rules {
+		c.settles = c.settles || r.Settles()
+		at := fmt.Sprintf("rules[%d]", i)
+		if r.Count > CountSuccesses {
+			fail(at+".count", "unknown value %d (all, failures or successes)", r.Count)
+		}
+		if h := r.CostHeader; h != "" && (!validHeaderName(h) || HopByHop(h)) {
+			fail(at+".cost_header", "%q is not a header the upstream can send through a proxy (a name such as X-Usage-Tokens, not hop-by-hop)", h)
+		}
+		switch {
+		case r.Count == CountAll && r.CostHeader == "":
+		case r.Classifies():
+			fail(at+".count", "count and cost_header apply only to a rule with a rate (this rule only classifies)")
+		case r.Algorithm == limiter.GCRA:
+			fail(at+".algorithm", "gcra cannot give a refund back for count or cost_header (use token_bucket, which admits the same traffic)")
+		}
+	}
+}
+
+// Settles reports whether any rule settles its requests after the
+// response (Rule.Settles).
+func (c *Compiled) Settles() bool { return c.settles }
