@@ -1,13 +1,12 @@
 package config
 
 import (
-	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
 	"go.yaml.in/yaml/v3"
 )
 
-// settle decodes a rule's count and cost_header into r, whose algorithm
-// and rate are decoded already.
+// settle decodes a rule's count and cost_header into r, whose rate is
+// decoded already.
 func (d *decoder) settle(m map[string]*yaml.Node, path string, r *policy.Rule) {
 	names := make([]string, len(policy.Counts))
 	for i, c := range policy.Counts {
@@ -29,11 +28,8 @@ func (d *decoder) settle(m map[string]*yaml.Node, path string, r *policy.Rule) {
 	if r.Count == policy.CountAll {
 		what, n = "cost_header", m["cost_header"]
 	}
-	switch {
-	case r.Classifies():
+	if r.Classifies() {
 		d.fail(n, join(path, what), "applies only to a rule with a rate (this rule only classifies; add rate: such as 5/15m, or remove %s)", what)
-	case r.Algorithm == limiter.GCRA:
-		d.fail(n, join(path, what), "gcra cannot give a refund back (it keeps no time of its last change); use algorithm: token_bucket, which admits the same traffic, or fixed_window, sliding_window, sliding_log, leaky_bucket")
 	}
 }
 

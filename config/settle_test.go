@@ -8,8 +8,8 @@ import (
 )
 
 // count takes all (the default), failures or successes; cost_header a
-// header name that is not hop-by-hop; neither on gcra nor on a rule that
-// only classifies.
+// header name that is not hop-by-hop; not on a rule that only
+// classifies.
 func TestSettleFields(t *testing.T) {
 	for text, want := range map[string]policy.Rule{
 		"":                                  {},
@@ -31,7 +31,7 @@ func TestSettleFields(t *testing.T) {
 		"    cost_header: connection\n":               "t.yaml:6:18: rules[0].cost_header: connection is a hop-by-hop header",
 		"    cost_header: X Cost\n":                   `t.yaml:6:18: rules[0].cost_header: "X Cost" is not a header name (want a name such as X-Usage-Tokens`,
 		"    cost_header: 7\n":                        ``, // a number is a valid token: accepted
-		"    algorithm: gcra\n    count: successes\n": "t.yaml:7:12: rules[0].count: gcra cannot give a refund back (it keeps no time of its last change); use algorithm: token_bucket",
+		"    algorithm: gcra\n    count: successes\n": ``,
 	} {
 		_, err := Parse("t.yaml", []byte(head+"rules:\n  - name: t\n    rate: 5/15m\n"+text))
 		switch {
@@ -57,9 +57,12 @@ func TestSettleChecksPolicy(t *testing.T) {
 		{policy.Rule{Count: 9}, "rules[0].count: unknown value 9"},
 		{policy.Rule{CostHeader: "Upgrade"}, `rules[0].cost_header: "Upgrade" is not a header the upstream can send`},
 		{policy.Rule{CostHeader: "a b"}, `rules[0].cost_header: "a b" is not a header`},
-		{policy.Rule{Count: policy.CountFailures, Algorithm: 5}, "rules[0].algorithm: gcra cannot give a refund back"},
+		{policy.Rule{Count: policy.CountFailures, Rate: policy.Rate{}}, "rules[0].count: count and cost_header apply only to a rule with a rate"},
 	} {
-		tc.rule.Name, tc.rule.Rate = "t", rate
+		tc.rule.Name = "t"
+		if tc.rule.Count != policy.CountFailures {
+			tc.rule.Rate = rate
+		}
 		_, err := policy.Compile(policy.Policy{Rules: []policy.Rule{tc.rule}})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.rule, err, tc.want)

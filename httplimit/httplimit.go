@@ -257,7 +257,7 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings, 
 		results, spent, err = l.decideAll(r.Context(), s, now)
 	}
 	pass := l.judge(w, r.Header, pol, caller, addr, s, results, spent, err)
-	l.reserve(pol, s, results, spent, now)
+	l.reserve(pol, s, results, spent)
 	switch {
 	case pass && len(s.leaseIndex) > 0:
 		pass = l.acquire(w, r, pol, caller, addr, s, now)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
@@ -27,7 +26,7 @@ type settleItem struct {
 	key   string
 	limit limiter.Limit
 	cost  int64
-	at    time.Time
+	res   limiter.Reservation
 }
 
 // settleStep is the after step that settles a request's reservations. It
@@ -58,7 +57,7 @@ func clipValue(s string) string {
 
 // reserve notes, for the after step, every reservation of a settling rule
 // that the store decided and spent; results and spent are decideAll's.
-func (l *Limiter) reserve(pol *policy.Compiled, s *scratch, results []store.Result, spent bool, now time.Time) {
+func (l *Limiter) reserve(pol *policy.Compiled, s *scratch, results []store.Result, spent bool) {
 	s.settle.items = s.settle.items[:0]
 	if !spent || !pol.Settles() {
 		return
@@ -68,7 +67,7 @@ func (l *Limiter) reserve(pol *policy.Compiled, s *scratch, results []store.Resu
 		if res.Err != nil || !res.Decision.Allowed || s.reqs[k].Cost <= 0 || !rule.Settles() {
 			continue
 		}
-		s.settle.items = append(s.settle.items, settleItem{rule: rule, key: s.reqs[k].Key, limit: s.reqs[k].Limit, cost: s.reqs[k].Cost, at: now})
+		s.settle.items = append(s.settle.items, settleItem{rule: rule, key: s.reqs[k].Key, limit: s.reqs[k].Limit, cost: s.reqs[k].Cost, res: res.Decision.Reservation})
 	}
 	if len(s.settle.items) > 0 {
 		s.after = append(s.after, &s.settle)
@@ -87,7 +86,7 @@ func (st *settleStep) after(l *Limiter, r *http.Request, resp *Response) {
 	for _, it := range st.items {
 		actual, err := actualCost(it.rule, resp, it.cost)
 		if err == nil && actual != it.cost {
-			_, err = settler.Settle(ctx, it.key, it.limit, now, store.Reservation{At: it.at, Cost: it.cost}, actual)
+			_, err = settler.Settle(ctx, it.key, it.limit, now, it.res, it.cost, actual)
 		}
 		if err != nil && l.opts.OnSettle != nil {
 			l.opts.OnSettle(r, it.rule.Name, err)

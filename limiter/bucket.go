@@ -70,7 +70,8 @@ func gcra(l *Limit, tat, frac, t, cost int64, d *Decision) (int64, int64) {
 // under a delay since shortened) reads as full with a full queue. A request
 // that fits passes at once; one that overflows the bucket by at most the
 // limit's queue (its delay's worth) passes after Delay, the time that much
-// takes to drain, and its Reservation is what Cancel needs to give it back.
+// takes to drain. An allowed request that spends has a Reservation: the
+// time and the level just after it, what Cancel and Settle need.
 func admit(l *Limit, level, t, cost int64, d *Decision) int64 {
 	capacity := l.burst * l.p
 	*d = Decision{Limit: l.burst}
@@ -79,7 +80,10 @@ func admit(l *Limit, level, t, cost int64, d *Decision) int64 {
 		d.RetryAfter = Never
 	case level+need <= capacity || need == 0: // a look is never held
 		d.Allowed = true
-		level += need
+		if need > 0 {
+			level += need
+			d.Reservation = Reservation{At: t, Level: level}
+		}
 	case level+need-capacity <= l.queue:
 		d.Allowed = true
 		d.Delay = usec(ceilDiv(level+need-capacity, l.n))

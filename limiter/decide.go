@@ -38,8 +38,11 @@ type Decision struct {
 	// turn in the bucket's queue. 0 means at once. Its cost is already
 	// counted; Reservation identifies it for Cancel.
 	Delay time.Duration
-	// Reservation is, for a request allowed with a Delay, what Cancel needs
-	// to give its cost back; the zero Reservation otherwise.
+	// Reservation is, for an allowed request that spent (cost above 0),
+	// what identifies its cost in the key's state, in the store's time:
+	// what Cancel needs to give back a request held for its turn, and
+	// Settle to settle a request at its actual cost. The zero Reservation
+	// for a denial or a look.
 	Reservation Reservation
 }
 

@@ -1,13 +1,16 @@
 package limiter
 
-// Reservation identifies the cost a request held for its turn (a Decision
-// with a Delay) reserved in its bucket: the time of the decision and the
-// bucket's level just after it, in the limit's units of 1/n microsecond.
-// Together they name the point the bucket drains to, At*n + Level, which
-// only a later request's spending moves on. Stores pass it back to Cancel.
+// Reservation identifies the cost an allowed request reserved (spent) in
+// its key's state: the time of the decision, in the store's clock, and
+// the state just after it. For the buckets that is the level, in the
+// limit's units of 1/n microsecond: together they name the point the
+// bucket drains to, At*n + Level, which only a later request's spending
+// moves on. For the windows the time names the window (sliding_log: the
+// entry) the cost was counted in, and Level is the count after it. Stores
+// pass it back to Cancel (a request held for its turn) and Settle.
 type Reservation struct {
 	At    int64 // microseconds since the Unix epoch
-	Level int64 // units of 1/n microsecond
+	Level int64 // buckets: units of 1/n microsecond; windows: the count
 }
 
 // Cancel gives back the reservation r of a request of cost held under l (a

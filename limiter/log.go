@@ -25,6 +25,9 @@ func slidingLog(l *Limit, s State, t, cost int64, d *Decision) State {
 		// Only an admission rewrites the log, in place: a denial must
 		// leave the caller's state as it was.
 		log = appendEntry(s.Log[:copy(s.Log, log)], t, cost)
+		if cost > 0 {
+			d.Reservation = Reservation{At: t, Level: used}
+		}
 	default:
 		d.RetryAfter = usec(logRetry(log, used+cost-l.rate, l.period, t))
 	}

@@ -6,8 +6,8 @@ import (
 )
 
 // Settle returns s, the state of a key that admitted a request of cost
-// reserved at reservedAt (the time its decision was made, as passed to
-// Decide), once the request's actual cost is known at now: a rule that
+// reserved (its Decision's Reservation r), once the request's actual cost
+// is known at now: a rule that
 // counts only failures refunds a success whole (actual 0), and a cost the
 // upstream reports afterwards refunds or charges the difference. It also
 // returns what a look (cost 0) at now sees of the settled state: its
@@ -25,17 +25,16 @@ import (
 //   - sliding_window: the counter of the reservation's window: the current
 //     one, or the previous one once the window has moved on by one; after
 //     that the refund is void.
-//   - sliding_log: the reservation's entry (the entry at reservedAt) loses
+//   - sliding_log: the reservation's entry (the entry made at r.At) loses
 //     the refund, and is removed at 0; once it has expired the refund is void.
-//   - token_bucket, leaky_bucket: the tokens (the level) go back, if the
-//     reservation is still the key's last change (its last-update time is
-//     reservedAt). Once another request has been admitted later, the bucket
-//     cannot tell how much of the held cost refill would have let overflow,
-//     so the refund is void: giving it back could admit more than Burst at
-//     once.
-//   - gcra: void. Its one theoretical arrival time cannot tell whether a
-//     request was admitted after the reservation; token_bucket admits the
-//     same traffic and can be refunded.
+//   - token_bucket, gcra, leaky_bucket: the refund goes back into the
+//     bucket, if the reservation is still the key's last spending (as for
+//     Cancel: the point the bucket drains to is still r's; looks, denials
+//     and time passing do not move it), and as much of it as has not
+//     drained away since. Once another request has spent after it, the
+//     bucket cannot tell how much of the held cost refill would have let
+//     overflow, so the refund is void: giving it back could admit more
+//     than Burst at once.
 //
 // A charge (actual > reserved) adds the difference, as a request that
 // cannot be refused. The window algorithms add it where the reservation
@@ -45,10 +44,10 @@ import (
 // but never below that: a count stops at the rate and a bucket at empty,
 // so no Remaining is ever negative and a cost reported far beyond the
 // limit locks the key out for one window or one refill, not many.
-func Settle(l Limit, s State, now, reservedAt time.Time, reserved, actual int64) (State, Decision) {
+func Settle(l Limit, s State, now time.Time, r Reservation, reserved, actual int64) (State, Decision) {
 	actual = max(actual, 0)
-	if reserved > 0 && actual != reserved && l.alg != 0 {
-		s = settle(&l, s, UnixMicro(now), UnixMicro(reservedAt), reserved, actual)
+	if reserved > 0 && actual != reserved && l.alg != 0 && r.At > 0 {
+		s = settle(&l, s, UnixMicro(now), r, reserved, actual)
 	}
 	look := s
 	look.Log = slices.Clone(s.Log) // a look rewrites the log in place
@@ -57,8 +56,9 @@ func Settle(l Limit, s State, now, reservedAt time.Time, reserved, actual int64)
 	return s, d
 }
 
-// settle is Settle's change of state, at t for a reservation made at t0.
-func settle(l *Limit, s State, t, t0, reserved, actual int64) State {
+// settle is Settle's change of state, at t, for the reservation r.
+func settle(l *Limit, s State, t int64, r Reservation, reserved, actual int64) State {
+	t0 := r.At
 	// refund > 0 gives back, charge > 0 adds; each at most a whole burst,
 	// so that no product below overflows.
 	refund, charge := min(max(reserved-actual, 0), l.burst), min(max(actual-reserved, 0), l.burst)
@@ -78,14 +78,47 @@ func settle(l *Limit, s State, t, t0, reserved, actual int64) State {
 		s.B = prev<<32 | curr
 	case SlidingLog:
 		s = settleLog(l, s, t0, refund, charge)
-	case TokenBucket:
-		s.A, s.B = settleTokens(l, s.A, s.B, t, t0, refund, charge)
-	case LeakyBucket:
-		s.A, s.B = settleLevel(l, s.A, s.B, t, t0, refund, charge)
-	case GCRA:
-		if charge > 0 {
+	case TokenBucket, GCRA, LeakyBucket:
+		if refund > 0 {
+			return refundBucket(l, s, r, refund)
+		}
+		switch l.alg {
+		case TokenBucket:
+			s.A, s.B = chargeTokens(l, s.A, s.B, t, charge)
+		case LeakyBucket:
+			s.A, s.B = chargeLevel(l, s.A, s.B, t, charge)
+		default:
 			s.A, s.B = chargeGCRA(l, s.A, s.B, t, charge)
 		}
+	}
+	return s
+}
+
+// refundBucket gives refund requests back into a bucket whose last
+// spending was the reservation r, as Cancel does a held request's whole
+// cost: what has drained since is not given back.
+func refundBucket(l *Limit, s State, r Reservation, refund int64) State {
+	need := refund * l.p
+	level, at := s.A, s.B // leaky_bucket
+	switch l.alg {
+	case TokenBucket:
+		level = l.burst*l.p - s.A
+	case GCRA:
+		level, at = s.B, s.A
+	}
+	dt := at - r.At
+	if at == 0 || r.Level < need || dt < -exactLimit/l.n || dt > exactLimit/l.n || dt*l.n+level != r.Level {
+		return s
+	}
+	switch l.alg {
+	case TokenBucket:
+		s.A += min(need, level)
+	case GCRA:
+		rest := r.Level - need
+		q := rest / l.n
+		s.A, s.B = r.At+q, rest-q*l.n
+	default:
+		s.A -= min(need, level)
 	}
 	return s
 }
@@ -132,42 +165,29 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
-// settleTokens settles a token_bucket's tokens, counted at last: a refund
-// only while last is the reservation's time, a charge at t.
-func settleTokens(l *Limit, tokens, last, t, t0, refund, charge int64) (int64, int64) {
+// chargeTokens takes charge requests' tokens from a token_bucket at t,
+// down to none (requests held for their turn may have taken it below).
+func chargeTokens(l *Limit, tokens, last, t, charge int64) (int64, int64) {
 	capacity := l.burst * l.p
-	if refund > 0 {
-		if last == t0 {
-			tokens = min(tokens+refund*l.p, capacity)
-		}
-		return tokens, last
-	}
 	if last == 0 { // a key forgotten since: full at t
 		tokens, last = capacity, t
 	}
 	if t > last { // a clock gone back refills nothing
 		tokens, last = capacity-drain(capacity-tokens, t-last, l.n), t
 	}
-	return max(tokens-charge*l.p, 0), last
+	return min(tokens, max(tokens-charge*l.p, 0)), last
 }
 
-// settleLevel settles a leaky_bucket's level, measured at last, as
-// settleTokens does its tokens.
-func settleLevel(l *Limit, level, last, t, t0, refund, charge int64) (int64, int64) {
+// chargeLevel pours charge requests into a leaky_bucket at t, up to full.
+func chargeLevel(l *Limit, level, last, t, charge int64) (int64, int64) {
 	capacity := l.burst * l.p
-	if refund > 0 {
-		if last == t0 {
-			level = max(level-refund*l.p, 0)
-		}
-		return level, last
-	}
 	if last == 0 {
 		level, last = 0, t
 	}
 	if t > last {
 		level, last = drain(level, t-last, l.n), t
 	}
-	return min(level+charge*l.p, capacity), last
+	return max(level, min(level+charge*l.p, capacity)), last
 }
 
 // chargeGCRA pushes the theoretical arrival time on by charge requests at

@@ -12,6 +12,7 @@ import (
 // reserved and actual costs: a charge is what the limit could not refuse).
 type held struct {
 	at, reserved, counts int64
+	r                    limiter.Reservation
 	settled              bool
 }
 
@@ -45,7 +46,7 @@ func FuzzSettleInvariants(f *testing.F) {
 			if b[i+1]%2 == 0 {
 				d, st = limiter.Decide(l, st, at, cost)
 				if d.Allowed && cost > 0 {
-					admitted = append(admitted, &held{at: now, reserved: cost, counts: cost})
+					admitted = append(admitted, &held{at: now, reserved: cost, counts: cost, r: d.Reservation})
 				}
 			} else if len(admitted) > 0 {
 				h := admitted[int(b[i+1]/2)%len(admitted)]
@@ -53,7 +54,7 @@ func FuzzSettleInvariants(f *testing.F) {
 					continue
 				}
 				h.settled = true
-				st, d = limiter.Settle(l, st, at, time.UnixMicro(h.at), h.reserved, cost)
+				st, d = limiter.Settle(l, st, at, h.r, h.reserved, cost)
 				h.counts = min(max(cost, 0), h.reserved)
 			}
 			if d.Remaining < 0 || d.Remaining > d.Limit {

@@ -95,19 +95,22 @@ func TestSettle(t *testing.T) {
 			settled(0, 2, 9, 0), // charge 6 at 0: level stops at 5
 			req(s, 1, 0, true),  // one drained in 1s
 		}},
-		{"gcra/refund_void_charge_applies", limiter.MustNew(limiter.GCRA, 10, 10*s, 5), []settleStep{
+		{"gcra/refund_and_charge", limiter.MustNew(limiter.GCRA, 10, 10*s, 5), []settleStep{
 			req(0, 2, 3, true),
-			settled(0, 0, 0, 3), // void
-			settled(0, 0, 4, 1), // 2 more
+			settled(0, 0, 0, 5), // the TAT goes back 2 intervals
+			req(0, 2, 3, true),
+			req(0, 1, 2, true),
+			settled(0, 2, 0, 2), // no longer the last spending: void
+			settled(0, 3, 0, 3), // the last one is
+			settled(s, 2, 4, 2), // a charge of 2 at 1s, where one has refilled: 4-2
 		}},
 	}
 	for _, tb := range tables {
 		t.Run(tb.name, func(t *testing.T) {
 			var st limiter.State
-			times := make([]time.Time, len(tb.steps))
+			ds := make([]limiter.Decision, len(tb.steps))
 			for i, step := range tb.steps {
 				now := base.Add(step.at)
-				times[i] = now
 				var d limiter.Decision
 				if step.of < 0 {
 					d, st = limiter.Decide(tb.limit, st, now, step.cost)
@@ -115,9 +118,9 @@ func TestSettle(t *testing.T) {
 						t.Fatalf("step %d: allowed %v, want %v (%+v)", i, d.Allowed, step.allowed, d)
 					}
 				} else {
-					r := tb.steps[step.of]
-					st, d = limiter.Settle(tb.limit, st, now, times[step.of], r.cost, step.actual)
+					st, d = limiter.Settle(tb.limit, st, now, ds[step.of].Reservation, tb.steps[step.of].cost, step.actual)
 				}
+				ds[i] = d
 				if d.Remaining != step.remaining {
 					t.Fatalf("step %d: remaining %d, want %d (%+v)", i, d.Remaining, step.remaining, d)
 				}

@@ -26,6 +26,9 @@ func fixedWindow(l *Limit, last, lastCount, t, cost int64, d *Decision) (int64, 
 	case count+cost <= l.rate || cost == 0: // a count kept from a higher rate denies no look
 		count += cost
 		d.Allowed = true
+		if cost > 0 {
+			d.Reservation = Reservation{At: t, Level: count}
+		}
 	default:
 		d.RetryAfter = usec(end - t)
 	}
@@ -66,6 +69,9 @@ func slidingWindow(l *Limit, last, counts, t, cost int64, d *Decision) (int64, i
 		d.Allowed = true
 		curr += cost
 		used += cost
+		if cost > 0 {
+			d.Reservation = Reservation{At: t, Level: curr}
+		}
 	default:
 		d.RetryAfter = usec(slidingRetry(l, prev, curr, e, cost))
 	}

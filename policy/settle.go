@@ -3,8 +3,6 @@ package policy
 import (
 	"fmt"
 	"net/http"
-
-	"github.com/sluice-rl/sluice/limiter"
 )
 
 // Count is which of a rule's requests count against its limit, judged by
@@ -64,7 +62,7 @@ func HopByHop(name string) bool {
 
 // checkSettles reports a rule whose count or cost_header cannot be kept:
 // an unknown Count, a CostHeader that is no header name or a hop-by-hop
-// one, a rule without a rate, or gcra, which cannot give a refund back.
+// one, or a rule without a rate.
 func (c *Compiled) checkSettles(fail func(string, string, ...any)) {
 	for i, r := range c.src.Rules {
 		c.settles = c.settles || r.Settles()
@@ -75,12 +73,8 @@ func (c *Compiled) checkSettles(fail func(string, string, ...any)) {
 		if h := r.CostHeader; h != "" && (!validHeaderName(h) || HopByHop(h)) {
 			fail(at+".cost_header", "%q is not a header the upstream can send through a proxy (a name such as X-Usage-Tokens, not hop-by-hop)", h)
 		}
-		switch {
-		case r.Count == CountAll && r.CostHeader == "":
-		case r.Classifies():
+		if (r.Count != CountAll || r.CostHeader != "") && r.Classifies() {
 			fail(at+".count", "count and cost_header apply only to a rule with a rate (this rule only classifies)")
-		case r.Algorithm == limiter.GCRA:
-			fail(at+".algorithm", "gcra cannot give a refund back for count or cost_header (use token_bucket, which admits the same traffic)")
 		}
 	}
 }

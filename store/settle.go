@@ -13,20 +13,13 @@ import (
 // refunds or charges the difference on its key, atomically, by
 // limiter.Settle.
 type Settler interface {
-	// Settle settles r, a reservation admitted on key under limit, at its
-	// actual cost at now. It returns what a look at now sees of the key
+	// Settle settles a request of cost reserved, admitted on key under
+	// limit with the Reservation r of its decision, at its actual cost at
+	// now. It returns what a look at now sees of the key
 	// afterwards. A key whose state was written under another limit since,
 	// or that the store no longer holds (it expired, or it was decided on a
 	// memory store's overflow counter), is left as it is: the refund is
 	// void, and so is a charge. An error means the store could not settle;
 	// the reservation then stands as it was decided.
-	Settle(ctx context.Context, key string, limit limiter.Limit, now time.Time, r Reservation, actual int64) (limiter.Decision, error)
-}
-
-// Reservation is what a request spent when it was decided, for Settle.
-type Reservation struct {
-	// At is the time the store decided at: the now passed to Decide.
-	At time.Time
-	// Cost is the cost the request was decided with.
-	Cost int64
+	Settle(ctx context.Context, key string, limit limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error)
 }

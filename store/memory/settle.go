@@ -18,7 +18,7 @@ var _ store.Settler = (*Store)(nil)
 // hold (it expired, was evicted, or was decided on its overflow counter),
 // or holds under another limit, is left as it is; the decision is then a
 // look at it. It returns store.ErrClosed after Close.
-func (s *Store) Settle(_ context.Context, key string, limit limiter.Limit, now time.Time, r store.Reservation, actual int64) (limiter.Decision, error) {
+func (s *Store) Settle(_ context.Context, key string, limit limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
@@ -29,7 +29,7 @@ func (s *Store) Settle(_ context.Context, key string, limit limiter.Limit, now t
 	var st limiter.State
 	i := sh.tab.find(h, key)
 	if i < 0 {
-		_, d := limiter.Settle(limit, st, now, r.At, 0, 0)
+		_, d := limiter.Settle(limit, st, now, r, 0, 0)
 		return d, nil
 	}
 	e := sh.tab.at(i)
@@ -37,10 +37,10 @@ func (s *Store) Settle(_ context.Context, key string, limit limiter.Limit, now t
 	st = limiter.State{A: e.a, B: e.b, Log: old}
 	if held := sh.limits.at(e.limit); !limit.Same(held) {
 		st.Log = slices.Clone(old)
-		_, d := limiter.Settle(limit, limiter.Reinterpret(*held, limit, st, now), now, r.At, 0, 0)
+		_, d := limiter.Settle(limit, limiter.Reinterpret(*held, limit, st, now), now, r, 0, 0)
 		return d, nil
 	}
-	st, d := limiter.Settle(limit, st, now, r.At, r.Cost, actual)
+	st, d := limiter.Settle(limit, st, now, r, reserved, actual)
 	sh.record(e, d.Remaining > 0, d.Reset, st.A, st.B, now)
 	if limit.Algorithm() == limiter.SlidingLog {
 		sh.setLog(e.key(), st.Log, len(old))

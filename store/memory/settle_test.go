@@ -6,7 +6,6 @@ import (
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
-	"github.com/sluice-rl/sluice/store"
 )
 
 // TestSettleChargeKeepsTheKey: a charge makes the key's state last longer
@@ -18,10 +17,11 @@ func TestSettleChargeKeepsTheKey(t *testing.T) {
 	s := newStore(Options{Clock: fake, SweepInterval: 10 * time.Second, Shards: 4}, func() { swept <- struct{}{} })
 	defer s.Close()
 	l := limiter.MustNew(limiter.TokenBucket, 1, 10*time.Second, 100) // one token every 10s
-	if d := mustDecide(t, s, "k", l, t0); d.Reset != 10*time.Second {
-		t.Fatalf("reservation: %+v, want Reset 10s", d)
+	r := mustDecide(t, s, "k", l, t0)
+	if r.Reset != 10*time.Second {
+		t.Fatalf("reservation: %+v, want Reset 10s", r)
 	}
-	d, err := s.Settle(ctx, "k", l, t0, store.Reservation{At: t0, Cost: 1}, 50) // 49 more: 490s to refill
+	d, err := s.Settle(ctx, "k", l, t0, r.Reservation, 1, 50) // 49 more: 490s to refill
 	if err != nil || d.Remaining != 50 {
 		t.Fatalf("Settle: %+v, %v; want 50 remaining", d, err)
 	}

@@ -29,9 +29,9 @@ func TestOddReplies(t *testing.T) {
 		"return struct.pack('>ddddddd', 1, 4, 0, -1, 0, 0, 0)", "return struct.pack('>ddddddd', 1, 4, 0, 0, -1, 0, 0)",
 		"return struct.pack('>ddddddd', 1, 4, 0, 0, 0.5, 0, 0)",
 		// An allowed request's retry is its delay: never -1, and a delay
-		// comes with a reservation (time and level), nothing else does.
+		// comes with a reservation (time and level); a denial has none.
 		"return struct.pack('>ddddddd', 1, 4, -1, 3, 2, 0, 0)", "return struct.pack('>ddddddd', 1, 0, 5, 3, 2, 0, 0)",
-		"return struct.pack('>ddddddd', 1, 0, 0, 3, 2, 7, 9)", "return struct.pack('>ddddddd', 0, 0, 5, 3, 2, 7, 9)",
+		"return struct.pack('>ddddddd', 0, 0, 5, 3, 2, 7, 9)",
 		"return struct.pack('>ddddddd', 1, 0, 5, 3, 2, 7, 0)", "return struct.pack('>ddddddd', 1, 0, 5, 3, 2, -7, 9)",
 	} {
 		res := s.client.Do(context.Background(), s.client.B().Eval().Script(src).Numkeys(0).Build())
@@ -43,6 +43,9 @@ func TestOddReplies(t *testing.T) {
 		"return struct.pack('>ddddddd', 0, 4, -1, 3, 2, 0, 0)": {Limit: 5, Remaining: 4, RetryAfter: limiter.Never,
 			Reset: 3 * time.Microsecond, Refill: 2 * time.Microsecond},
 		"return struct.pack('>ddddddd', 1, 0, 5, 3, 2, 7, 9)": {Allowed: true, Limit: 5, Delay: 5 * time.Microsecond,
+			Reset: 3 * time.Microsecond, Refill: 2 * time.Microsecond, Reservation: limiter.Reservation{At: 7, Level: 9}},
+		// An allowed request that spent at once: its reservation, for Settle.
+		"return struct.pack('>ddddddd', 1, 0, 0, 3, 2, 7, 9)": {Allowed: true, Limit: 5,
 			Reset: 3 * time.Microsecond, Refill: 2 * time.Microsecond, Reservation: limiter.Reservation{At: 7, Level: 9}},
 	} {
 		res := s.client.Do(context.Background(), s.client.B().Eval().Script(src).Numkeys(0).Build())

@@ -212,7 +212,7 @@ func parseDecision(s string, burst int64) (limiter.Decision, error) {
 	}
 	allowed, remaining, retry, reset, refill, at, level := v[0], v[1], v[2], v[3], v[4], v[5], v[6]
 	if allowed != 0 && allowed != 1 || retry < -1 || allowed == 1 && retry < 0 || reset < 0 || refill < 0 ||
-		(allowed == 1 && retry > 0) != (at > 0) || at < 0 || level < 0 || (at == 0) != (level == 0) {
+		allowed == 0 && at != 0 || allowed == 1 && retry > 0 && at == 0 || at < 0 || level < 0 || (at == 0) != (level == 0) {
 		return limiter.Decision{}, fmt.Errorf("reply %v out of range", v)
 	}
 	d := limiter.Decision{
@@ -226,7 +226,7 @@ func parseDecision(s string, burst int64) (limiter.Decision, error) {
 	switch {
 	case retry == -1:
 		d.RetryAfter = limiter.Never
-	case allowed == 1: // held for its turn, or 0
+	case allowed == 1: // held for its turn, or 0; a reservation if it spent
 		d.RetryAfter, d.Delay = 0, d.RetryAfter
 		d.Reservation = limiter.Reservation{At: at, Level: level}
 	}

@@ -92,7 +92,7 @@ var _ store.Settler = (*reference)(nil)
 // Settle settles with limiter.Settle under the store's mutex. A key held
 // under another limit, or not held, is left as it is: the decision is a
 // look at it.
-func (r *reference) Settle(ctx context.Context, key string, l limiter.Limit, now time.Time, res store.Reservation, actual int64) (limiter.Decision, error) {
+func (r *reference) Settle(ctx context.Context, key string, l limiter.Limit, now time.Time, res limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return limiter.Decision{}, fmt.Errorf("reference store: settle: %w", err)
 	}
@@ -104,14 +104,14 @@ func (r *reference) Settle(ctx context.Context, key string, l limiter.Limit, now
 	k, ok := r.states[key]
 	if ok && k.limit == l {
 		var d limiter.Decision
-		k.state, d = limiter.Settle(l, k.state, now, res.At, res.Cost, actual)
+		k.state, d = limiter.Settle(l, k.state, now, res, reserved, actual)
 		r.states[key] = k
 		return d, nil
 	}
 	if ok {
 		k.state = limiter.Reinterpret(k.limit, l, limiter.State{A: k.state.A, B: k.state.B, Log: slices.Clone(k.state.Log)}, now)
 	}
-	_, d := limiter.Settle(l, k.state, now, res.At, 0, 0)
+	_, d := limiter.Settle(l, k.state, now, res, 0, 0)
 	return d, nil
 }
 

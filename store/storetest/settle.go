@@ -106,10 +106,24 @@ func SettleTables() []SettleTable {
 			settleAt(0, 2, 9, 0),
 			reserve(sec, 1, 0, true),
 		}},
-		{"gcra/charge_only", limiter.MustNew(limiter.GCRA, 10, 10*sec, 5), aligned, []SettleStep{
+		{"gcra/refund_and_charge", limiter.MustNew(limiter.GCRA, 10, 10*sec, 5), aligned, []SettleStep{
 			reserve(0, 2, 3, true),
-			settleAt(0, 0, 0, 3),
-			settleAt(0, 0, 4, 1),
+			settleAt(0, 0, 0, 5), // the TAT goes back 2 intervals
+			reserve(0, 2, 3, true),
+			reserve(0, 1, 2, true),
+			settleAt(0, 2, 0, 2),   // no longer the last spending: void
+			settleAt(0, 3, 0, 3),   // the last one is
+			settleAt(sec, 2, 4, 2), // a charge of 2 at 1s, one refilled: 4-2
+		}},
+		{"token_bucket/refund_after_a_look", limiter.MustNew(limiter.TokenBucket, 10, 10*sec, 4), aligned, []SettleStep{
+			reserve(0, 3, 1, true),
+			reserve(2*sec, 0, 3, true), // a look: 2 refilled
+			settleAt(2*sec, 0, 0, 4),   // still the last spending: 3 back, up to the burst
+		}},
+		{"leaky_bucket/refund_partly_drained", limiter.MustNew(limiter.LeakyBucket, 1, sec, 4), aligned, []SettleStep{
+			reserve(0, 2, 2, true),
+			reserve(sec, 0, 3, true), // a look measures the level: 1 left in it
+			settleAt(sec, 0, 0, 4),   // only the 1 not drained comes back
 		}},
 	}
 }
@@ -132,10 +146,9 @@ func CheckSettle(t *testing.T, s store.Store, tb SettleTable) {
 	if !ok {
 		t.Fatalf("%T is not a store.Settler", s)
 	}
-	times := make([]time.Time, len(tb.Steps))
+	ds := make([]limiter.Decision, len(tb.Steps))
 	for i, step := range tb.Steps {
 		now := tb.Base.Add(step.At)
-		times[i] = now
 		l := tb.Limit
 		if !step.Limit.IsZero() {
 			l = step.Limit
@@ -145,9 +158,9 @@ func CheckSettle(t *testing.T, s store.Store, tb SettleTable) {
 		if step.Of < 0 {
 			d, err = s.Decide(ctx, tb.Key(), l, now, step.Cost)
 		} else {
-			r := store.Reservation{At: times[step.Of], Cost: tb.Steps[step.Of].Cost}
-			d, err = settler.Settle(ctx, tb.Key(), l, now, r, step.Actual)
+			d, err = settler.Settle(ctx, tb.Key(), l, now, ds[step.Of].Reservation, tb.Steps[step.Of].Cost, step.Actual)
 		}
+		ds[i] = d
 		if err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}

@@ -75,7 +75,10 @@ type Step struct {
 	Of     int
 	// Want is the decision the request must get, all eight fields; but for
 	// the tables whose Refill is false, Want.Refill is not written out:
-	// the store's Refill must then be limiter.Decide's.
+	// the store's Refill must then be limiter.Decide's. A zero
+	// Want.Reservation is not written out either (only the delay tables
+	// write theirs): the store's must be limiter.Decide's, the time it was
+	// passed and the state after it.
 	Want limiter.Decision
 }
 
@@ -167,6 +170,7 @@ func Check(t *testing.T, s store.Store, tb Table) {
 		l := step.limit(tb.Limit)
 		if step.Cancel {
 			checkCancel(t, s, tb, i, key, l)
+			_, _ = ref.(store.Canceler).Cancel(ctx, key, l, tb.Steps[step.Of].Want.Reservation, tb.Steps[step.Of].Cost)
 			continue
 		}
 		got, err := s.Decide(ctx, key, l, now, step.Cost)
@@ -174,9 +178,12 @@ func Check(t *testing.T, s store.Store, tb Table) {
 			t.Fatalf("step %d (%v, key %q, cost %d): %v", i, now, key, step.Cost, err)
 		}
 		want := step.Want
+		d, _ := ref.Decide(ctx, key, l, now, step.Cost)
 		if !tb.Refill {
-			d, _ := ref.Decide(ctx, key, l, now, step.Cost)
 			want.Refill = d.Refill
+		}
+		if want.Reservation == (limiter.Reservation{}) { // left out: limiter.Decide's (the store's time)
+			want.Reservation = d.Reservation
 		}
 		if got != want {
 			when := "base+" + step.At.String()

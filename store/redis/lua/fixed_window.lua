@@ -29,6 +29,9 @@ if cost > rate then
 elseif count + cost <= rate or cost == 0 then -- a count kept from a higher rate denies no look
   count = count + cost
   allowed = 1
+  if cost > 0 then -- the reservation, for Settle
+    held_at, held_level = t, count
+  end
 else
   retry = window_end - t
 end

@@ -56,7 +56,10 @@ if cost > burst then
   retry = NEVER
 elseif cost * p <= capacity - level or cost == 0 then -- a look is never held
   allowed = 1
-  level = level + cost * p
+  if cost > 0 then -- the reservation, for Settle (limiter.admit)
+    level = level + cost * p
+    held_at, held_level = t, level
+  end
 else
   -- Go computes level + need - capacity; level + need can pass 2^53, so
   -- the same number is computed as need - (capacity - level). At most

@@ -75,6 +75,9 @@ if cost > rate then
 elseif used + cost <= rate or cost == 0 then -- entries kept from a higher rate deny no look
   allowed = 1
   used = used + cost
+  if cost > 0 then -- the reservation, for Settle: its entry's time
+    held_at, held_level = t, used
+  end
 else
   -- limiter.logRetry: how long until enough of the oldest live entries
   -- expire to free the excess.

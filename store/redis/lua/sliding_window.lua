@@ -116,6 +116,9 @@ elseif used + cost <= rate then
   allowed = 1
   curr = curr + cost
   used = used + cost
+  if cost > 0 then -- the reservation, for Settle
+    held_at, held_level = t, curr
+  end
 else
   retry = retry_after(cost)
 end
