@@ -87,7 +87,7 @@ func newMetrics() *metrics {
 		}),
 		upstreamSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sluice_upstream_seconds",
-			Help:    "Time from passing a request on to the upstream's answer being sent to the caller.",
+			Help:    "Time from passing a request on to the upstream's response headers (however fast the caller then reads the body).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
 		upstreamResponses: prometheus.NewCounterVec(prometheus.CounterOpts{

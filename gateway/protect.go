@@ -48,7 +48,7 @@ func (g *Gateway) settled(_ *http.Request, resp *httplimit.Response) {
 	if !resp.Passed || resp.Failure != httplimit.NoFailure {
 		return
 	}
-	g.metrics.upstreamSeconds.Observe(resp.Latency.Seconds())
+	g.metrics.upstreamSeconds.Observe(resp.FirstByte.Seconds())
 	g.metrics.upstreamResponses.WithLabelValues(statusLabel(resp.Status)).Inc()
 }
 

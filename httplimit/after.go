@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/sluice-rl/sluice/clock"
 )
 
 // Response is what the handler behind the Limiter answered, seen after it
@@ -22,8 +24,14 @@ type Response struct {
 	// the call.
 	Header http.Header
 	// Latency is the time from passing the request on to the handler's
-	// return, on the Limiter's clock.
+	// return, on the Limiter's clock: with a body streamed to the caller,
+	// as slow as the caller reads.
 	Latency time.Duration
+	// FirstByte is the time from passing the request on to the handler's
+	// status (its first WriteHeader, Write, Flush or Hijack), on the
+	// Limiter's clock: the service's own latency, whatever the caller's
+	// reading speed. Latency when nothing was written.
+	FirstByte time.Duration
 	// Aborted is true when the caller went away before the handler
 	// returned (its context ended), or the handler panicked.
 	Aborted bool
@@ -100,8 +108,8 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, set *Settings, n
 // with http.ErrAbortHandler): the panic goes on once the steps have run.
 func (l *Limiter) passRecorded(w http.ResponseWriter, r *http.Request, s *scratch, next http.Handler) {
 	rec := &s.rec
-	*rec = recorder{w: w}
 	start := l.opts.Clock.Now()
+	*rec = recorder{w: w, clk: l.opts.Clock, start: start}
 	defer l.finish(r, s, start)
 	next.ServeHTTP(rec, r)
 }
@@ -113,8 +121,11 @@ func (l *Limiter) finish(r *http.Request, s *scratch, start time.Time) {
 	rec := &s.rec
 	resp := &s.resp // in the scratch: a Response escapes to OnResponse
 	*resp = Response{Passed: true, Status: rec.status, Header: rec.w.Header(),
-		Latency: l.opts.Clock.Now().Sub(start), Failure: rec.failure,
+		Latency: l.opts.Clock.Now().Sub(start), FirstByte: rec.firstByte, Failure: rec.failure,
 		Aborted: p != nil || r.Context().Err() != nil}
+	if rec.status == 0 {
+		resp.FirstByte = resp.Latency
+	}
 	if resp.Status == 0 {
 		resp.Status = http.StatusOK
 	}
@@ -141,32 +152,38 @@ func (l *Limiter) settle(r *http.Request, s *scratch, resp *Response) {
 // http.ResponseController (so through other wrappers' Unwrap), ReadFrom
 // (sendfile), and Unwrap for ResponseController's other methods.
 type recorder struct {
-	w       http.ResponseWriter
-	status  int // the final status, 0 until written
-	failure Failure
+	w         http.ResponseWriter
+	status    int // the final status, 0 until written
+	failure   Failure
+	clk       clock.Clock
+	start     time.Time     // when the request was passed on
+	firstByte time.Duration // from start to the status
+}
+
+// wrote records the final status code, once, and when it came.
+func (rec *recorder) wrote(code int) {
+	if rec.status == 0 {
+		rec.status, rec.firstByte = code, rec.clk.Now().Sub(rec.start)
+	}
 }
 
 func (rec *recorder) Header() http.Header { return rec.w.Header() }
 
 func (rec *recorder) WriteHeader(code int) {
-	if rec.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
-		rec.status = code
+	if code >= 200 || code == http.StatusSwitchingProtocols {
+		rec.wrote(code)
 	}
 	rec.w.WriteHeader(code)
 }
 
 func (rec *recorder) Write(p []byte) (int, error) {
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
+	rec.wrote(http.StatusOK)
 	return rec.w.Write(p)
 }
 
 // ReadFrom keeps the writer's own ReadFrom (sendfile on a TCP connection).
 func (rec *recorder) ReadFrom(src io.Reader) (int64, error) {
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
+	rec.wrote(http.StatusOK)
 	if rf, ok := rec.w.(io.ReaderFrom); ok {
 		return rf.ReadFrom(src)
 	}
@@ -175,17 +192,15 @@ func (rec *recorder) ReadFrom(src io.Reader) (int64, error) {
 
 // Flush flushes the writer below, if it can.
 func (rec *recorder) Flush() {
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
+	rec.wrote(http.StatusOK)
 	_ = http.NewResponseController(rec.w).Flush()
 }
 
 // Hijack hands over the connection, if the writer below can.
 func (rec *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(rec.w).Hijack()
-	if err == nil && rec.status == 0 {
-		rec.status = http.StatusSwitchingProtocols
+	if err == nil {
+		rec.wrote(http.StatusSwitchingProtocols)
 	}
 	return conn, brw, err
 }

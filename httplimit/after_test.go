@@ -55,6 +55,8 @@ func TestOnResponseSeesTheAnswer(t *testing.T) {
 		w.Header().Set("Retry-After", "7")
 		w.Header().Set("X-Usage-Tokens", "42")
 		w.WriteHeader(http.StatusServiceUnavailable)
+		h.clock.Advance(2 * time.Second) // the body, as slowly as the caller reads it
+		_, _ = w.Write([]byte("busy"))
 	})
 	resp, err := http.Get(srv.URL + "/claims")
 	if err != nil {
@@ -62,7 +64,7 @@ func TestOnResponseSeesTheAnswer(t *testing.T) {
 	}
 	_ = resp.Body.Close()
 	got := next(t, seen)
-	want := seenResponse{Response: httplimit.Response{Passed: true, Status: 503, Latency: 3 * time.Second}, retryAfter: "7", cost: "42"}
+	want := seenResponse{Response: httplimit.Response{Passed: true, Status: 503, Latency: 5 * time.Second, FirstByte: 3 * time.Second}, retryAfter: "7", cost: "42"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("OnResponse saw %+v, want %+v", got, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-rl/sluice/httplimit"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store/memory"
+	"github.com/sluice-rl/sluice/throttle"
 )
 
 // headerSink is a ResponseWriter that keeps nothing between requests.
@@ -73,6 +74,18 @@ func BenchmarkDecideRecorded(b *testing.B) {
 	benchDecide(b, benchPolicy(policy.Rate{N: 1e9, Period: time.Second}),
 		benchRequest("192.0.2.1:1234", http.Header{"X-Api-Key": {"key-a"}}),
 		func(o *httplimit.Options) { o.OnResponse = func(*http.Request, *httplimit.Response) {} })
+}
+
+// BenchmarkDecideThrottled: as BenchmarkDecidePass, then a slot of a
+// Throttle (protect) taken and given back after the handler.
+func BenchmarkDecideThrottled(b *testing.B) {
+	thr, err := throttle.New(throttle.Config{MaxInFlight: 1000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchDecide(b, benchPolicy(policy.Rate{N: 1e9, Period: time.Second}),
+		benchRequest("192.0.2.1:1234", http.Header{"X-Api-Key": {"key-a"}}),
+		func(o *httplimit.Options) { o.Throttle = thr })
 }
 
 // BenchmarkDecideProxied: an anonymous caller behind two trusted proxies

@@ -80,12 +80,14 @@ func (st *slotStep) after(l *Limiter, _ *http.Request, resp *Response) {
 	st.d = throttle.Decision{}
 }
 
-// throttleOutcome maps a Response onto what the throttle learns from it: an
+// throttleOutcome maps a Response onto what the throttle learns from it:
+// the latency is the time to the status (FirstByte), so that a caller
+// reading its answer slowly is no slow upstream to the adaptive limit; an
 // answer of the handler's own (NoteFailure) is a timeout or a failure, or
 // nothing when the caller's side broke; the upstream's 429 or 503 brings
 // its Retry-After.
 func throttleOutcome(resp *Response, now time.Time) throttle.Outcome {
-	o := throttle.Outcome{Status: resp.Status, Latency: resp.Latency}
+	o := throttle.Outcome{Status: resp.Status, Latency: max(resp.FirstByte, 1)} // 0 would mean "measure it yourself"
 	switch {
 	case !resp.Passed || resp.Aborted || resp.Failure == CallerFailed:
 		o.Canceled = true

@@ -2,6 +2,8 @@ package httplimit_test
 
 import (
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -75,5 +77,75 @@ func TestThrottlePriorities(t *testing.T) {
 	}
 	if rep := h.lastReport(); !rep.Throttled || rep.Priority != throttle.Critical || rep.Status != 0 {
 		t.Errorf("the /claims report %+v: want passed, throttled at critical", rep.Report)
+	}
+}
+
+// until polls cond every few milliseconds for at most 10s.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A caller that disconnects while it waits in the queue leaves it and is
+// answered nothing (reported as 499); a handler that panics (a proxy
+// aborting a response) still gives its slot back.
+func TestThrottleCallerGoneAndPanic(t *testing.T) {
+	thr, err := throttle.New(throttle.Config{MaxInFlight: 1, Queue: throttle.Queue{MaxLength: 10, MaxWait: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, policy.Policy{Rules: []policy.Rule{{Name: "all", Priority: new(throttle.High)}}},
+		func(o *httplimit.Options) { o.Throttle = thr })
+	entered, release := make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(h.lim.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/hold":
+			close(entered)
+			<-release
+		case "/panic":
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush() // the caller has an answer: its client does not retry
+			panic(http.ErrAbortHandler)
+		}
+	})))
+	defer srv.Close()
+	held := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(srv.URL + "/hold")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		held <- err
+	}()
+	<-entered
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(conn, "GET /queued HTTP/1.1\r\nHost: x\r\n\r\n")
+	until(t, "the request queued", func() bool { return thr.Stats().QueueLength == 1 })
+	_ = conn.Close()
+	until(t, "the gone caller left the queue", func() bool { return thr.Stats().QueueLength == 0 })
+	until(t, "its report", func() bool { return h.reportCount() == 2 })
+	if rep := h.lastReport(); rep.Status != httplimit.StatusClientGone || rep.Refusal != throttle.ReasonCanceled || rep.Priority != throttle.High {
+		t.Errorf("report %+v, want 499, canceled, high", rep.Report)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.Get(srv.URL + "/panic"); err == nil {
+		_, _ = io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+	}
+	until(t, "the panicking request's slot given back", func() bool { return thr.Stats().InFlight == 0 })
+	if st := thr.Stats(); st.Admitted != 2 || st.Refused(throttle.High, throttle.ReasonCanceled) != 1 {
+		t.Errorf("stats %+v: want 2 admitted, 1 canceled", st)
 	}
 }
