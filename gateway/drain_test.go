@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net"
@@ -146,4 +147,45 @@ func TestDrainIgnoresConnectionsWithoutRequest(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return")
 	}
+}
+
+// TestDrainAnswersQueuedRequest503: a request waiting in protect's queue
+// when server.drain_timeout ends gets 503 problem+json like the request
+// at the upstream, not an empty 200: the drain's cut is no caller leaving.
+func TestDrainAnswersQueuedRequest503(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer up.Close()
+	ln, adm := listen(t), listen(t)
+	stop, _ := runGatewayOn(t, ln, adm, protectConfig(up.URL,
+		"protect: {max_in_flight: 1, queue: {max_wait: 1m, max_length: 10}}\nserver:\n  drain_timeout: 200ms\n"))
+	dial := func(path string) *rawConn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		r := &rawConn{t: t, c: c, br: bufio.NewReader(c)}
+		r.write("GET " + path + " HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\n\r\n")
+		return r
+	}
+	atUpstream := dial("/claims/1")
+	<-arrived
+	queued := dial("/claims/2")
+	admin := "http://" + adm.Addr().String()
+	eventually(t, "the second request queued", func() bool {
+		resp, err := http.Get(admin + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return metric(string(b), "sluice_queue_length") == 1
+	})
+	stop()
+	atUpstream.mustRead(http.StatusServiceUnavailable)
+	queued.mustRead(http.StatusServiceUnavailable)
 }

@@ -1,6 +1,8 @@
 package httplimit
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -15,7 +17,8 @@ import (
 // (exempt ones too: an allow list exempts from counting, not from a
 // class), Normal when none does, raised to its plan's; it degrades if any matched rule does. A refusal is answered
 // 503 with Retry-After and a problem naming what is full; a caller that
-// went away while it waited is answered nothing. An admitted request's slot
+// went away while it waited is answered nothing, one whose wait the server
+// cancelled (its context's cause not context.Canceled) 503. An admitted request's slot
 // is released after the response, with the upstream's outcome.
 func (l *Limiter) admit(w http.ResponseWriter, r *http.Request, thr *throttle.Throttle, pol *policy.Compiled, caller *policy.Caller, name string, addr netip.Addr, s *scratch) bool {
 	req := throttle.Request{Priority: throttle.Normal, Client: name}
@@ -40,7 +43,15 @@ func (l *Limiter) admit(w http.ResponseWriter, r *http.Request, thr *throttle.Th
 		return true
 	}
 	if d.Reason == throttle.ReasonCanceled {
-		rep.Status = StatusClientGone
+		if errors.Is(context.Cause(r.Context()), context.Canceled) { // net/http's cause when the caller leaves
+			rep.Status = StatusClientGone
+			return false
+		}
+		// Cancelled by the server (a gateway's drain ending): the caller
+		// waits for an answer.
+		rep.Status = http.StatusServiceUnavailable
+		writeProblem(w, problem{Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
+			Detail: "the request was cancelled while it waited for a slot; retry"})
 		return false
 	}
 	rep.Status, rep.RetryAfter = http.StatusServiceUnavailable, d.RetryAfter
