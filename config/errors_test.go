@@ -152,7 +152,7 @@ func TestErrors(t *testing.T) {
 		{"rule a string", head + "rules: [api]\n",
 			[]string{"t.yaml:3:9: rules[0]: want a rule (name, match, key, algorithm, rate, ...), not a value"}},
 		{"rule unknown field", head + "rules:\n  - name: a\n    rate: 1/s\n    algoritm: gcra\n",
-			[]string{`t.yaml:6:5: rules[0]: unknown field "algoritm" (did you mean "algorithm"? accepted: name, match, key, missing_header, algorithm, rate, concurrency, burst, cost, mode, allow, priority, degrade, count, cost_header)`}},
+			[]string{`t.yaml:6:5: rules[0]: unknown field "algoritm" (did you mean "algorithm"? accepted: name, match, key, missing_header, algorithm, rate, concurrency, burst, delay, cost, mode, allow, priority, degrade, count, cost_header)`}},
 		{"rule missing rate", head + "rules:\n  - name: a\n",
 			[]string{"t.yaml:4:5: rules[0].rate: missing (required; such as rate: 100/m, or concurrency: 10; or priority/degrade for a rule that only classifies)"}},
 		{"rule missing name", head + "rules:\n  - rate: 1/s\n",
@@ -234,7 +234,7 @@ rules:
 		`t.yaml:4:15: store.on_failure: unknown value "lokal" (did you mean "local"? accepted: open, closed, local)`,
 		`t.yaml:9:13: clients.list[0].plan: unknown plan "gold" (plans: none defined)`,
 		`t.yaml:12:11: rules[0].rate: "100/mn": unknown period "mn" (s, m, h, d or a Go duration such as 30s, 1500ms or 36h)`,
-		`t.yaml:13:5: rules[0]: unknown field "algoritm" (did you mean "algorithm"? accepted: name, match, key, missing_header, algorithm, rate, concurrency, burst, cost, mode, allow, priority, degrade, count, cost_header)`,
+		`t.yaml:13:5: rules[0]: unknown field "algoritm" (did you mean "algorithm"? accepted: name, match, key, missing_header, algorithm, rate, concurrency, burst, delay, cost, mode, allow, priority, degrade, count, cost_header)`,
 		`t.yaml:14:11: rules[1].name: duplicate rule name "claims" (also rules[0])`,
 		`t.yaml:16:11: rules[1].cost: -1 is out of range (1 or more; default 1)`,
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	ruleFields  = []string{"name", "match", "key", "missing_header", "algorithm", "rate", "concurrency", "burst", "cost", "mode", "allow", "priority", "degrade", "count", "cost_header"}
+	ruleFields  = []string{"name", "match", "key", "missing_header", "algorithm", "rate", "concurrency", "burst", "delay", "cost", "mode", "allow", "priority", "degrade", "count", "cost_header"}
 	matchFields = []string{"path", "methods"}
 	keyKinds    = []string{"client", "ip", "header:NAME", "global"}
 )
@@ -50,6 +50,7 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 		r.Rate, _ = d.rate(m["rate"], join(path, "rate"))
 	}
 	r.Burst = d.integer(m["burst"], join(path, "burst"), 1, 1<<62, 0, "1 or more; default: the rate's N")
+	r.Delay = d.delay(m, join(path, "delay"))
 	r.Cost = d.integer(m["cost"], join(path, "cost"), 1, 1<<62, policy.DefaultCost, fmt.Sprintf("1 or more; default %d", policy.DefaultCost))
 	if d.oneOf(m["mode"], join(path, "mode"), "enforce", []string{"enforce", "shadow"}) == "shadow" {
 		r.Mode = policy.Shadow

@@ -95,6 +95,9 @@ func (f *File) ruleTable(b *strings.Builder) {
 		if l.Algorithm().HasBurst() {
 			burst = fmt.Sprint(l.Burst())
 		}
+		if l.Delay() > 0 {
+			burst += fmt.Sprintf(", delay %v", l.Delay())
+		}
 		allow := slices.Clone(r.Allow)
 		for _, n := range r.AllowNets {
 			allow = append(allow, n.String())
@@ -224,12 +227,15 @@ func limitText(caller *policy.Caller, i int) string {
 	return rateText(caller.Limit(i))
 }
 
-// rateText formats a limit's rate, and its burst for a bucket: "100/m",
-// "100/m burst 20".
+// rateText formats a limit's rate, and its burst and delay for a bucket:
+// "100/m", "100/m burst 20", "10/s burst 10 delay 2s".
 func rateText(l limiter.Limit) string {
 	s := policy.Rate{N: l.Rate(), Period: l.Period()}.String()
 	if l.Algorithm().HasBurst() {
 		s += fmt.Sprintf(" burst %d", l.Burst())
+	}
+	if l.Delay() > 0 {
+		s += fmt.Sprintf(" delay %v", l.Delay())
 	}
 	return s
 }

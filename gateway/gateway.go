@@ -186,6 +186,9 @@ func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 type snapshot struct {
 	cfg     *config.File
 	handler http.Handler // the limiter in front of the proxy
+	// maxDelay is the longest delay of its rules: a request may be held
+	// that long for its turn before its body is read (caller.go).
+	maxDelay time.Duration
 }
 
 func (g *Gateway) newSnapshot(cfg *config.File) *snapshot {
@@ -202,7 +205,11 @@ func (g *Gateway) newSnapshot(cfg *config.File) *snapshot {
 	if cfg.Protect != nil {
 		settings.Throttle = g.throttle.Load() // applyProtect made it
 	}
-	return &snapshot{cfg: cfg, handler: g.limiter.HandlerWith(settings, passOn{proxy})}
+	snap := &snapshot{cfg: cfg, handler: g.limiter.HandlerWith(settings, passOn{proxy})}
+	for i := range cfg.Compiled.Rules() {
+		snap.maxDelay = max(snap.maxDelay, cfg.Compiled.RuleLimit(i).Delay())
+	}
+	return snap
 }
 
 // config returns the configuration in force.

@@ -33,6 +33,7 @@ type metrics struct {
 	queueWait         prometheus.Histogram
 	upstreamSeconds   prometheus.Histogram
 	upstreamResponses *prometheus.CounterVec
+	held              prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -40,7 +41,7 @@ func newMetrics() *metrics {
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_requests_total",
-			Help: "Rule decisions by rule, client id and decision (allowed, limited, shadow_limited, exempt, store_error, not_spent: had room, spent nothing as another rule rejected the request).",
+			Help: "Rule decisions by rule, client id and decision (allowed, limited, shadow_limited, exempt, store_error, not_spent: had room, spent nothing as another rule rejected the request; delayed: allowed after being held for its turn by a rule with a delay).",
 		}, []string{"rule", "client", "decision"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_responses_total",
@@ -70,6 +71,11 @@ func newMetrics() *metrics {
 		loops: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_loops_total",
 			Help: "Requests answered 508 because they came back from the upstream (upstream leads to sluice itself).",
+		}),
+		held: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sluice_delay_seconds",
+			Help:    "Time a request was held for its turn by rules with a delay, one observation per held request (its caller may have left meanwhile).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600},
 		}),
 		storeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sluice_store_seconds",
@@ -102,7 +108,7 @@ func newMetrics() *metrics {
 	}, []string{"version", "revision", "goversion"})
 	build.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 	m.registry.MustRegister(build, m.requests, m.rejected, m.decision, m.reloads, m.storeErrors, m.upstreamFails,
-		m.callerErrors, m.loops, m.storeLatency, m.renewals, m.queueWait, m.upstreamSeconds, m.upstreamResponses,
+		m.callerErrors, m.loops, m.storeLatency, m.renewals, m.queueWait, m.upstreamSeconds, m.upstreamResponses, m.held,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")
@@ -127,6 +133,9 @@ func (m *metrics) observeRenewal(rep store.RenewReport) {
 // observe records one request's report.
 func (m *metrics) observe(rep *httplimit.Report) {
 	m.decision.Observe(rep.Latency.Seconds())
+	if rep.Held > 0 {
+		m.held.Observe(rep.Held.Seconds())
+	}
 	for _, r := range rep.Rules {
 		m.requests.WithLabelValues(r.Rule, rep.Client, r.Outcome.String()).Inc()
 	}

@@ -209,7 +209,8 @@ type scratch struct {
 	headers    []ruleHeader
 	again      []store.Request
 	denied     []int
-	legacy     bool // the request's Settings.LegacyHeaders
+	held       []int // requests that may be held for their turn (delay.go)
+	legacy     bool  // the request's Settings.LegacyHeaders
 	report     Report
 	after      []afterStep // run once the request is answered (after.go)
 	rec        recorder    // the passed request's ResponseWriter, when after is not empty
@@ -258,6 +259,9 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings, 
 	}
 	pass := l.judge(w, r.Header, pol, caller, addr, s, results, spent, err)
 	l.reserve(pol, s, results, spent)
+	if pass && spent {
+		pass = l.hold(r, s, results, now)
+	}
 	switch {
 	case pass && len(s.leaseIndex) > 0:
 		pass = l.acquire(w, r, pol, caller, addr, s, now)
@@ -367,13 +371,20 @@ func (l *Limiter) decideAll(ctx context.Context, s *scratch, now time.Time) (res
 	if err != nil || len(looks) != len(s.reqs) {
 		return looks, false, err
 	}
-	s.again, s.denied = s.again[:0], s.denied[:0]
+	s.again, s.denied, s.held = s.again[:0], s.denied[:0], s.held[:0]
 	blocked := false
 	for k, res := range looks {
-		if res.Err == nil && res.Decision.Remaining < s.reqs[k].Cost {
+		switch {
+		case res.Err != nil || res.Decision.Remaining >= s.reqs[k].Cost:
+		case s.reqs[k].Limit.Delay() > 0: // held or denied: only its cost tells (spendHeld)
+			s.held = append(s.held, k)
+		default:
 			s.again, s.denied = append(s.again, s.reqs[k]), append(s.denied, k)
 			blocked = blocked || !s.reqs[k].Shadow
 		}
+	}
+	if !blocked && len(s.held) > 0 {
+		return l.spendHeld(ctx, s, looks, now)
 	}
 	if !blocked { // a shadow rule without room stops nothing: spend, and it reports its denial
 		res, err = l.opts.Store.DecideBatch(ctx, s.reqs, now)
@@ -411,7 +422,7 @@ func enforcing(reqs []store.Request) int {
 
 func (l *Limiter) report(r *http.Request, rep *Report, start time.Time) {
 	if l.opts.OnDecision != nil {
-		rep.Latency = l.opts.Clock.Now().Sub(start)
+		rep.Latency = l.opts.Clock.Now().Sub(start) - rep.Held
 		l.opts.OnDecision(r, rep)
 	}
 }

@@ -30,12 +30,15 @@ const (
 	// NotSpent: the rule had room, but another rule rejected the request,
 	// so nothing was counted against this one.
 	NotSpent
+	// Delayed: allowed after waiting its turn (a rule with a delay): the
+	// request was held for the decision's Delay, then passed on.
+	Delayed
 )
 
-var outcomeNames = [...]string{"allowed", "limited", "shadow_limited", "exempt", "store_error", "not_spent"}
+var outcomeNames = [...]string{"allowed", "limited", "shadow_limited", "exempt", "store_error", "not_spent", "delayed"}
 
 // String returns the metric label of o: allowed, limited, shadow_limited,
-// exempt, store_error or not_spent.
+// exempt, store_error, not_spent or delayed.
 func (o Outcome) String() string { return outcomeNames[o] }
 
 // UnknownClient is Report.Client for a caller rejected for its key.
@@ -70,6 +73,11 @@ type Report struct {
 	Priority  throttle.Priority
 	Refusal   throttle.Reason
 	QueueWait time.Duration
+	// Held is how long the request was held for its turn by rules with a
+	// delay (the longest of their Delays, less the time deciding took),
+	// 0 when it was not; Latency leaves it out. Status is StatusClientGone
+	// when its caller left meanwhile.
+	Held time.Duration
 }
 
 // RuleResult is one rule's decision.
@@ -149,6 +157,8 @@ func (l *Limiter) judge(w http.ResponseWriter, h http.Header, pol *policy.Compil
 // outcome is what rule's decision d says of the request, spent as in judge.
 func outcome(rule *policy.Rule, d limiter.Decision, spent bool) Outcome {
 	switch {
+	case d.Allowed && spent && d.Delay > 0:
+		return Delayed
 	case d.Allowed && spent:
 		return Allowed
 	case d.Allowed:

@@ -177,6 +177,12 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	if r.Cost < 0 {
 		fail(at+".cost", "%d is negative (a cost is 1 or more; 0 or absent means the default, 1)", r.Cost)
 	}
+	switch {
+	case r.Delay != 0 && r.LimitsInFlight():
+		fail(at+".delay", "a concurrency rule holds nothing for its turn (delay goes with rate on token_bucket, gcra or leaky_bucket)")
+	case r.Delay != 0 && r.Classifies():
+		fail(at+".delay", "a rule without a rate holds nothing (delay needs rate and token_bucket, gcra or leaky_bucket)")
+	}
 	cr := compiledRule{Rule: r, allowIDs: map[string]bool{}}
 	if cr.Algorithm == 0 && r.Concurrency == 0 {
 		cr.Algorithm = DefaultAlgorithm
@@ -195,6 +201,8 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 		switch field {
 		case limiter.FieldBurst:
 			path = at + ".burst"
+		case limiter.FieldDelay:
+			path = at + ".delay"
 		case limiter.FieldAlgorithm:
 			path = at + ".algorithm"
 		}
@@ -219,7 +227,7 @@ func limitProblem(err error) (limiter.Field, string) {
 
 // ruleLimit builds the limit of rule r (its defaults filled in by
 // compileRule) at rate: an override scales the rule's burst in proportion,
-// rounded up.
+// rounded up, and keeps its delay.
 func ruleLimit(r Rule, rate Rate) (limiter.Limit, error) {
 	burst := int64(0)
 	if r.Algorithm.HasBurst() && r.Burst > 0 {
@@ -228,7 +236,11 @@ func ruleLimit(r Rule, rate Rate) (limiter.Limit, error) {
 			burst = max(1, (r.Burst*rate.N+r.Rate.N-1)/r.Rate.N)
 		}
 	}
-	return limiter.New(r.Algorithm, rate.N, rate.Period, burst)
+	l, err := limiter.New(r.Algorithm, rate.N, rate.Period, burst)
+	if err != nil || r.Delay == 0 {
+		return l, err
+	}
+	return l.WithDelay(r.Delay)
 }
 
 func (c *Compiled) compileClients(fail func(string, string, ...any)) {

@@ -183,6 +183,12 @@ type Rule struct {
 	Burst int64
 	// Cost is the units one request consumes; 0 means the default, 1.
 	Cost int64
+	// Delay, for token_bucket, gcra and leaky_bucket, holds a request the
+	// bucket has no room for, but would have within Delay, until its turn
+	// instead of refusing it (limiter.Limit.WithDelay); at most
+	// limiter.MaxDelay. 0, the default, refuses it at once. The window
+	// algorithms take none.
+	Delay time.Duration
 	// Mode is enforce (the default) or shadow.
 	Mode Mode
 	// Allow lists client ids this rule never limits.
