@@ -62,7 +62,7 @@ func (o *overloadScene) sample(ctx context.Context, at time.Duration, phase int,
 	s := LimitSample{At: at, Phase: phaseNames[phase], Limit: int(m["sluice_in_flight_limit"]),
 		InFlight: int(m["sluice_in_flight"]), Queue: int(m["sluice_queue_length"])}
 	c := o.classes[0].snapshot()
-	out.printf("  %4.1fs  %-9s  limit %2d of %d   in flight %2d   queue %3d   at the service %2d   claim reads p99 %s\n",
+	out.printf("  %4.1fs  %-9s  limit %2d of %d   in flight %2d   queue %3d   at the service %2d   claim reads p99 so far %s\n",
 		at.Seconds(), s.Phase, s.Limit, ceiling, s.InFlight, s.Queue, o.model.Stats().InFlight, msText(c.P99))
 	return s
 }
@@ -168,13 +168,21 @@ func (p *printer) overloadConclusion(res *OverloadResult) {
 	if len(res.Classes) < 4 {
 		return
 	}
-	reads, reports, exports := res.Classes[0], res.Classes[2], res.Classes[3]
+	reads, claims, reports, exports := res.Classes[0], res.Classes[1], res.Classes[2], res.Classes[3]
 	within := "within"
 	if reads.P99 > objective {
 		within = "above"
 	}
 	p.printf("claim reads: %d of %d answered (%.1f%%), p99 %s, %s their %v objective.\n",
 		reads.Passed, reads.Sent, 100*reads.OK(), msText(reads.P99), within, objective)
-	p.printf("reports switched off %d times while the service was busy; %d exports shed; new claims waited their turn.\n",
-		reports.Degraded, exports.Shed)
+	p.printf("new claims: %d of %d answered, %s waited their turn in sluice's queue.\n",
+		claims.Passed, claims.Sent, queuedText(claims.Queued))
+	p.printf("reports switched off %d times while the service was busy; %d exports shed.\n", reports.Degraded, exports.Shed)
+}
+
+func queuedText(n int) string {
+	if n < 0 {
+		return "some may have"
+	}
+	return strconv.Itoa(n)
 }

@@ -40,6 +40,9 @@ func TestRunOverloadKeepsCriticalAndShedsLow(t *testing.T) {
 		t.Errorf("the claims service had at most %d at once; want 1 to the ceiling %d", res.UpstreamMaxInFlight, res.Ceiling)
 	}
 	for _, c := range res.Classes {
+		if c.Queued < 0 {
+			t.Errorf("%s: queued unknown; want sluice_queue_wait_seconds by priority", c.Name)
+		}
 		if c.Failed != 0 || c.Sent != c.Passed+c.Degraded+c.Shed {
 			t.Errorf("%s %+v: want every request passed, degraded or shed", c.Name, c)
 		}

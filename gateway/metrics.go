@@ -30,7 +30,7 @@ type metrics struct {
 	storeLatency  prometheus.Histogram
 	renewals      *prometheus.CounterVec
 
-	queueWait         prometheus.Histogram
+	queueWait         *prometheus.HistogramVec
 	upstreamSeconds   prometheus.Histogram
 	upstreamResponses *prometheus.CounterVec
 	held              prometheus.Histogram
@@ -86,11 +86,11 @@ func newMetrics() *metrics {
 			Name: "sluice_lease_renewals_total",
 			Help: "Periodic renewal of the concurrency leases of requests in flight: leases renewed, leases lost (expired before it, so their slots may have gone to other requests), and renewals failed (the store could not be asked; its leases are tried again next time).",
 		}, []string{"result"}),
-		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sluice_queue_wait_seconds",
-			Help:    "Time each request protect admitted waited in its queue (0 for one admitted at once).",
+			Help:    "Time each request protect admitted waited in its queue (0 for one admitted at once), by priority.",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}),
+		}, []string{"priority"}),
 		upstreamSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sluice_upstream_seconds",
 			Help:    "Time from passing a request on to the upstream's response headers (however fast the caller then reads the body).",
@@ -154,7 +154,7 @@ func (m *metrics) observe(rep *httplimit.Report) {
 	}
 	m.rejected.WithLabelValues(rep.Client, code).Inc()
 	if rep.Throttled && rep.Status == 0 {
-		m.queueWait.Observe(rep.QueueWait.Seconds())
+		m.queueWait.WithLabelValues(rep.Priority.String()).Observe(rep.QueueWait.Seconds())
 	}
 	if rep.Err != nil && !errors.Is(rep.Err, context.Canceled) { // a caller that left is no store failure
 		m.storeErrors.Inc()
