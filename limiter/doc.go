@@ -48,6 +48,15 @@
 // a change never hands out a fresh quota; a store keeps the limit with
 // each state for that. A change of algorithm starts fresh.
 //
+// A bucket limit may have a delay (WithDelay): a request that would be
+// denied but would pass within the delay is allowed with Decision.Delay,
+// the time its caller must hold it for its turn, and its cost is counted
+// at once, so that later requests queue behind it. What passes on at the
+// end of the holds keeps the bucket's guarantee (to the microsecond a hold
+// is rounded up to). Cancel gives a held request's cost back, but only
+// while it is the key's last reservation: given back from under a later
+// one, it would let a new request take that one's turn too.
+//
 // Over the limit is a decision, not an error. A denied request consumes
 // nothing; its Decision says when the same request would pass (RetryAfter),
 // or Never if its cost exceeds what the limit can ever allow at once.
