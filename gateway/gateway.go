@@ -121,6 +121,7 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	if _, err := g.applyProtect(opts.Config); err != nil {
+		_ = g.Close()
 		return nil, err
 	}
 	g.metrics.registry.MustRegister(throttleCollector{g})

@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store/memory"
+	"github.com/sluice-rl/sluice/throttle"
 )
 
 // The memory store the gateway opens sweeps on the gateway's clock, the
@@ -41,5 +44,20 @@ func TestMemoryStoreSweepsOnTheGatewaysClock(t *testing.T) {
 			t.Fatalf("the counter was not swept after the gateway's clock passed its expiry (Len %d)", mem.Len())
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestNewRefusingProtectClosesStore: New refusing a protect block (a File
+// built in code, which config.Load would have refused) closes the store it
+// opened, with its sweeper, rather than leaving them running.
+func TestNewRefusingProtectClosesStore(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	cfg, err := config.Parse("sluice.yaml", []byte("listen: 127.0.0.1:0\nupstream: http://127.0.0.1:9\nrules:\n  - name: r\n    rate: 1/m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Protect = &throttle.Config{MaxInFlight: 0}
+	if _, err := New(Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}); err == nil {
+		t.Fatal("New accepted protect with max_in_flight 0")
 	}
 }
