@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -220,5 +221,36 @@ func TestDelayWithAnotherRule(t *testing.T) {
 	d.clock.Advance(300 * time.Millisecond)
 	for _, dn := range dones {
 		waitDone(t, dn, "queued")
+	}
+}
+
+// TestDelayShadowHoldsNothing: a shadow rule with a delay counts a request
+// as held (its cost reserved, reported delayed) but never holds it.
+func TestDelayShadowHoldsNothing(t *testing.T) {
+	clk := &tickClock{Fake: clock.NewFake(epoch), made: make(chan time.Duration, 16)}
+	mem := memory.New(memory.Options{Clock: clk.Fake})
+	defer mem.Close()
+	for len(clk.made) > 0 {
+		<-clk.made
+	}
+	p := policy.Policy{Rules: []policy.Rule{{Name: "queue", Key: policy.KeySpec{Kind: policy.KeyIP}, Algorithm: limiter.GCRA,
+		Rate: rate(10, time.Second), Burst: 1, Delay: time.Second, Mode: policy.Shadow}}}
+	var outcomes []httplimit.Outcome
+	lim, err := httplimit.New(httplimit.Options{Policy: compile(t, p), Store: mem, Clock: clk,
+		OnDecision: func(_ *http.Request, rep *httplimit.Report) { outcomes = append(outcomes, rep.Rules[0].Outcome) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := lim.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for range 3 {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://sluice.test/claims", nil))
+		wantStatus(t, w, 200, "a shadow rule's request")
+	}
+	if len(clk.made) != 0 {
+		t.Errorf("a shadow rule held a request (%d tickers made)", len(clk.made))
+	}
+	if want := []httplimit.Outcome{httplimit.Allowed, httplimit.Delayed, httplimit.Delayed}; !slices.Equal(outcomes, want) {
+		t.Errorf("outcomes %v, want %v", outcomes, want)
 	}
 }

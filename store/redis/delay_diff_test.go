@@ -124,3 +124,36 @@ func decideSomehow(t *testing.T, s *Store, rng *rand.Rand, key string, l limiter
 	}
 	return []outcome{{d: decide(t, s, key, l, at, costs[0])}}
 }
+
+// TestDecideAllHoldsOrSpendsNothing: decided all or nothing with another
+// rule, a rule with a delay that would hold the request spends nothing
+// when the other rule refuses (its next request is held as long as this
+// one would have been), and holds it when the other allows.
+func TestDecideAllHoldsOrSpendsNothing(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	ctx := context.Background()
+	queue, err := mustLimit(t, limiter.LeakyBucket, 10, time.Second, 1).WithDelay(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := mustLimit(t, limiter.FixedWindow, 1, time.Minute, 0)
+	qk, wk := store.GroupKey("c", "queue"), store.GroupKey("c", "window")
+	at := epoch
+	if d := decide(t, s, qk, queue, at, 1); !d.Allowed || d.Delay != 0 {
+		t.Fatalf("first: %+v", d)
+	}
+	both := []store.Request{{Key: qk, Limit: queue, Cost: 1}, {Key: wk, Limit: window, Cost: 1}}
+	res, err := s.DecideAll(ctx, both, at)
+	if err != nil || res[0].Decision.Delay != 100*time.Millisecond || !res[1].Decision.Allowed {
+		t.Fatalf("both allow: %+v, %v", res, err)
+	}
+	res, err = s.DecideAll(ctx, both, at) // the window rule is full now
+	if err != nil || res[1].Decision.Allowed || res[0].Decision.Delay != 0 || !res[0].Decision.Allowed {
+		t.Fatalf("the window refuses: %+v, %v; want the queue rule's look", res, err)
+	}
+	if d := decide(t, s, qk, queue, at, 1); d.Delay != 200*time.Millisecond {
+		t.Errorf("after a refused request the queue holds the next for %v, want 200ms (nothing spent)", d.Delay)
+	}
+}
