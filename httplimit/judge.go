@@ -51,7 +51,8 @@ type Report struct {
 	// identifies nobody by key). Never the access key.
 	Client string
 	// Status is the status sluice answered with itself (401, 429, 503), or
-	// 0 if the request was passed on.
+	// 0 if the request was passed on; StatusClientGone when its caller went
+	// away while it waited for a throttle slot (nothing was answered).
 	Status int
 	// Counted names, for a 429, what the rule whose wait is RetryAfter
 	// counted: the client id, the address, `header X-Tenant "acme"`... as

@@ -42,18 +42,12 @@ func (l *Limiter) admit(w http.ResponseWriter, r *http.Request, thr *throttle.Th
 		s.after = append(s.after, &s.slot)
 		return true
 	}
-	if d.Reason == throttle.ReasonCanceled {
-		if errors.Is(context.Cause(r.Context()), context.Canceled) { // net/http's cause when the caller leaves
-			rep.Status = StatusClientGone
-			return false
-		}
-		// Cancelled by the server (a gateway's drain ending): the caller
-		// waits for an answer.
-		rep.Status = http.StatusServiceUnavailable
-		writeProblem(w, problem{Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
-			Detail: "the request was cancelled while it waited for a slot; retry"})
+	if d.Reason == throttle.ReasonCanceled && errors.Is(context.Cause(r.Context()), context.Canceled) {
+		rep.Status = StatusClientGone // net/http's cause when the caller leaves: nobody reads an answer
 		return false
 	}
+	// Every other refusal, a wait the server cancelled included (a
+	// gateway's drain ending, a deadline: the caller waits for an answer).
 	rep.Status, rep.RetryAfter = http.StatusServiceUnavailable, d.RetryAfter
 	w.Header()["Retry-After"] = []string{strconv.Itoa(d.RetryAfterSeconds())}
 	writeProblem(w, problem{Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
@@ -78,6 +72,8 @@ func refusalDetail(d throttle.Decision) string {
 		return "the service is at its in-flight limit (" + strconv.Itoa(d.Limit) + ") and the expected wait in its queue is too long"
 	case throttle.ReasonUpstreamBackoff:
 		return "the upstream service asked for a pause (its Retry-After)"
+	case throttle.ReasonCanceled:
+		return "the request was cancelled while it waited for a slot (the server is shutting down, or a deadline passed)"
 	}
 	return "the service is overloaded"
 }
