@@ -1,11 +1,14 @@
 package httplimit_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,5 +150,34 @@ func TestThrottleCallerGoneAndPanic(t *testing.T) {
 	until(t, "the panicking request's slot given back", func() bool { return thr.Stats().InFlight == 0 })
 	if st := thr.Stats(); st.Admitted != 2 || st.Refused(throttle.High, throttle.ReasonCanceled) != 1 {
 		t.Errorf("stats %+v: want 2 admitted, 1 canceled", st)
+	}
+}
+
+// A wait the server cancels (its context's cause is not context.Canceled:
+// a gateway's drain, a deadline) is answered 503 with Retry-After and
+// reason canceled, as any refusal: its caller is still waiting.
+func TestThrottleServerCancelledWait(t *testing.T) {
+	thr, err := throttle.New(throttle.Config{MaxInFlight: 1, Queue: throttle.Queue{MaxLength: 10, MaxWait: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, policy.Policy{Rules: []policy.Rule{{Name: "all", Priority: new(throttle.High)}}},
+		func(o *httplimit.Options) { o.Throttle = thr })
+	hold := thr.Acquire(context.Background(), throttle.Request{Priority: throttle.Critical})
+	defer hold.Release(throttle.Outcome{})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		w := httptest.NewRecorder()
+		h.handler.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/claims", nil).WithContext(ctx))
+		done <- w
+	}()
+	until(t, "the request queued", func() bool { return thr.Stats().QueueLength == 1 })
+	cancel(errors.New("draining"))
+	w := <-done
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Content-Type") != "application/problem+json" ||
+		w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), `"reason":"canceled"`) {
+		t.Errorf("%d %q Retry-After %q %s, want a 503 problem with Retry-After and reason canceled",
+			w.Code, w.Header().Get("Content-Type"), w.Header().Get("Retry-After"), w.Body)
 	}
 }
