@@ -183,6 +183,13 @@ func TestDelayLevelsABurst(t *testing.T) {
 		}
 	}
 	q.mu.Unlock()
+	text := q.metricsText(t)
+	if held, delayed := metric(text, "sluice_delay_seconds_count"), metric(text, "sluice_requests_total", "decision=delayed"); held != 14 || delayed != 14 {
+		t.Errorf("metrics: %v held requests timed, %v delayed decisions; want 14 and 14", held, delayed)
+	}
+	if sum := metric(text, "sluice_delay_seconds_sum"); sum < 10.49 || sum > 10.51 { // 0.1+0.2+...+1.4 on the gateway's clock
+		t.Errorf("sluice_delay_seconds_sum %v, want 10.5", sum)
+	}
 
 	q.clock.Advance(2 * time.Second) // the queue has drained
 	answers = q.burst(t, 40)
@@ -211,9 +218,8 @@ func TestDelayLevelsABurst(t *testing.T) {
 	}
 }
 
-// delayed returns how many requests the gateway has reported delayed,
-// from its metrics.
-func (q *queueGateway) delayed(t *testing.T) float64 {
+// metricsText returns the gateway's metrics.
+func (q *queueGateway) metricsText(t *testing.T) string {
 	t.Helper()
 	resp, err := q.client.Get(q.adminURL + "/metrics")
 	if err != nil {
@@ -221,7 +227,14 @@ func (q *queueGateway) delayed(t *testing.T) float64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return max(metric(string(b), "sluice_requests_total", "decision=delayed"), 0)
+	return string(b)
+}
+
+// delayed returns how many requests the gateway has reported delayed,
+// from its metrics.
+func (q *queueGateway) delayed(t *testing.T) float64 {
+	t.Helper()
+	return max(metric(q.metricsText(t), "sluice_requests_total", "decision=delayed"), 0)
 }
 
 // TestDelayCallerHangsUp: a caller that closes its connection while its

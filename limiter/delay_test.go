@@ -48,7 +48,6 @@ func checkReleases(t *testing.T, l limiter.Limit, rng *rand.Rand) {
 	last := -1 // index in out of the last reservation, while it may be cancelled
 	var lastRes limiter.Reservation
 	now := time.UnixMicro(1_700_000_000_000_000)
-	p, n := l.Interval()
 	for range 400 {
 		now = now.Add(time.Duration(rng.Int64N(int64(l.Period())/l.Rate()*2/3 + 1)))
 		if last >= 0 && rng.IntN(6) == 0 {
@@ -76,16 +75,7 @@ func checkReleases(t *testing.T, l limiter.Limit, rng *rand.Rand) {
 			last = len(out) - 1
 		}
 	}
-	slices.SortFunc(out, func(a, b release) int { return int(a.at - b.at) })
-	for i := range out {
-		var sum int64
-		for j := i; j < len(out); j++ {
-			sum += out[j].cost
-			if sum*p > l.Burst()*p+(out[j].at-out[i].at+1)*n {
-				t.Fatalf("%v: %d units go on between %d and %d µs, more than the bucket allows", l, sum, out[i].at, out[j].at)
-			}
-		}
-	}
+	checkConforms(t, l, out)
 }
 
 // TestCancelOnlyTheLast shows why a held request that is not the last
