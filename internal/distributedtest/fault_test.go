@@ -13,8 +13,8 @@ import (
 // the bounds are far above it, for a loaded two-core machine running the
 // race detector. The tests log what they observe.
 const (
-	maxAnswer   = 1500 * time.Millisecond // slowest answer allowed while Redis hangs (typically 50-70ms; 1.1s seen under heavy load)
-	minHang     = 3 * time.Second         // Redis stays hung at least this long, so that an answer without a deadline would exceed maxAnswer
+	maxAnswer   = 2500 * time.Millisecond // slowest answer allowed while Redis hangs (typically 50-70ms; 1.1s and 1.8s seen with the race detector on a 2-core machine running other builds)
+	minHang     = 4 * time.Second         // Redis stays hung at least this long, so that an answer without a deadline would exceed maxAnswer
 	maxRecovery = 10 * time.Second        // Redis back -> every instance shared again
 	maxDegrade  = 5 * time.Second         // Redis gone -> every instance degraded
 	probeEvery  = 500 * time.Millisecond
