@@ -133,3 +133,25 @@ func TestProtectBadInput(t *testing.T) {
 		})
 	}
 }
+
+// sluice check names the protect block, the rules' classes and the plans
+// that raise a priority.
+func TestProtectSummary(t *testing.T) {
+	f, err := Parse("t.yaml", []byte(designProtect))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := f.WriteSummary(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"protect: at most 200 in flight, adaptive from 8 (p99 target 250ms), queue 1000 (max wait 1s), shedding from 0.8 of the limit, upstream back-off\n",
+		"plans raising their clients' priority: gold high\n",
+		"PRIORITY", "low, degrade", "critical", "- (classifies)",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -43,6 +44,9 @@ func (f *File) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(&b, "clients: %d, recognised by %s; unknown callers: %s\n", len(p.Clients.List), c.KeyHeader(), unknown)
 	} else {
 		b.WriteString("clients: none (rules count by ip, header or global)\n")
+	}
+	if raised := planPriorities(p.Plans); raised != "" {
+		b.WriteString("plans raising their clients' priority: " + raised + "\n")
 	}
 	if notes := f.matchingNotes(); len(notes) > 0 {
 		b.WriteString(strings.Join(notes, "; ") + "\n")
@@ -173,6 +177,18 @@ func protectSummary(c *throttle.Config) string {
 		s += ", upstream back-off"
 	}
 	return s + "\n"
+}
+
+// planPriorities lists the plans that set a priority, by name: "gold
+// high, silver normal"; "" when none does.
+func planPriorities(plans map[string]policy.Plan) string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(plans)) {
+		if p := plans[name].Priority; p != nil {
+			out = append(out, name+" "+p.String())
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // classText is a rule's priority ("-" when it sets none), and degrade
