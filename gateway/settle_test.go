@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/sluice-rl/sluice/internal/redistest"
 )
 
 // loginConfig is the login example of docs/configuration.md: only failed
@@ -26,6 +28,20 @@ rules:
 // never counted; 5 failed ones are, and the next attempt gets 429 without
 // reaching the service.
 func TestLoginFailuresEndToEnd(t *testing.T) {
+	loginFailures(t, "")
+}
+
+// TestLoginFailuresEndToEndOnRedis is the same with the counts in Redis,
+// which decides and settles in its own clock (TIME), behind the failover
+// store as sluice serve runs it.
+func TestLoginFailuresEndToEndOnRedis(t *testing.T) {
+	srv := redistest.StartServer(t)
+	loginFailures(t, "store: {type: redis, redis: {addrs: ["+srv.Addr+"], prefix: "+redistest.KeyPrefix(t)+"}}\n")
+}
+
+// loginFailures runs the login story on a gateway with the given store
+// block ("" for memory).
+func loginFailures(t *testing.T, storeBlock string) {
 	var hits atomic.Int64
 	login := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -38,7 +54,7 @@ func TestLoginFailuresEndToEnd(t *testing.T) {
 	}))
 	t.Cleanup(login.Close)
 	h := newHarness(t)
-	h.writeConfig(strings.ReplaceAll(loginConfig, "{{LOGIN}}", login.URL))
+	h.writeConfig(strings.ReplaceAll(loginConfig, "{{LOGIN}}", login.URL) + storeBlock)
 	h.serve()
 	attempt := func(password string) response {
 		t.Helper()

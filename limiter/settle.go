@@ -13,8 +13,9 @@ import (
 // returns what a look (cost 0) at now sees of the settled state: its
 // Remaining, and its Reset, which a store uses as the key's new expiry.
 // Like Decide it is a pure function. A negative actual counts as 0, a
-// reserved of 0 or less as no reservation (s is returned as it is), and a
-// refund is never more than reserved. The zero Limit changes nothing.
+// reserved of 0 or less, or above the burst (no request was ever allowed
+// so), as no reservation (s is returned as it is), and a refund is never
+// more than reserved. The zero Limit changes nothing.
 //
 // A refund (actual < reserved) gives back what the reservation took, if
 // the key still shows it:
@@ -39,14 +40,16 @@ import (
 // A charge (actual > reserved) adds the difference, as a request that
 // cannot be refused. The window algorithms add it where the reservation
 // counts (its window's counter, its log entry), and not at all once that
-// has expired, as a refund; the buckets take it at now. A charge can
+// has expired, as a refund; the buckets take it at now, unless they have
+// refilled completely since (the request outlasted a whole refill: the
+// key is as good as forgotten, and a store may have forgotten it). A charge can
 // leave the key with nothing remaining, so that the next requests wait,
 // but never below that: a count stops at the rate and a bucket at empty,
 // so no Remaining is ever negative and a cost reported far beyond the
 // limit locks the key out for one window or one refill, not many.
 func Settle(l Limit, s State, now time.Time, r Reservation, reserved, actual int64) (State, Decision) {
 	actual = max(actual, 0)
-	if reserved > 0 && actual != reserved && l.alg != 0 && r.At > 0 {
+	if reserved > 0 && reserved <= l.burst && actual != reserved && l.alg != 0 && r.At > 0 {
 		s = settle(&l, s, UnixMicro(now), r, reserved, actual)
 	}
 	look := s
@@ -166,32 +169,38 @@ func cmpInt(a, b int64) int {
 }
 
 // chargeTokens takes charge requests' tokens from a token_bucket at t,
-// down to none (requests held for their turn may have taken it below).
+// down to none (requests held for their turn may have taken it below). A
+// bucket full again by t (the request outlasted a whole refill) is as good
+// as a key forgotten, which a store no longer holds: it takes nothing.
 func chargeTokens(l *Limit, tokens, last, t, charge int64) (int64, int64) {
 	capacity := l.burst * l.p
-	if last == 0 { // a key forgotten since: full at t
-		tokens, last = capacity, t
-	}
+	now, at := tokens, last
 	if t > last { // a clock gone back refills nothing
-		tokens, last = capacity-drain(capacity-tokens, t-last, l.n), t
+		now, at = capacity-drain(capacity-tokens, t-last, l.n), t
 	}
-	return min(tokens, max(tokens-charge*l.p, 0)), last
+	if last == 0 || now >= capacity || now <= 0 { // full again (as good as forgotten), or empty
+		return tokens, last
+	}
+	return max(now-charge*l.p, 0), at
 }
 
-// chargeLevel pours charge requests into a leaky_bucket at t, up to full.
+// chargeLevel pours charge requests into a leaky_bucket at t, up to full;
+// an empty one (drained since) takes nothing, as chargeTokens.
 func chargeLevel(l *Limit, level, last, t, charge int64) (int64, int64) {
 	capacity := l.burst * l.p
-	if last == 0 {
-		level, last = 0, t
-	}
+	now, at := level, last
 	if t > last {
-		level, last = drain(level, t-last, l.n), t
+		now, at = drain(level, t-last, l.n), t
 	}
-	return max(level, min(level+charge*l.p, capacity)), last
+	if last == 0 || now == 0 || now >= capacity { // drained (as good as forgotten), or full
+		return level, last
+	}
+	return min(now+charge*l.p, capacity), at
 }
 
 // chargeGCRA pushes the theoretical arrival time on by charge requests at
-// t, no further than a full bucket ahead of t.
+// t, no further than a full bucket ahead of t; a bucket drained empty by
+// t takes nothing, as chargeTokens.
 func chargeGCRA(l *Limit, tat, frac, t, charge int64) (int64, int64) {
 	capacity := l.burst * l.p
 	level := int64(0)
@@ -201,7 +210,7 @@ func chargeGCRA(l *Limit, tat, frac, t, charge int64) (int64, int64) {
 		}
 		level = min((tat-t)*l.n+frac, capacity)
 	}
-	if level >= capacity {
+	if level >= capacity || level == 0 { // nothing left to take, or drained: as good as forgotten
 		return tat, frac
 	}
 	level = min(level+charge*l.p, capacity)

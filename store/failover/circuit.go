@@ -63,16 +63,22 @@ func (s *Store) failed() {
 		return
 	}
 	s.nextProbe.Store(s.opts.Clock.Now().Add(s.opts.ProbeInterval).UnixNano())
-	if !s.degraded.Swap(true) && s.opts.OnStateChange != nil {
-		s.opts.OnStateChange(true)
+	if !s.degraded.Swap(true) {
+		s.switched.Store(limiter.UnixMicro(s.opts.Clock.Now()))
+		if s.opts.OnStateChange != nil {
+			s.opts.OnStateChange(true)
+		}
 	}
 }
 
 // succeeded closes the circuit.
 func (s *Store) succeeded() {
 	s.failures.Store(0)
-	if s.degraded.Swap(false) && s.opts.OnStateChange != nil {
-		s.opts.OnStateChange(false)
+	if s.degraded.Swap(false) {
+		s.switched.Store(limiter.UnixMicro(s.opts.Clock.Now()))
+		if s.opts.OnStateChange != nil {
+			s.opts.OnStateChange(false)
+		}
 	}
 }
 

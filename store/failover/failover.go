@@ -78,6 +78,7 @@ type Store struct {
 	failures  atomic.Int32
 	degraded  atomic.Bool
 	nextProbe atomic.Int64 // unix nanos
+	switched  atomic.Int64 // µs since the epoch of the last change of degraded (settle.go)
 	scaled    sync.Map     // limiter.Limit -> limiter.Limit (limit / instances)
 	stats     Stats
 
@@ -105,6 +106,9 @@ func New(opts Options) (*Store, error) {
 	opts = withDefaults(opts)
 	s := &Store{opts: opts, denied: newDenials(opts.MaxCached)}
 	s.degraded.Store(opts.StartDegraded)
+	if opts.StartDegraded {
+		s.switched.Store(limiter.UnixMicro(opts.Clock.Now()))
+	}
 	if opts.BackgroundProbe {
 		ctx, cancel := context.WithCancel(context.Background())
 		s.stopProbes, s.probesDone = cancel, make(chan struct{})

@@ -17,7 +17,8 @@ var _ store.Settler = (*Store)(nil)
 // its settled state can still change a decision. A key the store does not
 // hold (it expired, was evicted, or was decided on its overflow counter),
 // or holds under another limit, is left as it is; the decision is then a
-// look at it. It returns store.ErrClosed after Close.
+// look at it. A sliding_log's entries stand under any limit (as in Redis,
+// whose logs record none): its reservation is settled under the new one. It returns store.ErrClosed after Close.
 func (s *Store) Settle(_ context.Context, key string, limit limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
@@ -33,13 +34,16 @@ func (s *Store) Settle(_ context.Context, key string, limit limiter.Limit, now t
 		return d, nil
 	}
 	e := sh.tab.at(i)
+	if held := sh.limits.at(e.limit); !limit.Same(held) {
+		if limit.Algorithm() != limiter.SlidingLog || held.Algorithm() != limiter.SlidingLog {
+			st = limiter.State{A: e.a, B: e.b, Log: slices.Clone(sh.logs[e.key()])}
+			_, d := limiter.Settle(limit, limiter.Reinterpret(*held, limit, st, now), now, r, 0, 0)
+			return d, nil
+		}
+		sh.reinterpret(e, limit, now) // a log's entries stand under any limit, as in Redis
+	}
 	old := sh.logs[e.key()]
 	st = limiter.State{A: e.a, B: e.b, Log: old}
-	if held := sh.limits.at(e.limit); !limit.Same(held) {
-		st.Log = slices.Clone(old)
-		_, d := limiter.Settle(limit, limiter.Reinterpret(*held, limit, st, now), now, r, 0, 0)
-		return d, nil
-	}
 	st, d := limiter.Settle(limit, st, now, r, reserved, actual)
 	sh.record(e, d.Remaining > 0, d.Reset, st.A, st.B, now)
 	if limit.Algorithm() == limiter.SlidingLog {

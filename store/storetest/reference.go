@@ -102,6 +102,9 @@ func (r *reference) Settle(ctx context.Context, key string, l limiter.Limit, now
 		return limiter.Decision{}, store.ErrClosed
 	}
 	k, ok := r.states[key]
+	if ok && k.limit != l && k.limit.Algorithm() == limiter.SlidingLog && l.Algorithm() == limiter.SlidingLog {
+		k.limit = l // a log's entries stand under any limit
+	}
 	if ok && k.limit == l {
 		var d limiter.Decision
 		k.state, d = limiter.Settle(l, k.state, now, res, reserved, actual)
