@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
@@ -163,7 +164,14 @@ func TestDelayHoldsUntilItsTurn(t *testing.T) {
 // takes its turn, 100ms), not when a later one queued behind it (the next
 // request queues behind both).
 func TestDelayCallerLeaves(t *testing.T) {
-	d := newDelayed(t, false, plainMemory)
+	t.Run("memory", func(t *testing.T) { checkCallerLeaves(t, newDelayed(t, false, plainMemory)) })
+	t.Run("redis", func(t *testing.T) {
+		srv := redistest.StartServer(t)
+		checkCallerLeaves(t, newDelayed(t, false, func(*memory.Store) store.Store { return newRedisStore(t, srv.Addr) }))
+	})
+}
+
+func checkCallerLeaves(t *testing.T, d *delayed) {
 	bg := context.Background()
 	_, done := d.start(bg)
 	waitDone(t, done, "first")
