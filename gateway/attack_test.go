@@ -167,6 +167,15 @@ var attacks = []attack{
 	{name: "Connection names the key header", send: request("GET /claims/1", withB, "Connection: keep-alive, x-api-key, X-SLUICE-CLIENT"),
 		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
 
+	// An upgrade to cleartext HTTP/2 would carry the connection's later
+	// requests past the limiter as HTTP/2 streams: it never goes on.
+	{name: "Upgrade: h2c not sent on", send: request("GET /claims/1", withB, "Connection: Upgrade, HTTP2-Settings",
+		"Upgrade: h2c", "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA"),
+		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
+	{name: "Upgrade: h2c among others not sent on", send: request("GET /claims/1", withB, "Connection: upgrade",
+		"Upgrade: websocket, H2C"),
+		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
+
 	// Held before: keep them held.
 	{name: "X-Sluice-Client from the caller, every spelling",
 		send:   request("GET /claims/1", withB, "X-Sluice-Client: partner-a", "x_sluice_client: admin", "X-SLUICE_CLIENT: root"),

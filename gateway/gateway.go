@@ -17,6 +17,7 @@ import (
 	"net/textproto"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -267,6 +268,25 @@ func (g *Gateway) rewrite(cfg *config.File, kept []string, pr *httputil.ProxyReq
 	for _, name := range kept {
 		if v, ok := pr.In.Header[name]; ok {
 			pr.Out.Header[name] = v
+		}
+	}
+	dropH2C(pr.Out.Header)
+}
+
+// dropH2C keeps an upgrade to cleartext HTTP/2 (Upgrade: h2c, RFC 7540
+// 3.2) from going on: an upstream that accepted it would carry every later
+// request of the connection as an HTTP/2 stream the limiter never sees.
+// Without it the upstream answers in HTTP/1.1, as a server that ignores
+// the upgrade does; a 101 it sends anyway is refused by ReverseProxy,
+// which switches only to the protocol it asked for.
+func dropH2C(h http.Header) {
+	for _, v := range h["Upgrade"] {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "h2c") {
+				delete(h, "Upgrade")
+				delete(h, "Connection")
+				return
+			}
 		}
 	}
 }
