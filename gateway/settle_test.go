@@ -87,3 +87,56 @@ func loginFailures(t *testing.T, storeBlock string) {
 		t.Errorf("the service saw %d refused attempts", n)
 	}
 }
+
+// tokensConfig charges what the upstream reports in X-Usage-Tokens.
+const tokensConfig = `listen: 127.0.0.1:18080
+upstream: {{TOKENS}}
+admin: 127.0.0.1:18090
+rules:
+  - name: tokens
+    match: { path: /v1/complete }
+    key: ip
+    algorithm: token_bucket
+    rate: 1000/h
+    cost: 100
+    cost_header: X-Usage-Tokens
+`
+
+// TestCostHeaderThroughTheGateway: the upstream's X-Usage-Tokens replaces
+// the reservation (and reaches the caller unchanged); a value that is not
+// a cost keeps the reservation and is logged once a second, not once a
+// response.
+func TestCostHeaderThroughTheGateway(t *testing.T) {
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Usage-Tokens", r.URL.Query().Get("used"))
+		_, _ = io.WriteString(w, "done")
+	}))
+	t.Cleanup(tokens.Close)
+	h := newHarness(t)
+	h.writeConfig(strings.ReplaceAll(tokensConfig, "{{TOKENS}}", tokens.URL))
+	h.serve()
+	complete := func(used string) response {
+		t.Helper()
+		r := h.do(h.url, http.MethodPost, "/v1/complete?used="+used, nil, "")
+		if r.Status != http.StatusOK {
+			t.Fatalf("used %q: %d %s", used, r.Status, r.Body)
+		}
+		return r
+	}
+	r := complete("30") // 1000-100 reserved, then 70 back
+	if got := r.Header.Get("X-Usage-Tokens"); got != "30" {
+		t.Errorf("the caller got X-Usage-Tokens %q, want the upstream's 30", got)
+	}
+	if got := complete("0").Header.Get("RateLimit"); !strings.Contains(got, "r=870") { // 970-100, then 100 back
+		t.Errorf("after 30 used: RateLimit %q, want r=870 (970 less the reservation)", got)
+	}
+	for range 3 {
+		complete("lots") // 100 each stand
+	}
+	if got := complete("0").Header.Get("RateLimit"); !strings.Contains(got, "r=570") { // 970-300-100
+		t.Errorf("after 3 bad values: RateLimit %q, want r=570: each kept its 100", got)
+	}
+	if n := h.logs.count(t, "reserved cost kept"); n != 1 {
+		t.Errorf("%d log lines for 3 bad values within a second, want 1:\n%s", n, h.logs.String())
+	}
+}
