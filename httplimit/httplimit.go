@@ -3,8 +3,11 @@
 // rules that match the request, asks the store for one decision per rule
 // (one batch, one clock read), and either passes the request on with
 // RateLimit headers or answers 429 itself, with Retry-After and a problem
-// detail, without touching the handler behind it. The gateway is built on
-// it; a Go program can put it in front of any handler.
+// detail, without touching the handler behind it. Concurrency rules
+// (policy.Rule.Concurrency) are decided after the rate rules allowed the
+// request: each takes a lease (Options.Leaser) that the request holds until
+// its response ends. The gateway is built on it; a Go program can put it in
+// front of any handler.
 package httplimit
 
 import (

@@ -50,6 +50,7 @@ func newHolding(t *testing.T, p policy.Policy, leaser func(store.Leaser) store.L
 		o.Leaser = hd.leaser
 	})
 	hd.harness = newHarness(t, p, opt...)
+	t.Cleanup(func() { hd.letGo(t) }) // a test that failed while requests were held
 	hd.handler = hd.lim.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gate := make(chan struct{})
 		hd.mu.Lock()
@@ -86,11 +87,22 @@ func (hd *holding) hold(key string) (done chan *httptest.ResponseRecorder) {
 
 // send sends GET /claims with key, which must not reach the handler.
 func (hd *holding) send(key string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest(http.MethodGet, "http://sluice.test/claims", nil)
-	r.Header.Set("X-API-Key", key)
-	w := httptest.NewRecorder()
-	hd.handler.ServeHTTP(w, r)
-	return w
+	hd.t.Helper()
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		r := httptest.NewRequest(http.MethodGet, "http://sluice.test/claims", nil)
+		r.Header.Set("X-API-Key", key)
+		w := httptest.NewRecorder()
+		hd.handler.ServeHTTP(w, r)
+		done <- w
+	}()
+	select {
+	case w := <-done:
+		return w
+	case <-hd.entered:
+		hd.t.Fatalf("%s: passed to the handler, want an answer from the Limiter", key)
+		return nil
+	}
 }
 
 // letGo lets every held request finish and waits for their answers.
