@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+
 	"github.com/sluice-rl/sluice/policy"
 	"go.yaml.in/yaml/v3"
 )
@@ -46,6 +48,19 @@ func (d *decoder) costHeader(n *yaml.Node, path string) string {
 	case policy.HopByHop(s):
 		d.fail(n, path, "%s is a hop-by-hop header, which no proxy passes on (want the upstream's own header, such as X-Usage-Tokens)", s)
 		return ""
+	}
+	return s
+}
+
+// costText is a rule's cost as sluice check shows it, with what settles
+// it after the response: "1", "1, failures only", "100, then X-Usage-Tokens".
+func costText(r *policy.Rule) string {
+	s := fmt.Sprint(r.Cost)
+	if r.Count != policy.CountAll {
+		s += ", " + r.Count.String() + " only"
+	}
+	if r.CostHeader != "" {
+		s += ", then " + r.CostHeader
 	}
 	return s
 }

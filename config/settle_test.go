@@ -69,3 +69,18 @@ func TestSettleChecksPolicy(t *testing.T) {
 		}
 	}
 }
+
+// sluice check shows what settles a rule's cost.
+func TestSettleSummary(t *testing.T) {
+	f := mustParse(t, head+"rules:\n  - name: login\n    rate: 5/15m\n    count: failures\n"+
+		"  - name: tokens\n    algorithm: token_bucket\n    rate: 1000/h\n    cost: 100\n    cost_header: X-Usage-Tokens\n")
+	var b strings.Builder
+	if err := f.WriteSummary(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"1, failures only", "100, then X-Usage-Tokens"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -124,8 +124,8 @@ func (f *File) ruleTable(b *strings.Builder) {
 		if classHead != "" {
 			class = "\t" + classText(r)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%v\t%s%s\n", r.Name, match, key, alg,
-			rate, burst, r.Cost, r.Mode, strings.Join(allow, ","), class)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s%s\n", r.Name, match, key, alg,
+			rate, burst, costText(r), r.Mode, strings.Join(allow, ","), class)
 	}
 	tw.Flush()
 }
