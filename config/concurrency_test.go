@@ -66,6 +66,8 @@ func TestConcurrencyErrors(t *testing.T) {
 			"t.yaml:3:18: plans.big.a: rule a limits requests in flight: override it with a count such as 2, not the rate 10/s"},
 		{"plan count out of range", head + "plans: {big: {a: -1}}\nrules:\n  - {name: a, concurrency: 2}\n",
 			"t.yaml:3:18: plans.big.a: -1 is out of range (1 to 1000000000 requests in flight, for a concurrency rule; or a rate, " + rateSyntax + ")"},
+		{"count", head + "rules:\n  - {name: a, concurrency: 2, count: failures}\n",
+			"t.yaml:4:38: rules[0].count: a concurrency rule counts every request in flight, whatever its response (remove count; a rate rule can count failures)"},
 		{"lease_ttl too short", head + "store: {lease_ttl: 100ms}\nrules:\n  - {name: a, concurrency: 2}\n",
 			"t.yaml:3:20: store.lease_ttl: 100ms is out of range (1s to 24h0m0s in whole milliseconds; default 30s)"},
 	} {

@@ -10,7 +10,9 @@ import (
 // overrides, which are counts in flight where a rate rule's are rates.
 
 // checkConcurrencyRule reports what a concurrency rule may not have: a
-// count out of range, a rate, an algorithm, a burst.
+// concurrency out of range, a rate, an algorithm, a burst, a count or a
+// cost_header (its requests hold their slots whatever the response; its
+// delay is checked with the other rules').
 func checkConcurrencyRule(at string, r Rule, fail func(string, string, ...any)) {
 	if r.Concurrency < 1 || r.Concurrency > MaxConcurrency {
 		fail(at+".concurrency", "%d out of range (1 to %d requests in flight)", r.Concurrency, MaxConcurrency)
@@ -23,6 +25,12 @@ func checkConcurrencyRule(at string, r Rule, fail func(string, string, ...any)) 
 	}
 	if r.Burst != 0 {
 		fail(at+".burst", "a burst applies to rates, and this rule counts requests in flight (remove burst)")
+	}
+	if r.Count != CountAll {
+		fail(at+".count", "a concurrency rule counts every request in flight, whatever its response (remove count; a rate rule can count %v)", r.Count)
+	}
+	if r.CostHeader != "" {
+		fail(at+".cost_header", "a concurrency rule counts every request in flight, whatever its response (remove cost_header; a rate rule can charge what the upstream reports)")
 	}
 }
 

@@ -75,6 +75,10 @@ func TestConcurrencyErrors(t *testing.T) {
 		}, []string{"clients.list[2].limits.partner-in-flight"}, "count such as 10"},
 		{"client count out of range", func(p *policy.Policy) { p.Clients.List[1].Concurrency["partner-in-flight"] = 0 },
 			[]string{"clients.list[1].limits.partner-in-flight"}, "out of range"},
+		{"count", func(p *policy.Policy) { p.Rules[2].Count = policy.CountFailures },
+			[]string{"rules[2].count"}, "a concurrency rule counts every request in flight"},
+		{"cost_header", func(p *policy.Policy) { p.Rules[2].CostHeader = "X-Cost" },
+			[]string{"rules[2].cost_header"}, "a concurrency rule counts every request in flight"},
 		{"plan count for an unknown rule", func(p *policy.Policy) { p.Plans["large"].Concurrency["nope"] = 5 },
 			[]string{"plans.large.nope"}, "unknown rule"},
 	} {

@@ -43,9 +43,10 @@ func (c Count) Counts(status int) bool {
 }
 
 // Settles reports whether r's requests are settled after their response:
-// it counts only failures or only successes, or has a CostHeader.
+// a rate rule that counts only failures or only successes, or has a
+// CostHeader.
 func (r *Rule) Settles() bool {
-	return !r.Classifies() && (r.Count != CountAll || r.CostHeader != "")
+	return !r.Classifies() && !r.LimitsInFlight() && (r.Count != CountAll || r.CostHeader != "")
 }
 
 // HopByHop reports whether name (in any case) is a hop-by-hop header (RFC
