@@ -25,6 +25,7 @@ type settleHarness struct {
 	handler http.Handler
 	mu      sync.Mutex
 	errs    []error
+	rules   []httplimit.RuleResult // the last request's, from OnDecision
 }
 
 func newSettleHarness(t *testing.T, rules ...policy.Rule) *settleHarness {
@@ -37,6 +38,11 @@ func newSettleHarness(t *testing.T, rules ...policy.Rule) *settleHarness {
 		OnSettle: func(_ *http.Request, rule string, err error) {
 			h.mu.Lock()
 			h.errs = append(h.errs, err)
+			h.mu.Unlock()
+		},
+		OnDecision: func(_ *http.Request, rep *httplimit.Report) {
+			h.mu.Lock()
+			h.rules = append(h.rules[:0], rep.Rules...)
 			h.mu.Unlock()
 		}})
 	if err != nil {
@@ -139,6 +145,28 @@ func TestCostHeader(t *testing.T) {
 		h.mu.Unlock()
 		if reported != st.bad {
 			t.Errorf("step %d (%s): reported %v, want %v", i, st.query, reported, st.bad)
+		}
+	}
+}
+
+// TestRefusedBySluiceIsRefunded: a request that another rule refused (429)
+// never reached the service: a shadow rule counting failures, which spent
+// on it, is refunded whole, not charged a failure for sluice's own 429.
+func TestRefusedBySluiceIsRefunded(t *testing.T) {
+	strict := policy.Rule{Name: "strict", Key: policy.KeySpec{Kind: policy.KeyIP}, Algorithm: limiter.FixedWindow, Rate: rate(1, time.Minute)}
+	watch := loginRule(policy.CountFailures)
+	watch.Name, watch.Match, watch.Mode, watch.Rate = "watch", policy.Match{}, policy.Shadow, rate(2, time.Minute)
+	h := newSettleHarness(t, strict, watch)
+	for i, want := range []int{200, 429, 429, 429} {
+		if code, _ := h.do("/login?status=200"); code != want {
+			t.Fatalf("request %d: %d, want %d", i, code, want)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.rules {
+		if r.Rule == "watch" && (r.Outcome != httplimit.Allowed || r.Decision.Remaining != 1) {
+			t.Errorf("watch after three 429s of sluice's: %+v, want allowed with 1 left (2 less this request's reservation)", r)
 		}
 	}
 }
