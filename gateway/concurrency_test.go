@@ -136,3 +136,30 @@ func TestConcurrencyRuleThroughTheGateway(t *testing.T) {
 		t.Errorf("partner-in-flight allowed partner-b %v times in the metrics, want 1", v)
 	}
 }
+
+// A request in flight longer than the lease TTL keeps its slot: the
+// gateway renews its leases on its own clock (here the fake one), every
+// third of store.lease_ttl, and counts the renewals.
+func TestLongRequestKeepsItsSlot(t *testing.T) {
+	slow := newSlowUpstream(t)
+	cfg := strings.ReplaceAll(concurrencyConfig, "{{SLOW}}", slow.srv.URL)
+	cfg = strings.Replace(cfg, "concurrency: 10", "concurrency: 1", 1) + "store: {lease_ttl: 30s}\n"
+	h := startGateway(t, cfg)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer slow.letGo()
+	wg.Go(func() { _ = h.get("/claims", keyA) })
+	slow.waitHeld(t, 1)
+	renewed := func(want float64) func() bool {
+		return func() bool {
+			return metric(h.metrics(), "sluice_lease_renewals_total", "result=renewed") == want
+		}
+	}
+	h.clock.Advance(10 * time.Second) // a renewal is due
+	eventually(t, "one lease renewed", renewed(1))
+	h.clock.Advance(25 * time.Second) // past the first TTL, within the renewed one
+	eventually(t, "the lease renewed again", renewed(2))
+	if r := h.get("/claims", keyA); r.Status != http.StatusTooManyRequests {
+		t.Errorf("35s into a request with a 30s lease TTL a second one got %d, want 429: the slot is still held", r.Status)
+	}
+}
