@@ -166,8 +166,8 @@ const maxExact = 1 << 53
 
 // parseReply turns a script's reply, the doubles allowed, remaining,
 // retry µs (denied: retry_after, -1 for never; allowed: the delay), reset
-// µs, refill µs and a held request's reservation (time µs, level units),
-// into a Decision under a limit
+// µs, refill µs and an allowed spending request's reservation (time µs,
+// level units or a window's count), into a Decision under a limit
 // of the given burst (its Limit). It checks the reply's shape rather than
 // trusting it.
 func parseReply(res rueidis.RedisResult, burst int64) (limiter.Decision, error) {

@@ -17,9 +17,10 @@
 -- Reply: seven doubles, allowed (0 or 1), remaining, retry (µs: for a
 -- denied request its retry_after, -1 for never; for an allowed one its
 -- delay, limiter.Decision.Delay), reset (µs), refill (µs: until remaining
--- next grows, limiter.Decision.Refill), and for a request held for its
--- turn its reservation (limiter.Reservation): the time and the level after
--- it, 0 and 0 otherwise. The limit is not sent back: the caller knows it.
+-- next grows, limiter.Decision.Refill), and for an allowed request that
+-- spent (held for its turn or not) its reservation (limiter.Reservation):
+-- the time and the level (a window's count) after it, 0 and 0 otherwise.
+-- The limit is not sent back: the caller knows it.
 
 local key = KEYS[1]
 local cost, t, l1, l2, l3, queue = struct.unpack('>dddddd', ARGV[1])
