@@ -57,6 +57,13 @@
 // while it is the key's last reservation: given back from under a later
 // one, it would let a new request take that one's turn too.
 //
+// A cost known only after the request (a rule that counts only failures,
+// a cost the service reports) is reserved when the request is decided and
+// settled afterwards by Settle, with the Reservation of the decision: a
+// refund gives back only what the key still shows of the reservation, so
+// that no sequence of settlements lets more pass than the guarantees
+// above, and a charge never takes Remaining below 0.
+//
 // Over the limit is a decision, not an error. A denied request consumes
 // nothing; its Decision says when the same request would pass (RetryAfter),
 // or Never if its cost exceeds what the limit can ever allow at once.

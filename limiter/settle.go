@@ -7,15 +7,16 @@ import (
 
 // Settle returns s, the state of a key that admitted a request of cost
 // reserved (its Decision's Reservation r), once the request's actual cost
-// is known at now: a rule that
-// counts only failures refunds a success whole (actual 0), and a cost the
-// upstream reports afterwards refunds or charges the difference. It also
+// is known at now: a rule that counts only failures refunds a success
+// whole (actual 0), and a cost the upstream reports afterwards refunds or
+// charges the difference. It also
 // returns what a look (cost 0) at now sees of the settled state: its
 // Remaining, and its Reset, which a store uses as the key's new expiry.
 // Like Decide it is a pure function. A negative actual counts as 0, a
 // reserved of 0 or less, or above the burst (no request was ever allowed
 // so), as no reservation (s is returned as it is), and a refund is never
-// more than reserved. The zero Limit changes nothing.
+// more than reserved. The zero Limit changes nothing. For sliding_log it
+// may rewrite the backing array of s.Log, as Decide does.
 //
 // A refund (actual < reserved) gives back what the reservation took, if
 // the key still shows it:
@@ -42,9 +43,9 @@ import (
 // counts (its window's counter, its log entry), and not at all once that
 // has expired, as a refund; the buckets take it at now, unless they have
 // refilled completely since (the request outlasted a whole refill: the
-// key is as good as forgotten, and a store may have forgotten it). A charge can
-// leave the key with nothing remaining, so that the next requests wait,
-// but never below that: a count stops at the rate and a bucket at empty,
+// key is as good as forgotten, and a store may have forgotten it). A
+// charge can leave the key with nothing remaining, so that the next
+// requests wait, but never below that: a count stops at the rate and a bucket at empty,
 // so no Remaining is ever negative and a cost reported far beyond the
 // limit locks the key out for one window or one refill, not many.
 func Settle(l Limit, s State, now time.Time, r Reservation, reserved, actual int64) (State, Decision) {
