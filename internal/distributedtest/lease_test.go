@@ -172,3 +172,62 @@ func TestConcurrencySharedAndDeadInstanceSlotsReturn(t *testing.T) {
 		t.Errorf("with 4 in flight again: %d %v, want 429", a.status, a.err)
 	}
 }
+
+// While Redis is down each on_failure mode decides the concurrency rule's
+// leases too: open admits without a lease (more than the limit in flight),
+// closed answers 503, and local lets each instance hold its share,
+// concurrency / instances, in its own memory.
+func TestConcurrencyWhileRedisDown(t *testing.T) {
+	rules := `  - name: claims
+    match: { path: /other }
+    key: client
+    rate: 10000/m
+  - name: claims-in-flight
+    match: { path: /claims }
+    key: client
+    concurrency: 6
+`
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			srv := redistest.StartServer(t)
+			up := newHoldingUpstream(t)
+			s := setup{addrs: []string{srv.Addr}, prefix: redistest.KeyPrefix(t), timeout: "50ms", onFailure: mode,
+				instances: 3, rules: rules}
+			first, _ := startLeaseInstance(t, s, up.srv.URL)
+			second, _ := startLeaseInstance(t, s, up.srv.URL)
+			c := newClient(t)
+			var wg sync.WaitGroup
+			t.Cleanup(wg.Wait)
+			t.Cleanup(up.letGo)
+			srv.Stop()
+			hold := func(inst *instance) {
+				t.Helper()
+				wg.Go(func() { _ = send(c, inst, "/claims/hold") })
+				select {
+				case <-up.entered:
+				case <-time.After(10 * time.Second):
+					t.Fatal("a request never reached the upstream")
+				}
+			}
+			switch mode {
+			case "open":
+				for range 7 { // one more than the limit: nothing is counted
+					hold(first)
+				}
+			case "closed":
+				if a := send(c, first, "/claims/quick"); a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" {
+					t.Errorf("closed: %d %v, want 503 with Retry-After", a.status, a.err)
+				}
+			case "local":
+				hold(first)
+				hold(first)
+				if a := send(c, first, "/claims/quick"); a.status != http.StatusTooManyRequests {
+					t.Errorf("local: a third on the first instance got %d %v, want 429 (its share is 6/3)", a.status, a.err)
+				}
+				if a := send(c, second, "/claims/quick"); a.status != http.StatusOK {
+					t.Errorf("local: the second instance's own share got %d %v, want 200", a.status, a.err)
+				}
+			}
+		})
+	}
+}
