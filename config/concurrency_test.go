@@ -41,7 +41,7 @@ store: {lease_ttl: 5s}
 	if err := f.WriteSummary(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"concurrency     10 in flight", "partner-in-flight  partner-a  large  20 in flight  plan", "partner-in-flight  partner-b  -      3 in flight   client"} {
+	for _, want := range []string{"; concurrency leases expire 5s after their last renewal\n", "concurrency     10 in flight", "partner-in-flight  partner-a  large  20 in flight  plan", "partner-in-flight  partner-b  -      3 in flight   client"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, b.String())
 		}

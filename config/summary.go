@@ -224,7 +224,11 @@ func (s Store) summary() string {
 	if s.OnFailure == store.FailLocal {
 		fail += fmt.Sprintf(" (each of %d instances allows limit/%d)", s.Instances, s.Instances)
 	}
-	return fmt.Sprintf("store: %s; on store failure: %s\n", where, fail)
+	leases := ""
+	if s.LeaseTTL != 0 && s.LeaseTTL != DefaultLeaseTTL {
+		leases = fmt.Sprintf("; concurrency leases expire %v after their last renewal", s.LeaseTTL)
+	}
+	return fmt.Sprintf("store: %s; on store failure: %s%s\n", where, fail, leases)
 }
 
 // source says where a caller's limit of rule i comes from: client, plan
