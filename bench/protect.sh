@@ -25,9 +25,10 @@
 #
 # critical_ok is the share of critical requests answered 2xx through sluice
 # over all rounds (nginx_critical_ok the same through nginx);
-# critical_p99_ms the worst round's p99 of those answers' latency (from
-# sending to the end of the body, as the caller sees it: sluice's queue
-# included); max_in_flight_seen the most requests the upstream had at once
+# critical_p99_ms the median over the rounds of each round's p99 of those
+# answers' latency (from sending to the end of the body, as the caller sees
+# it: sluice's queue included; the median, as bench/gateway.sh's, smooths
+# out what else the machine is doing; the table shows the worst round too); max_in_flight_seen the most requests the upstream had at once
 # in any sluice round, as the upstream counted them; low_shed the share of
 # low requests sluice refused. Targets: critical_ok >= 0.99,
 # critical_p99_ms <= target_ms, max_in_flight_seen <= ceiling.
@@ -156,24 +157,32 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 # The table and the last line: sums over the rounds per target and class,
-# the worst round's p99 and the most in flight at the upstream.
+# the median and the worst of the rounds' p99s, the most in flight at the
+# upstream.
 awk -v target_ms="$target_ms" -v ceiling="$capacity" '
 function val(name,   i) { for (i = 1; i <= NF; i++) if (index($i, name "=") == 1) return substr($i, length(name) + 2); return 0 }
+function median(k,   i, j, v, n, a) {
+	n = split(p99s[k], a, " ")
+	for (i = 2; i <= n; i++) { v = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > v; j--) a[j + 1] = a[j]; a[j + 1] = v }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
 $2 ~ /^class=/ {
 	t = $1; c = val("class"); k = t SUBSEP c
 	sent[k] += val("sent"); ok[k] += val("ok"); refused[k] += val("refused"); failed[k] += val("failed"); skipped[k] += val("skipped")
-	if (val("p99_ms") + 0 > p99[k]) p99[k] = val("p99_ms") + 0
+	if (val("p99_ms") + 0 > worst[k]) worst[k] = val("p99_ms") + 0
+	p99s[k] = p99s[k] " " val("p99_ms")
 	if (!(k in seen)) { seen[k] = 1; keys[++n] = k }
 }
 $2 == "upstream" && val("max_in_flight") + 0 > maxif[$1] { maxif[$1] = val("max_in_flight") + 0 }
 END {
-	printf "%-7s %-9s %8s %8s %8s %8s %8s %12s\n", "target", "class", "sent", "2xx", "refused", "failed", "skipped", "worst p99"
+	printf "%-7s %-9s %8s %8s %8s %8s %8s %11s %11s\n", "target", "class", "sent", "2xx", "refused", "failed", "skipped", "median p99", "worst p99"
 	for (i = 1; i <= n; i++) {
 		split(keys[i], p, SUBSEP)
-		printf "%-7s %-9s %8d %8d %8d %8d %8d %9.1f ms\n", p[1], p[2], sent[keys[i]], ok[keys[i]], refused[keys[i]], failed[keys[i]], skipped[keys[i]], p99[keys[i]]
+		printf "%-7s %-9s %8d %8d %8d %8d %8d %8.1f ms %8.1f ms\n", p[1], p[2], sent[keys[i]], ok[keys[i]], refused[keys[i]],
+			failed[keys[i]], skipped[keys[i]], median(keys[i]), worst[keys[i]]
 	}
 	printf "most in flight at the upstream: sluice %d, nginx %d (ceiling %d)\n", maxif["sluice"], maxif["nginx"], ceiling
 	s = "sluice" SUBSEP "critical"; ng = "nginx" SUBSEP "critical"; lo = "sluice" SUBSEP "low"
 	printf "protect: critical_ok=%.4f nginx_critical_ok=%.4f critical_p99_ms=%.1f target_ms=%d max_in_flight_seen=%d ceiling=%d low_shed=%.4f\n",
-		ok[s] / sent[s], ok[ng] / sent[ng], p99[s], target_ms, maxif["sluice"], ceiling, refused[lo] / sent[lo]
+		ok[s] / sent[s], ok[ng] / sent[ng], median(s), target_ms, maxif["sluice"], ceiling, refused[lo] / sent[lo]
 }' "$tmp/results"

@@ -33,7 +33,10 @@
 // it, plus one, divided by the recent completion rate (completions over the
 // last second, weighted as a sliding window; when that counts nothing or
 // almost nothing, one completion per time the upstream has been busy
-// without finishing any, at least a second; a day at most). A waiter that has waited
+// without finishing any, at least a second; but a busy spell younger than
+// a second is measured over itself, so that a burst after a quiet spell is
+// not refused for the quiet; the fastest of these; a day at most). A
+// waiter that has waited
 // MaxWait without a slot is refused then (a ticker from the Throttle's
 // clock, started when it joins the queue). A full queue takes a new
 // request only by displacing a waiter: the newest waiter of the longest

@@ -15,18 +15,36 @@ const ratePeriod = time.Second
 // to busy if that is later; at least a period), so a stalled upstream makes
 // the expected wait grow instead of staying unknown, and an idle hour does
 // not make the first burst after it expect an hour per slot.
+//
+// A busy spell younger than a period is measured over itself: its
+// completions came within it, not within a second that was mostly idle,
+// and before its first one the rate is one per time it has been busy so
+// far (not at least a period, nor what finished before the spell: the
+// service was not saturated then). Measured over the period, a burst after a quiet spell expected a
+// second a slot and more, and its first waiters, critical ones too, were
+// refused at once though their slots were milliseconds away
+// (TestQueueExpectedWaitBurstAfterQuiet). Of the estimates the fastest is
+// taken: one too fast costs a waiter at most MaxWait in the queue, one too
+// slow refuses a request the upstream had room for.
 type completions struct {
-	start time.Time // start of the current period
-	cur   int
-	prev  int
-	last  time.Time // the last completion; zero before the first
-	busy  time.Time // when the last slot was taken with none in flight
+	start     time.Time // start of the current period
+	cur       int
+	prev      int
+	last      time.Time // the last completion; zero before the first
+	busy      time.Time // when the last slot was taken with none in flight
+	sinceBusy int       // completions since busy
+}
+
+// startBusy records that a slot was taken with none in flight at now.
+func (c *completions) startBusy(now time.Time) {
+	c.busy, c.sinceBusy = now, 0
 }
 
 // add records a completion at now.
 func (c *completions) add(now time.Time) {
 	c.roll(now)
 	c.cur++
+	c.sinceBusy++
 	c.last = now
 }
 
@@ -61,6 +79,14 @@ func (c *completions) wait(now time.Time, n int) (d time.Duration, ok bool) {
 	per := float64(max(now.Sub(since), ratePeriod))
 	if count > 0 {
 		per = min(per, float64(ratePeriod)/count)
+	}
+	if busyFor := now.Sub(c.busy); !c.busy.IsZero() && busyFor >= 0 && busyFor < ratePeriod {
+		switch { // a young busy spell, measured over itself
+		case c.sinceBusy > 0:
+			per = min(per, float64(busyFor)/float64(c.sinceBusy))
+		default: // nothing finished in it yet
+			per = min(per, float64(busyFor))
+		}
 	}
 	return time.Duration(min(per*float64(n), float64(maxEstimate))), true
 }

@@ -265,7 +265,7 @@ func (t *Throttle) admit(now time.Time, p Priority, client string) Decision {
 		testHook(t, p, Decision{Admitted: true})
 	}
 	if t.inFlight == 0 {
-		t.done.busy = now
+		t.done.startBusy(now)
 	}
 	t.inFlight++
 	t.counts.admitted[p.index()]++
