@@ -38,6 +38,8 @@ type Response struct {
 	// Failure is what the handler reported with NoteFailure: the answer
 	// is its own, not the protected service's.
 	Failure Failure
+
+	unanswered bool // Aborted before any status was written
 }
 
 // Failure says why the handler behind the Limiter has no answer from the
@@ -124,7 +126,7 @@ func (l *Limiter) finish(r *http.Request, s *scratch, start time.Time) {
 		Latency: l.opts.Clock.Now().Sub(start), FirstByte: rec.firstByte, Failure: rec.failure,
 		Aborted: p != nil || r.Context().Err() != nil}
 	if rec.status == 0 {
-		resp.FirstByte = resp.Latency
+		resp.FirstByte, resp.unanswered = resp.Latency, resp.Aborted
 	}
 	if resp.Status == 0 {
 		resp.Status = http.StatusOK

@@ -17,8 +17,10 @@ import (
 // response (store.Settler): a request that does not count is refunded
 // whole, and a reported cost replaces the reservation. A request the
 // Limiter answered itself (another rule refused it) never reached the
-// handler: it is refunded whole. A store that is not a store.Settler keeps
-// every reservation as it was decided.
+// handler: it is refunded whole. One passed on that has no answer (its
+// caller left, or the handler panicked, before a status was written) keeps
+// its reservation: the service may have done the work. A store that is
+// not a store.Settler keeps every reservation as it was decided.
 
 // settleItem is one rule's reservation, to settle after the response.
 type settleItem struct {
@@ -103,6 +105,8 @@ func actualCost(rule *policy.Rule, resp *Response, reserved int64) (int64, error
 	switch {
 	case !resp.Passed:
 		return 0, nil // answered by the Limiter: the handler never saw it
+	case resp.unanswered:
+		return reserved, nil // the caller left or the handler panicked: the service may have done the work
 	case !rule.Count.Counts(resp.Status):
 		return 0, nil
 	case rule.CostHeader == "":

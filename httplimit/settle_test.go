@@ -1,6 +1,7 @@
 package httplimit_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -49,6 +50,13 @@ func newSettleHarness(t *testing.T, rules ...policy.Rule) *settleHarness {
 		t.Fatal(err)
 	}
 	h.handler = lim.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("then") {
+		case "hang": // until the caller leaves, answering nothing (a proxy whose caller went away)
+			<-r.Context().Done()
+			return
+		case "panic":
+			panic(http.ErrAbortHandler)
+		}
 		for _, v := range r.URL.Query()["cost"] {
 			w.Header().Add("X-Cost", v)
 		}
@@ -167,6 +175,38 @@ func TestRefusedBySluiceIsRefunded(t *testing.T) {
 	for _, r := range h.rules {
 		if r.Rule == "watch" && (r.Outcome != httplimit.Allowed || r.Decision.Remaining != 1) {
 			t.Errorf("watch after three 429s of sluice's: %+v, want allowed with 1 left (2 less this request's reservation)", r)
+		}
+	}
+}
+
+// TestUnansweredKeepsItsReservation: a request passed on that has no
+// answer (its caller left while the service worked on it, or the handler
+// panicked before answering) is no success to refund under count:
+// failures, nor a failure to refund under count: successes: the service
+// may have done the work, so its reservation stands. Before, nothing
+// written read as a 200, so a caller could make any number of login
+// attempts uncounted by leaving before each answer.
+func TestUnansweredKeepsItsReservation(t *testing.T) {
+	for _, count := range []policy.Count{policy.CountFailures, policy.CountSuccesses} {
+		for _, then := range []string{"hang", "panic"} {
+			t.Run(count.String()+"/"+then, func(t *testing.T) {
+				h := newSettleHarness(t, loginRule(count))
+				for range 5 {
+					ctx, cancel := context.WithCancel(context.Background())
+					r := httptest.NewRequest(http.MethodPost, "http://sluice.test/login?then="+then, nil).WithContext(ctx)
+					if then == "hang" {
+						cancel() // the caller has left
+					}
+					func() {
+						defer func() { _ = recover() }()
+						h.handler.ServeHTTP(httptest.NewRecorder(), r)
+					}()
+					cancel()
+				}
+				if code, _ := h.do("/login?status=401"); code != http.StatusTooManyRequests {
+					t.Errorf("after 5 unanswered attempts: %d, want 429", code)
+				}
+			})
 		}
 	}
 }
