@@ -47,12 +47,22 @@ func (l *Limiter) hold(r *http.Request, s *scratch, results []store.Result, now 
 }
 
 // cancelHeld gives back the reservations of a request that will not go on
-// (its caller left while held), every rule's that reserved one.
+// (its caller left while held), every rule's that reserved one. Those are
+// not settled after: a settle's refund of a reservation cancelled would
+// give back whatever request took the same turn in between.
 func (l *Limiter) cancelHeld(ctx context.Context, s *scratch, results []store.Result) {
 	c, ok := l.opts.Store.(store.Canceler)
 	if !ok {
-		return
+		return // the settle step refunds what it can
 	}
+	items := s.settle.items[:0]
+	for _, it := range s.settle.items {
+		if !it.held {
+			items = append(items, it)
+		}
+	}
+	clear(s.settle.items[len(items):])
+	s.settle.items = items
 	ctx = context.WithoutCancel(ctx) // the caller's has ended; the store bounds its own calls
 	for k, res := range results {
 		if d := res.Decision; res.Err == nil && d.Allowed && d.Delay > 0 {

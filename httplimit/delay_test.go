@@ -262,3 +262,54 @@ func TestDelayShadowHoldsNothing(t *testing.T) {
 		t.Errorf("outcomes %v, want %v", outcomes, want)
 	}
 }
+
+// cancelThen is a memory store whose Cancel runs then once it has given a
+// reservation back: another request can spend between the cancel and what
+// the Limiter does after it.
+type cancelThen struct {
+	*memory.Store
+	then func(key string, l limiter.Limit)
+}
+
+func (c *cancelThen) Cancel(ctx context.Context, key string, l limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
+	ok, err := c.Store.Cancel(ctx, key, l, r, cost)
+	c.then(key, l)
+	return ok, err
+}
+
+// TestDelayCallerLeavesSettlesOnce: a held request under a rule that
+// both delays and settles (count: failures), whose caller leaves, is given
+// back once, by its cancel, and not refunded again after: a request that
+// took the same turn in between keeps its reservation. Before, the settle
+// step refunded the cancelled reservation too, and the bucket, back at the
+// same point, gave the other request's turn away a second time.
+func TestDelayCallerLeavesSettlesOnce(t *testing.T) {
+	fake := clock.NewFake(epoch)
+	mem := memory.New(memory.Options{Clock: fake})
+	defer mem.Close()
+	var between limiter.Decision
+	var key string
+	var lim limiter.Limit
+	st := &cancelThen{Store: mem, then: func(k string, l limiter.Limit) {
+		key, lim = k, l
+		between, _ = mem.Decide(context.Background(), k, l, fake.Now(), 1)
+	}}
+	rule := policy.Rule{Name: "queue", Key: policy.KeySpec{Kind: policy.KeyGlobal}, Algorithm: limiter.LeakyBucket,
+		Rate: rate(10, time.Second), Burst: 1, Delay: 300 * time.Millisecond, Count: policy.CountFailures}
+	l, err := httplimit.New(httplimit.Options{Policy: compile(t, policy.Policy{Rules: []policy.Rule{rule}}), Store: st, Clock: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := l.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) }))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil)) // a failure fills the bucket
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // held, its caller already gone: let go at once, without the clock moving
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx))
+	if !between.Allowed || between.Delay != 100*time.Millisecond {
+		t.Fatalf("the request between: %+v, want held 100ms (the cancelled turn)", between)
+	}
+	next, err := mem.Decide(context.Background(), key, lim, fake.Now(), 1)
+	if err != nil || !next.Allowed || next.Delay != 200*time.Millisecond {
+		t.Errorf("the next request: %+v %v, want held 200ms (behind the first and the one between)", next, err)
+	}
+}

@@ -29,6 +29,7 @@ type settleItem struct {
 	limit limiter.Limit
 	cost  int64
 	res   limiter.Reservation
+	held  bool // its Decision had a Delay: a caller that leaves while held cancels it (cancelHeld)
 }
 
 // settleStep is the after step that settles a request's reservations. It
@@ -69,7 +70,8 @@ func (l *Limiter) reserve(pol *policy.Compiled, s *scratch, results []store.Resu
 		if res.Err != nil || !res.Decision.Allowed || s.reqs[k].Cost <= 0 || !rule.Settles() {
 			continue
 		}
-		s.settle.items = append(s.settle.items, settleItem{rule: rule, key: s.reqs[k].Key, limit: s.reqs[k].Limit, cost: s.reqs[k].Cost, res: res.Decision.Reservation})
+		s.settle.items = append(s.settle.items, settleItem{rule: rule, key: s.reqs[k].Key, limit: s.reqs[k].Limit, cost: s.reqs[k].Cost,
+			res: res.Decision.Reservation, held: res.Decision.Delay > 0})
 	}
 	if len(s.settle.items) > 0 {
 		s.after = append(s.after, &s.settle)
