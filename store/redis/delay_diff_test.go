@@ -61,12 +61,15 @@ type held struct {
 	cost int64
 }
 
-// replayDelay is replayChanging for limits with a delay, with cancels.
+// replayDelay is replayChanging for limits with a delay, with cancels and
+// settlements of any reservation (held or not, even one cancelled or
+// settled before: Go and Lua must agree on what is void).
 func replayDelay(t *testing.T, s *Store, key string, lims []limiter.Limit, rng *rand.Rand, steps int) {
 	t.Helper()
 	var m model
 	var history strings.Builder
 	var holds []held
+	var spent []reserved // settled at any actual cost, held or not, cancelled or not
 	now, l := epoch.UnixMicro(), lims[0]
 	for step := range steps {
 		if rng.IntN(8) == 0 {
@@ -89,6 +92,10 @@ func replayDelay(t *testing.T, s *Store, key string, lims []limiter.Limit, rng *
 		}
 		p, n := l.Interval()
 		now = nextTime(rng, now, int64(l.Period()/time.Microsecond), max(p/n, 1))
+		if len(spent) > 0 && rng.IntN(4) == 0 {
+			settleBoth(t, s, &m, key, l, time.UnixMicro(now), spent[rng.IntN(len(spent))], rng, fmt.Sprintf("step %d", step), &history)
+			continue
+		}
 		costs := make([]int64, 1+rng.IntN(3))
 		for j := range costs {
 			costs[j] = nextCost(rng, l.Burst())
@@ -104,6 +111,9 @@ func replayDelay(t *testing.T, s *Store, key string, lims []limiter.Limit, rng *
 			}
 			if want.Delay > 0 {
 				holds = append(holds, held{want.Reservation, cost})
+			}
+			if want.Reservation.At > 0 {
+				spent = append(spent, reserved{want.Reservation, cost})
 			}
 		}
 	}
@@ -155,5 +165,19 @@ func TestDecideAllHoldsOrSpendsNothing(t *testing.T) {
 	}
 	if d := decide(t, s, qk, queue, at, 1); d.Delay != 200*time.Millisecond {
 		t.Errorf("after a refused request the queue holds the next for %v, want 200ms (nothing spent)", d.Delay)
+	}
+}
+
+// settleBoth settles a on key through the Redis store and the model at
+// now, at a random actual cost, and fails unless both settle alike.
+func settleBoth(t *testing.T, s *Store, m *model, key string, l limiter.Limit, at time.Time, a reserved, rng *rand.Rand, step string, history *strings.Builder) {
+	t.Helper()
+	actual := []int64{0, a.cost - 1, a.cost + 1, a.cost + 3, -1, 1 << 40}[rng.IntN(6)]
+	want := m.settle(l, at, a.r, a.cost, actual)
+	got, err := s.Settle(context.Background(), key, l, at, a.r, a.cost, actual)
+	fmt.Fprintf(history, "  %s: %v now %d settle %+v of %d at %d -> %+v\n", step, l, at.UnixMicro(), a.r, a.cost, actual, want)
+	if err != nil || got != want {
+		t.Fatalf("%s: settle under %v of %+v, %d at %d:\n redis %+v (%v)\n go    %+v\nsteps so far (go):\n%s",
+			step, l, a.r, a.cost, actual, got, err, want, history.String())
 	}
 }
