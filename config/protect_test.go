@@ -121,6 +121,8 @@ func TestProtectBadInput(t *testing.T) {
 			"t.yaml:4:16: plans.p.r: rule r has no rate to override: it only classifies requests (give the rule a rate, or remove this override)"},
 		{"rule with nothing", head + "rules: [{name: a}]\n",
 			"t.yaml:3:9: rules[0].rate: missing (required; such as rate: 100/m, or concurrency: 10; or priority/degrade for a rule that only classifies)"},
+		{"rule with degrade false only", head + "rules: [{name: a, match: {path: /x}, degrade: false}]\n",
+			"t.yaml:3:9: rules[0].rate: missing: the rule does nothing (give it a rate such as 100/m, a concurrency, a priority, or degrade: true)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("t.yaml", []byte(tc.text))

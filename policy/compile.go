@@ -183,6 +183,9 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	case r.Delay != 0 && r.Classifies():
 		fail(at+".delay", "a rule without a rate holds nothing (delay needs rate and token_bucket, gcra or leaky_bucket)")
 	}
+	if r.Classifies() && r.Priority == nil && !r.Degrade {
+		fail(at+".rate", "missing: the rule does nothing (give it a rate such as 100/m, a concurrency, a priority, or degrade: true)")
+	}
 	cr := compiledRule{Rule: r, allowIDs: map[string]bool{}}
 	if cr.Algorithm == 0 && r.Concurrency == 0 {
 		cr.Algorithm = DefaultAlgorithm

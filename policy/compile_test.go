@@ -34,6 +34,8 @@ func TestCompileErrors(t *testing.T) {
 		{"rule name of 65", addRule(strings.Repeat("a", 65)), []string{"rules[2].name"}},
 		{"rule name of 64 is fine", addRule(strings.Repeat("a", 64)), nil},
 		{"rule name of every allowed kind", addRule("Az09_-."), nil},
+		{"rule that does nothing", func(p *policy.Policy) { p.Rules = append(p.Rules, policy.Rule{Name: "idle"}) }, []string{"rules[2].rate"}},
+		{"rule that only degrades is fine", func(p *policy.Policy) { p.Rules = append(p.Rules, policy.Rule{Name: "d", Degrade: true}) }, nil},
 		{
 			// The plan's override of "api" now names no rule.
 			"overridden rule renamed",
