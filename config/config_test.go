@@ -36,8 +36,11 @@ func TestDesignFile(t *testing.T) {
 		t.Errorf("policy: %+v", p)
 	}
 	c := f.Compiled
-	if c.Rules() != 1 {
-		t.Fatalf("%d rules, want 1", c.Rules())
+	if c.Rules() != 7 { // claims, then the six of "Protecting the service itself"
+		t.Fatalf("%d rules, want 7", c.Rules())
+	}
+	if f.Protect == nil || f.Protect.MaxInFlight != 200 || f.Protect.Adaptive == nil || f.Protect.Queue.MaxLength != 1000 {
+		t.Errorf("protect: %+v", f.Protect)
 	}
 	r := c.Rule(0)
 	if r.Name != "claims" || r.Match.Path != "/claims" || !slices.Equal(r.Match.Methods, []string{"GET"}) ||
@@ -269,15 +272,37 @@ func TestWriteSummary(t *testing.T) {
 	}
 	want := `listen 127.0.0.1:8080 -> upstream http://127.0.0.1:9000; admin 127.0.0.1:9090
 store: memory (at most 1000000 keys); on store failure: open
+protect: at most 200 in flight, adaptive from 8 (p99 target 250ms), queue 1000 (max wait 1s), shedding from 0.8 of the limit, upstream back-off
 clients: 3, recognised by X-API-Key; unknown callers: rejected (401)
 
-RULE    MATCH        KEY     ALGORITHM       RATE   BURST  COST  MODE     NEVER LIMITED
-claims  GET /claims  client  sliding_window  100/m  -      1     enforce  -
+RULE               MATCH         KEY     ALGORITHM       RATE            BURST         COST                    MODE     NEVER LIMITED  PRIORITY
+claims             GET /claims   client  sliding_window  100/m           -             1                       enforce  -              -
+claims-read        GET /claims   client  sliding_window  100/m           -             1                       enforce  -              critical
+reports            /reports      client  -               - (classifies)  -             1                       enforce  -              low, degrade
+partner-in-flight  /claims       client  concurrency     10 in flight    -             1                       enforce  -              -
+uploads            POST /claims  client  leaky_bucket    10/s            10, delay 2s  1                       enforce  -              -
+login-failures     POST /login   ip      sliding_window  5/15m0s         -             1, failures only        enforce  -              -
+tokens             /v1/complete  client  token_bucket    100000/h        100000        1, then X-Usage-Tokens  enforce  -              -
 
-RULE    CLIENT      PLAN      LIMIT   FROM
-claims  partner-a   standard  100/m   rule
-claims  partner-b   large     1000/m  plan
-claims  assessor-c  -         500/m   client
+RULE               CLIENT      PLAN      LIMIT                   FROM
+claims             partner-a   standard  100/m                   rule
+claims             partner-b   large     1000/m                  plan
+claims             assessor-c  -         500/m                   client
+claims-read        partner-a   standard  100/m                   rule
+claims-read        partner-b   large     100/m                   rule
+claims-read        assessor-c  -         100/m                   rule
+partner-in-flight  partner-a   standard  10 in flight            rule
+partner-in-flight  partner-b   large     10 in flight            rule
+partner-in-flight  assessor-c  -         10 in flight            rule
+uploads            partner-a   standard  10/s burst 10 delay 2s  rule
+uploads            partner-b   large     10/s burst 10 delay 2s  rule
+uploads            assessor-c  -         10/s burst 10 delay 2s  rule
+login-failures     partner-a   standard  5/15m0s                 rule
+login-failures     partner-b   large     5/15m0s                 rule
+login-failures     assessor-c  -         5/15m0s                 rule
+tokens             partner-a   standard  100000/h burst 100000   rule
+tokens             partner-b   large     100000/h burst 100000   rule
+tokens             assessor-c  -         100000/h burst 100000   rule
 `
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
