@@ -63,23 +63,36 @@ func (s *Store) failed() {
 		return
 	}
 	s.nextProbe.Store(s.opts.Clock.Now().Add(s.opts.ProbeInterval).UnixNano())
-	if !s.degraded.Swap(true) {
-		s.switched.Store(limiter.UnixMicro(s.opts.Clock.Now()))
-		if s.opts.OnStateChange != nil {
-			s.opts.OnStateChange(true)
-		}
+	if s.change(false) && s.opts.OnStateChange != nil {
+		s.opts.OnStateChange(true)
 	}
 }
 
 // succeeded closes the circuit.
 func (s *Store) succeeded() {
 	s.failures.Store(0)
-	if s.degraded.Swap(false) {
-		s.switched.Store(limiter.UnixMicro(s.opts.Clock.Now()))
-		if s.opts.OnStateChange != nil {
-			s.opts.OnStateChange(false)
+	if s.change(true) && s.opts.OnStateChange != nil {
+		s.opts.OnStateChange(false)
+	}
+}
+
+// change moves the circuit out of the state from (degraded or not) and
+// reports whether this call did. The time of the change is recorded
+// before the state changes, so that whoever sees the new state also sees
+// its time (counter): seen with the previous change's time, a reservation
+// the other store made just before would count as this one's.
+func (s *Store) change(from bool) bool {
+	if s.degraded.Load() != from {
+		return false
+	}
+	now := limiter.UnixMicro(s.opts.Clock.Now())
+	for { // the latest change's time, should two race
+		old := s.switched.Load()
+		if old >= now || s.switched.CompareAndSwap(old, now) {
+			break
 		}
 	}
+	return s.degraded.CompareAndSwap(from, !from)
 }
 
 // Close stops the background prober, if any, and closes the shared and

@@ -78,7 +78,7 @@ type Store struct {
 	failures  atomic.Int32
 	degraded  atomic.Bool
 	nextProbe atomic.Int64 // unix nanos
-	switched  atomic.Int64 // µs since the epoch of the last change of degraded (settle.go)
+	switched  atomic.Int64 // µs since the epoch of the last change of degraded, stored before it (circuit.go)
 	scaled    sync.Map     // limiter.Limit -> limiter.Limit (limit / instances)
 	stats     Stats
 

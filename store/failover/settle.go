@@ -36,11 +36,12 @@ func (s *Store) Settle(ctx context.Context, key string, limit limiter.Limit, now
 // limit), for one made at least SettleMargin after the shared store went
 // away. Otherwise it returns nil.
 func (s *Store) counter(r limiter.Reservation, limit limiter.Limit) (store.Store, limiter.Limit) {
-	since := s.switched.Load()
+	degraded := s.degraded.Load()
+	since := s.switched.Load() // read after degraded: at least the time of the change to it (see change)
 	switch {
-	case !s.degraded.Load() && r.At > since:
+	case !degraded && r.At > since:
 		return s.opts.Shared, limit
-	case s.degraded.Load() && s.opts.OnFailure == store.FailLocal && r.At > since+int64(SettleMargin/time.Microsecond):
+	case degraded && s.opts.OnFailure == store.FailLocal && r.At > since+int64(SettleMargin/time.Microsecond):
 		return s.opts.Fallback, s.share(limit)
 	}
 	return nil, limit

@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
+	"github.com/sluice-rl/sluice/store/memory"
 )
 
 // Settle makes the stand-in a store.Settler, as store/redis is.
@@ -56,5 +58,63 @@ func TestSettleInTheStoreThatCounted(t *testing.T) {
 	f.settle(t, "a", l, local, 3, 0) // made by the fallback: must not refund the shared window
 	if d, _ := f.shared.Store.Decide(context.Background(), "a", l, f.clk.Now(), 0); d.Remaining != 0 {
 		t.Errorf("a refund of the fallback's reservation opened the shared window: %+v", d)
+	}
+}
+
+// watchingClock is a fake clock that calls watch on every Now, as the
+// failover store reads it in the middle of a change of its circuit.
+type watchingClock struct {
+	*clock.Fake
+	watch func()
+}
+
+func (c *watchingClock) Now() time.Time {
+	if c.watch != nil {
+		c.watch()
+	}
+	return c.Fake.Now()
+}
+
+// TestSettleWhileTheCircuitOpens: a settlement that comes while the
+// circuit is opening (the store already degraded, the time of the change
+// not yet recorded) does not go to the fallback with the time of the
+// previous change: a reservation the shared store made just before would
+// be settled from the fallback's counts.
+func TestSettleWhileTheCircuitOpens(t *testing.T) {
+	ctx := context.Background()
+	clk := &watchingClock{Fake: clock.NewFake(t0)}
+	mem, local := memory.New(memory.Options{Clock: clk.Fake}), memory.New(memory.Options{Clock: clk.Fake})
+	shared := &sharedStore{Store: mem}
+	fo, err := failover.New(failover.Options{Shared: shared, Fallback: local, OnFailure: store.FailLocal, Instances: 1,
+		Threshold: 1, ProbeInterval: time.Minute, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fo.Close()
+	l := must(t, limiter.FixedWindow, 5, time.Minute, 0)
+	if _, err := local.Decide(ctx, "a", l, clk.Fake.Now(), 5); err != nil { // the fallback's window is full
+		t.Fatal(err)
+	}
+	d, err := fo.Decide(ctx, "a", l, clk.Now(), 5) // counted by the shared store
+	if err != nil || !d.Allowed {
+		t.Fatalf("shared decision: %+v, %v", d, err)
+	}
+	var seen []limiter.Decision
+	clk.watch = func() {
+		if fo.Degraded() {
+			got, _ := fo.Settle(ctx, "a", l, clk.Fake.Now(), d.Reservation, 5, 0)
+			seen = append(seen, got)
+		}
+	}
+	shared.down.Store(true)
+	fo.Decide(ctx, "a", l, clk.Fake.Now(), 1)
+	clk.watch = nil
+	for _, got := range seen {
+		if got != (limiter.Decision{}) {
+			t.Errorf("a shared reservation settled by the fallback as the circuit opened: %+v", got)
+		}
+	}
+	if d, _ := local.Decide(ctx, "a", l, clk.Fake.Now(), 0); d.Remaining != 0 {
+		t.Errorf("the fallback's window was refunded: %+v", d)
 	}
 }
