@@ -88,8 +88,8 @@ type afterStep interface {
 // itself: nothing is recorded.
 func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, set *Settings, next http.Handler) {
 	s := l.scratch.Get().(*scratch)
-	defer l.scratch.Put(s)
-	s.after = s.after[:0]
+	s.after, s.settled = s.after[:0], false
+	defer l.recycle(w, r, s)
 	r, pass := l.decide(w, r, set, s)
 	switch {
 	case pass && len(s.after) == 0 && l.opts.OnResponse == nil:
@@ -100,9 +100,21 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, set *Settings, n
 		s.resp = Response{Status: s.report.Status, Header: w.Header()}
 		l.settle(r, s, &s.resp)
 	}
+}
+
+// recycle puts s back in the pool once r is done with. If deciding
+// panicked (the program's OnDecision, a store) after r took something (a
+// throttle slot, a lease, a reservation), the after steps give it back
+// first, as for a request the Limiter refused; the panic goes on.
+func (l *Limiter) recycle(w http.ResponseWriter, r *http.Request, s *scratch) {
+	if !s.settled && len(s.after) > 0 {
+		s.resp = Response{Status: http.StatusInternalServerError, Header: w.Header(), Aborted: true}
+		l.settle(r, s, &s.resp)
+	}
 	s.resp = Response{}
 	clear(s.after) // no step outlives its request
 	s.after = s.after[:0]
+	l.scratch.Put(s)
 }
 
 // passRecorded passes r to next through a recorder and settles it after,
@@ -138,14 +150,25 @@ func (l *Limiter) finish(r *http.Request, s *scratch, start time.Time) {
 	}
 }
 
-// settle runs the request's after steps, then Options.OnResponse.
+// settle runs the request's after steps, then Options.OnResponse. A step
+// that panics does not keep the others from running (each gives back
+// something of its own); the panic goes on after them.
 func (l *Limiter) settle(r *http.Request, s *scratch, resp *Response) {
-	for _, step := range s.after {
-		step.after(l, r, resp)
-	}
+	s.settled = true
+	l.runSteps(r, s.after, resp)
 	if l.opts.OnResponse != nil {
 		l.opts.OnResponse(r, resp)
 	}
+}
+
+// runSteps runs steps in order, the rest deferred so that they run even
+// if one panics.
+func (l *Limiter) runSteps(r *http.Request, steps []afterStep, resp *Response) {
+	if len(steps) == 0 {
+		return
+	}
+	defer l.runSteps(r, steps[1:], resp)
+	steps[0].after(l, r, resp)
 }
 
 // recorder is the ResponseWriter a passed request's handler gets when

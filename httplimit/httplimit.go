@@ -216,6 +216,7 @@ type scratch struct {
 	legacy     bool  // the request's Settings.LegacyHeaders
 	report     Report
 	after      []afterStep // run once the request is answered (after.go)
+	settled    bool        // the after steps have been started
 	rec        recorder    // the passed request's ResponseWriter, when after is not empty
 	resp       Response    // what the after steps are given
 	slot       slotStep    // the request's throttle slot (protect.go)
