@@ -27,7 +27,8 @@
 // The claims service is a service of fixed capacity (internal/fixedcap): 8
 // requests at once, 20ms each, more waiting in its own backlog. sluice
 // stands in front of it with a protect block: at most 24 in flight, an
-// adaptive limit aiming the service's p99 at 150ms, a queue, and rules that
+// adaptive limit (never below the service's 8 workers) aiming the service's
+// p99 at 150ms, a queue, and rules that
 // make claim reads critical, month-end reports low and non-essential
 // (degrade) and bulk exports low; new claims match no rule with a priority
 // and are normal. The callers send at fixed rates whatever the answers. At

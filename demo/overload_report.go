@@ -20,7 +20,7 @@ func (p *printer) overloadIntro(o *overloadScene, opts OverloadOptions) {
 	fmt.Fprintf(&b, "  sluice          %-24s in front of it; admin (metrics) on %s\n\n", o.sluiceURL, o.adminURL)
 	b.WriteString("  callers (requests a second: calm / month-end / after; they never slow down):\n")
 	for _, c := range o.classes {
-		fmt.Fprintf(&b, "    %-12s %-4s %-14s %-9s %3.0f / %3.0f / %3.0f\n", c.name, c.method, strings.SplitN(c.path, "?", 2)[0]+"…",
+		fmt.Fprintf(&b, "    %-12s %-4s %-14s %-13s %3.0f / %3.0f / %3.0f\n", c.name, c.method, strings.SplitN(c.path, "?", 2)[0]+"…",
 			classPriority(c.priority, c.degrade), c.perSec[0], c.perSec[1], c.perSec[2])
 	}
 	b.WriteString("\nsluice's configuration (`sluice serve --config` reads the same file):\n\n")
@@ -175,7 +175,7 @@ func (p *printer) overloadConclusion(res *OverloadResult) {
 	}
 	p.printf("claim reads: %d of %d answered (%.1f%%), p99 %s, %s their %v objective.\n",
 		reads.Passed, reads.Sent, 100*reads.OK(), msText(reads.P99), within, objective)
-	p.printf("new claims: %d of %d answered, %s waited their turn in sluice's queue.\n",
+	p.printf("new claims: %d of %d answered, %s of them after waiting for a slot in sluice's queue.\n",
 		claims.Passed, claims.Sent, queuedText(claims.Queued))
 	p.printf("reports switched off %d times while the service was busy; %d exports shed.\n", reports.Degraded, exports.Shed)
 }

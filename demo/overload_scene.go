@@ -93,7 +93,7 @@ admin: %-27s# metrics, health, reload
 protect:
   max_in_flight: %-17d# the ceiling: never more at the claims service at once
   adaptive:
-    min_in_flight: 4
+    min_in_flight: %-15d# the service's own workers: fewer would leave some idle
     latency_target: %-14s# the service's p99 aim, below the claim reads' %v objective
   queue:
     max_wait: 1s
@@ -112,5 +112,5 @@ rules:
     match: { path: /exports }
     priority: low                 # bulk exports: shed first
   # new claims (POST /claims) match no rule with a priority: normal, they wait in the queue
-`, listen, upstream, workers, serviceTime, admin, ceiling, latencyTarget.String(), objective)
+`, listen, upstream, workers, serviceTime, admin, ceiling, workers, latencyTarget.String(), objective)
 }
