@@ -24,6 +24,11 @@ type Reservation struct {
 // same turn, so that two pass on where the bucket allows one; the held
 // request's turn then goes unused. A state written under another limit
 // (Same false), or a limit without a bucket, gives nothing back.
+//
+// A reservation is cancelled at most once, and not settled after: once
+// given back, a later request of the same cost takes the same turn, and
+// its reservation then reads as this one's, so that a second cancel (or a
+// refund) would give back that request's cost.
 func (l *Limit) Cancel(s *State, r Reservation, cost int64) bool {
 	need := cost * l.p
 	if !l.alg.HasBurst() || cost < 1 || cost > l.burst || r.Level < need || r.At < 1 {

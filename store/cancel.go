@@ -14,6 +14,8 @@ type Canceler interface {
 	// key under limit, as limiter.Limit.Cancel does: only if it is still
 	// the key's last reservation. It reports whether it did; false (and no
 	// error) means the reservation stands, the request's turn going
-	// unused. An error means the store could not be asked.
+	// unused. An error means the store could not be asked. A reservation
+	// is cancelled at most once, and not settled after (see
+	// limiter.Limit.Cancel).
 	Cancel(ctx context.Context, key string, limit limiter.Limit, r limiter.Reservation, cost int64) (bool, error)
 }
