@@ -58,7 +58,7 @@ func (o *overloadScene) enter(phase int, at time.Duration, out *printer) int {
 // sample reads sluice's limit from its metrics and prints it with the
 // claims service's own count.
 func (o *overloadScene) sample(ctx context.Context, at time.Duration, phase int, out *printer) LimitSample {
-	m := scrape(ctx, o.metrics)
+	m := scrape(ctx, o.classes[0].client, o.metrics)
 	s := LimitSample{At: at, Phase: phaseNames[phase], Limit: int(m["sluice_in_flight_limit"]),
 		InFlight: int(m["sluice_in_flight"]), Queue: int(m["sluice_queue_length"])}
 	c := o.classes[0].snapshot()
@@ -69,7 +69,7 @@ func (o *overloadScene) sample(ctx context.Context, at time.Duration, phase int,
 
 // fillResult puts the callers' figures and sluice's queue counts into res.
 func (o *overloadScene) fillResult(ctx context.Context, res *OverloadResult) {
-	m := scrape(ctx, o.metrics)
+	m := scrape(ctx, o.classes[0].client, o.metrics)
 	for _, c := range o.classes {
 		r := c.snapshot()
 		all, ok := m[`sluice_queue_wait_seconds_count{priority="`+r.Priority+`"}`]
@@ -81,9 +81,9 @@ func (o *overloadScene) fillResult(ctx context.Context, res *OverloadResult) {
 	}
 }
 
-// scrape reads sluice's metrics: series (with their labels, sorted by
-// name, as written) to values. Nothing when they cannot be read.
-func scrape(ctx context.Context, url string) map[string]float64 {
+// scrape reads sluice's metrics with client: series (with their labels,
+// sorted by name) to values. Nothing when they cannot be read.
+func scrape(ctx context.Context, client *http.Client, url string) map[string]float64 {
 	m := make(map[string]float64)
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
@@ -91,7 +91,7 @@ func scrape(ctx context.Context, url string) map[string]float64 {
 	if err != nil {
 		return m
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return m
 	}

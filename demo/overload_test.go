@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -50,4 +51,34 @@ func TestRunOverloadKeepsCriticalAndShedsLow(t *testing.T) {
 	checkOutput(t, out.String(), "month-end: the claims service is now 4× as slow",
 		"request      priority          sent  passed  degraded   shed  queued  p50 ms  p99 ms",
 		"the in-flight limit over time:", "at the claims service at once: at most", "claim reads:", "sluice serve --config")
+}
+
+// Ctrl-C: the callers stop, everything started is stopped, and the table
+// is still printed.
+func TestRunOverloadStopsWhenContextEnds(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	var out bytes.Buffer
+	res, err := RunOverload(ctx, OverloadOptions{Out: &out, Progress: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("RunOverload: %v\n%s", err, out.String())
+	}
+	if !res.Interrupted || res.Elapsed >= 38*time.Second || res.Classes[0].Sent == 0 {
+		t.Errorf("Interrupted %v, Elapsed %v, claim reads %+v; want interrupted early after some requests",
+			res.Interrupted, res.Elapsed, res.Classes[0])
+	}
+	checkOutput(t, out.String(), "result interrupted after", "claim reads  critical")
+}
+
+func TestSortLabels(t *testing.T) {
+	for in, want := range map[string]string{
+		`x{priority="low",le="0.001"}`: `x{le="0.001",priority="low"}`,
+		`sluice_in_flight`:             `sluice_in_flight`,
+		`x{a="1"}`:                     `x{a="1"}`,
+	} {
+		if got := sortLabels(in); got != want {
+			t.Errorf("sortLabels(%s) = %s; want %s", in, got, want)
+		}
+	}
 }
