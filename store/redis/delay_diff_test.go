@@ -167,17 +167,3 @@ func TestDecideAllHoldsOrSpendsNothing(t *testing.T) {
 		t.Errorf("after a refused request the queue holds the next for %v, want 200ms (nothing spent)", d.Delay)
 	}
 }
-
-// settleBoth settles a on key through the Redis store and the model at
-// now, at a random actual cost, and fails unless both settle alike.
-func settleBoth(t *testing.T, s *Store, m *model, key string, l limiter.Limit, at time.Time, a reserved, rng *rand.Rand, step string, history *strings.Builder) {
-	t.Helper()
-	actual := []int64{0, a.cost - 1, a.cost + 1, a.cost + 3, -1, 1 << 40}[rng.IntN(6)]
-	want := m.settle(l, at, a.r, a.cost, actual)
-	got, err := s.Settle(context.Background(), key, l, at, a.r, a.cost, actual)
-	fmt.Fprintf(history, "  %s: %v now %d settle %+v of %d at %d -> %+v\n", step, l, at.UnixMicro(), a.r, a.cost, actual, want)
-	if err != nil || got != want {
-		t.Fatalf("%s: settle under %v of %+v, %d at %d:\n redis %+v (%v)\n go    %+v\nsteps so far (go):\n%s",
-			step, l, a.r, a.cost, actual, got, err, want, history.String())
-	}
-}

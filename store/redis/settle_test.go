@@ -108,14 +108,7 @@ func replaySettle(t *testing.T, s *Store, key string, lims []limiter.Limit, rng 
 			}
 			a := admitted[i]
 			admitted = append(admitted[:i], admitted[i+1:]...)
-			actual := []int64{0, a.cost - 1, a.cost + 1, a.cost + 3, -1, 1 << 40}[rng.IntN(6)]
-			want := m.settle(l, at, a.r, a.cost, actual)
-			got, err := s.Settle(context.Background(), key, l, at, a.r, a.cost, actual)
-			fmt.Fprintf(&history, "  step %d: %v now %d settle %+v of %d at %d -> %+v\n", step, l, now, a.r, a.cost, actual, want)
-			if err != nil || got != want {
-				t.Fatalf("step %d: settle under %v (now %d µs) of %+v, %d at %d:\n redis %+v (%v)\n go    %+v\nsteps so far (go):\n%s",
-					step, l, now, a.r, a.cost, actual, got, err, want, history.String())
-			}
+			settleBoth(t, s, &m, key, l, at, a, rng, fmt.Sprintf("step %d", step), &history)
 			continue
 		}
 		cost := nextCost(rng, l.Burst())
@@ -129,6 +122,20 @@ func replaySettle(t *testing.T, s *Store, key string, lims []limiter.Limit, rng 
 		if want.Reservation.At > 0 {
 			admitted = append(admitted, reserved{want.Reservation, cost})
 		}
+	}
+}
+
+// settleBoth settles a on key through the Redis store and the model at
+// now, at a random actual cost, and fails unless both settle alike.
+func settleBoth(t *testing.T, s *Store, m *model, key string, l limiter.Limit, at time.Time, a reserved, rng *rand.Rand, step string, history *strings.Builder) {
+	t.Helper()
+	actual := []int64{0, a.cost - 1, a.cost + 1, a.cost + 3, -1, 1 << 40}[rng.IntN(6)]
+	want := m.settle(l, at, a.r, a.cost, actual)
+	got, err := s.Settle(context.Background(), key, l, at, a.r, a.cost, actual)
+	fmt.Fprintf(history, "  %s: %v now %d settle %+v of %d at %d -> %+v\n", step, l, at.UnixMicro(), a.r, a.cost, actual, want)
+	if err != nil || got != want {
+		t.Fatalf("%s: settle under %v of %+v, %d at %d:\n redis %+v (%v)\n go    %+v\nsteps so far (go):\n%s",
+			step, l, a.r, a.cost, actual, got, err, want, history.String())
 	}
 }
 
