@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -42,9 +43,18 @@ type queueGateway struct {
 	arrived  chan time.Time
 	mu       sync.Mutex
 	arrivals []time.Time
+	stop     context.CancelFunc // starts the shutdown
+	unclean  bool               // Run may return the drain's error
 }
 
 func startQueueGateway(t *testing.T) *queueGateway {
+	t.Helper()
+	return startQueueGatewayWith(t, "")
+}
+
+// startQueueGatewayWith is startQueueGateway with more configuration
+// (a server block).
+func startQueueGatewayWith(t *testing.T, more string) *queueGateway {
 	t.Helper()
 	q := &queueGateway{clock: &tickClock{Fake: clock.NewFake(start), made: make(chan time.Duration, 256)},
 		arrived: make(chan time.Time, 256)}
@@ -68,7 +78,7 @@ rules:
     rate: 10/s
     burst: 1
     delay: 2s
-`, up.URL)))
+%s`, up.URL, more)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +93,7 @@ rules:
 	q.url, q.adminURL = "http://"+ln.Addr().String(), "http://"+adm.Addr().String()
 	q.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
+	q.stop = cancel
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx, ln, adm) }()
 	select { // Run's own ticker (its once-a-second look at shedding)
@@ -95,7 +106,7 @@ rules:
 	}
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err := <-done; err != nil && !q.unclean {
 			t.Errorf("Run: %v", err)
 		}
 		q.client.CloseIdleConnections()
@@ -277,5 +288,32 @@ func TestDelayCallerHangsUp(t *testing.T) {
 	defer q.mu.Unlock()
 	if len(q.arrivals) != 2 {
 		t.Errorf("the upstream saw %d requests, want 2 (the hung-up one never)", len(q.arrivals))
+	}
+}
+
+// TestDrainAnswersHeldRequest503: a request held for its turn when
+// server.drain_timeout ends gets 503 problem+json with a Retry-After, as a
+// request waiting in protect's queue does, and its turn is given back; not
+// an empty 200 (the drain's cut is no caller leaving).
+func TestDrainAnswersHeldRequest503(t *testing.T) {
+	q := startQueueGatewayWith(t, "server: {drain_timeout: 200ms}\n")
+	if resp := <-q.burst(t, 1); resp == nil || resp.StatusCode != 200 {
+		t.Fatalf("first request: %v", resp)
+	}
+	q.waitArrivals(t, 1)
+	c, err := net.Dial("tcp", strings.TrimPrefix(q.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	held := &rawConn{t: t, c: c, br: bufio.NewReader(c)}
+	held.write("GET /uploads HTTP/1.1\r\nHost: sluice.test\r\n\r\n")
+	if w := q.held(t, 1); !w[100*time.Millisecond] {
+		t.Fatalf("the request waits %v, want 100ms", w)
+	}
+	q.unclean = true
+	q.stop()
+	if resp := held.mustRead(http.StatusServiceUnavailable); resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q, want 1 (the 100ms left of its wait, rounded up)", resp.Header.Get("Retry-After"))
 	}
 }

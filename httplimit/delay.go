@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -11,12 +12,15 @@ import (
 // hold holds a request that rules with a delay admitted for a later turn
 // (limiter.Decision.Delay) until that turn: the longest Delay of its
 // enforcing rules, counted from now, the time it was decided at. The time
-// held is Report.Held. It waits
-// on Options.Clock in the caller's goroutine. A caller that leaves
-// meanwhile is let go at once, answered nothing (StatusClientGone), and
+// held is Report.Held. It waits on Options.Clock in the caller's
+// goroutine. A request whose context ends meanwhile is let go at once and
 // its reservations are given back where the store can (store.Canceler:
-// only while each is its key's last). A shadow rule's Delay holds nothing.
-func (l *Limiter) hold(r *http.Request, s *scratch, results []store.Result, now time.Time) bool {
+// only while each is its key's last): a caller that left is answered
+// nothing (StatusClientGone), one whose wait the server cancelled (a
+// gateway's drain ending, a deadline: its context's cause is not
+// context.Canceled) 503 with the wait that was left as Retry-After. A
+// shadow rule's Delay holds nothing.
+func (l *Limiter) hold(w http.ResponseWriter, r *http.Request, s *scratch, results []store.Result, now time.Time) bool {
 	var turn time.Duration
 	for k, res := range results {
 		if !s.reqs[k].Shadow && res.Err == nil && res.Decision.Allowed {
@@ -39,11 +43,20 @@ func (l *Limiter) hold(r *http.Request, s *scratch, results []store.Result, now 
 		s.report.Held = l.opts.Clock.Now().Sub(start)
 		return true
 	case <-r.Context().Done():
-		s.report.Held = l.opts.Clock.Now().Sub(start)
-		s.report.Status = StatusClientGone
-		l.cancelHeld(r.Context(), s, results)
+	}
+	s.report.Held = l.opts.Clock.Now().Sub(start)
+	l.cancelHeld(r.Context(), s, results)
+	if errors.Is(context.Cause(r.Context()), context.Canceled) {
+		s.report.Status = StatusClientGone // net/http's cause when the caller leaves: nobody reads an answer
 		return false
 	}
+	left := max(wait-s.report.Held, time.Second)
+	s.report.Status, s.report.RetryAfter = http.StatusServiceUnavailable, left
+	w.Header()["Retry-After"] = []string{itoa(retryAfterSeconds(left))}
+	writeProblem(w, problem{Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
+		Detail: "the request was cancelled while it waited for its turn (the server is shutting down, or a deadline passed); retry in " +
+			itoa(retryAfterSeconds(left)) + "s"})
+	return false
 }
 
 // cancelHeld gives back the reservations of a request that will not go on

@@ -264,7 +264,7 @@ func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings, 
 	pass := l.judge(w, r.Header, pol, caller, addr, s, results, spent, err)
 	l.reserve(pol, s, results, spent)
 	if pass && spent {
-		pass = l.hold(r, s, results, now)
+		pass = l.hold(w, r, s, results, now)
 	}
 	switch {
 	case pass && len(s.leaseIndex) > 0:

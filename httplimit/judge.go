@@ -77,7 +77,8 @@ type Report struct {
 	// Held is how long the request was held for its turn by rules with a
 	// delay (the longest of their Delays, less the time deciding took),
 	// 0 when it was not; Latency leaves it out. Status is StatusClientGone
-	// when its caller left meanwhile.
+	// when its caller left meanwhile, 503 when the server cancelled the
+	// wait.
 	Held time.Duration
 }
 
