@@ -77,8 +77,10 @@ func NoteFailure(w http.ResponseWriter, f Failure) {
 // lease or a throttle slot, settling a reserved cost. A step is a field of
 // the request's scratch, appended to scratch.after while deciding, so that
 // adding one allocates nothing; it runs whether the request was passed on
-// or refused later in the decision (resp.Passed). Steps run in the order
-// they were appended, before Options.OnResponse.
+// or refused later in the decision (resp.Passed). Steps run last appended
+// first, before Options.OnResponse: the throttle slot, taken last, is given
+// back at once, not after the store's round trips to release leases and
+// settle costs (a store slow to answer would hold the upstream's slots).
 type afterStep interface {
 	after(l *Limiter, r *http.Request, resp *Response)
 }
@@ -161,14 +163,15 @@ func (l *Limiter) settle(r *http.Request, s *scratch, resp *Response) {
 	}
 }
 
-// runSteps runs steps in order, the rest deferred so that they run even
+// runSteps runs steps last first, the rest deferred so that they run even
 // if one panics.
 func (l *Limiter) runSteps(r *http.Request, steps []afterStep, resp *Response) {
-	if len(steps) == 0 {
+	n := len(steps)
+	if n == 0 {
 		return
 	}
-	defer l.runSteps(r, steps[1:], resp)
-	steps[0].after(l, r, resp)
+	defer l.runSteps(r, steps[:n-1], resp)
+	steps[n-1].after(l, r, resp)
 }
 
 // recorder is the ResponseWriter a passed request's handler gets when

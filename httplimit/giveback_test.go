@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -236,5 +237,51 @@ func TestEveryTakeGivenBackOnce(t *testing.T) {
 					resp.StatusCode, resp.Header.Get("RateLimit"), want, tc.left)
 			}
 		})
+	}
+}
+
+// settleGate is a memory store whose Settle waits until it is let go: a
+// store that is slow to settle (Redis near its timeout).
+type settleGate struct {
+	*memory.Store
+	entered, release chan struct{}
+}
+
+func (s *settleGate) Settle(ctx context.Context, key string, l limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.Store.Settle(ctx, key, l, now, r, reserved, actual)
+}
+
+// TestSlotBackBeforeTheStore: once the response is written the throttle
+// slot is given back first, before the store is asked to settle the
+// reservation (or release the leases): a store slow to answer must not
+// keep the upstream's slots taken, which would queue and refuse requests
+// for the store's slowness. Before, the slot came back last.
+func TestSlotBackBeforeTheStore(t *testing.T) {
+	thr, err := throttle.New(throttle.Config{MaxInFlight: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.New(memory.Options{Clock: clock.NewFake(epoch)})
+	defer mem.Close()
+	st := &settleGate{Store: mem, entered: make(chan struct{}), release: make(chan struct{})}
+	rules := []policy.Rule{{Name: "tries", Key: policy.KeySpec{Kind: policy.KeyGlobal}, Rate: rate(10, time.Hour), Count: policy.CountFailures}}
+	lim, err := httplimit.New(httplimit.Options{Policy: compile(t, policy.Policy{Rules: rules}), Store: st, Throttle: thr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := lim.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	}()
+	<-st.entered
+	inFlight := thr.Stats().InFlight
+	close(st.release)
+	<-done
+	if inFlight != 0 {
+		t.Errorf("%d in flight while the store settles, want 0 (the slot given back first)", inFlight)
 	}
 }
