@@ -31,6 +31,8 @@ func TestSettleFields(t *testing.T) {
 		"    cost_header: connection\n":               "t.yaml:6:18: rules[0].cost_header: connection is a hop-by-hop header",
 		"    cost_header: X Cost\n":                   `t.yaml:6:18: rules[0].cost_header: "X Cost" is not a header name (want a name such as X-Usage-Tokens`,
 		"    cost_header: 7\n":                        ``, // a number is a valid token: accepted
+		"    cost_header: x-ratelimit-remaining\n":    "t.yaml:6:18: rules[0].cost_header: x-ratelimit-remaining is a header sluice writes on every answer it passes on",
+		"    cost_header: RateLimit\n":                "t.yaml:6:18: rules[0].cost_header: RateLimit is a header sluice writes",
 		"    algorithm: gcra\n    count: successes\n": ``,
 	} {
 		_, err := Parse("t.yaml", []byte(head+"rules:\n  - name: t\n    rate: 5/15m\n"+text))

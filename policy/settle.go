@@ -61,9 +61,20 @@ func HopByHop(name string) bool {
 	return false
 }
 
+// sluiceWrites reports whether name (in any case) is a header sluice sets
+// on the responses it passes on (the RateLimit headers, and the legacy
+// X-RateLimit-* ones), beside whatever the upstream sends.
+func sluiceWrites(name string) bool {
+	switch http.CanonicalHeaderKey(name) {
+	case "Ratelimit", "Ratelimit-Policy", "X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset":
+		return true
+	}
+	return false
+}
+
 // checkSettles reports a rule whose count or cost_header cannot be kept:
-// an unknown Count, a CostHeader that is no header name or a hop-by-hop
-// one, or a rule without a rate.
+// an unknown Count, a CostHeader that is no header name, a hop-by-hop one
+// or one sluice writes itself, or a rule without a rate.
 func (c *Compiled) checkSettles(fail func(string, string, ...any)) {
 	for i, r := range c.src.Rules {
 		c.settles = c.settles || r.Settles()
@@ -73,6 +84,8 @@ func (c *Compiled) checkSettles(fail func(string, string, ...any)) {
 		}
 		if h := r.CostHeader; h != "" && (!validHeaderName(h) || HopByHop(h)) {
 			fail(at+".cost_header", "%q is not a header the upstream can send through a proxy (a name such as X-Usage-Tokens, not hop-by-hop)", h)
+		} else if h != "" && sluiceWrites(h) {
+			fail(at+".cost_header", "%s is a header sluice writes on every answer it passes on: its own count would be read as the cost (want the upstream's own header, such as X-Usage-Tokens)", h)
 		}
 		if (r.Count != CountAll || r.CostHeader != "") && r.Classifies() {
 			fail(at+".count", "count and cost_header apply only to a rule with a rate (this rule only classifies)")
