@@ -20,13 +20,14 @@ import (
 // when it arrives. A request that came back from sluice's own upstream is
 // answered 508. A body must arrive within server.body_timeout, counted
 // from the end of the longest time a rule may hold the request for its
-// turn (delay); it is watched, so that a failure reading it is told apart
-// from the upstream's.
+// turn (delay) and protect's queue may keep it waiting; it is watched, so
+// that a failure reading it is told apart from the upstream's.
 func (g *Gateway) serveCaller(w http.ResponseWriter, r *http.Request) {
 	snap := g.snap.Load()
 	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-		// A rule may hold the request for its turn (delay) before its body is read.
-		starts := time.Now().Add(snap.maxDelay)
+		// A rule may hold the request for its turn (delay), and protect's
+		// queue keep it waiting, before its body is read.
+		starts := time.Now().Add(snap.maxWait)
 		_ = http.NewResponseController(w).SetReadDeadline(starts.Add(g.server.BodyTimeout))
 		wb := &withBody{ResponseWriter: w, body: callerBody{src: r.Body, start: starts}}
 		r.Body, w = &wb.body, wb

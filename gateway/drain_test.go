@@ -189,3 +189,56 @@ func TestDrainAnswersQueuedRequest503(t *testing.T) {
 	atUpstream.mustRead(http.StatusServiceUnavailable)
 	queued.mustRead(http.StatusServiceUnavailable)
 }
+
+// TestQueuedBodyKeepsItsTimeout: a request with a body that waits in
+// protect's queue longer than server.body_timeout has its body read once
+// it is admitted, and reaches the upstream: the body timeout counts from
+// the end of the queue's max_wait as from the end of a rule's delay.
+// Before, the read deadline had passed while it queued, and the request
+// was answered 504 with the upstream counted as too slow to take a body
+// (which shrinks the adaptive limit).
+func TestQueuedBodyKeepsItsTimeout(t *testing.T) {
+	arrived, release := make(chan string, 2), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		arrived <- string(b)
+		if r.Method == http.MethodGet {
+			<-release
+		}
+	}))
+	defer up.Close()
+	ln, adm := listen(t), listen(t)
+	runGatewayOn(t, ln, adm, protectConfig(up.URL,
+		"protect: {max_in_flight: 1, queue: {max_wait: 1m, max_length: 10}}\nserver:\n  body_timeout: 200ms\n"))
+	dial := func(req string) *rawConn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		r := &rawConn{t: t, c: c, br: bufio.NewReader(c)}
+		r.write(req)
+		return r
+	}
+	first := dial("GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\n\r\n")
+	<-arrived
+	body := strings.Repeat("b", 64<<10) // more than the server reads with the headers: the rest is read from the connection
+	queued := dial("POST /claims/2 HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\nContent-Length: 65536\r\n\r\n" + body)
+	admin := "http://" + adm.Addr().String()
+	eventually(t, "the second request queued", func() bool {
+		resp, err := http.Get(admin + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return metric(string(b), "sluice_queue_length") == 1
+	})
+	time.Sleep(300 * time.Millisecond) // the body timeout passes while it queues: the behaviour under test
+	close(release)
+	first.mustRead(http.StatusOK)
+	queued.mustRead(http.StatusOK)
+	if got := <-arrived; got != body {
+		t.Errorf("the upstream read %d bytes, want the 65536 sent", len(got))
+	}
+}

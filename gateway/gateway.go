@@ -188,9 +188,10 @@ func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 type snapshot struct {
 	cfg     *config.File
 	handler http.Handler // the limiter in front of the proxy
-	// maxDelay is the longest delay of its rules: a request may be held
-	// that long for its turn before its body is read (caller.go).
-	maxDelay time.Duration
+	// maxWait is the longest a request may wait before its body is read
+	// (caller.go): held for its turn by its rules' longest delay, then in
+	// protect's queue for its max_wait.
+	maxWait time.Duration
 }
 
 func (g *Gateway) newSnapshot(cfg *config.File) *snapshot {
@@ -209,7 +210,10 @@ func (g *Gateway) newSnapshot(cfg *config.File) *snapshot {
 	}
 	snap := &snapshot{cfg: cfg, handler: g.limiter.HandlerWith(settings, passOn{proxy})}
 	for i := range cfg.Compiled.Rules() {
-		snap.maxDelay = max(snap.maxDelay, cfg.Compiled.RuleLimit(i).Delay())
+		snap.maxWait = max(snap.maxWait, cfg.Compiled.RuleLimit(i).Delay())
+	}
+	if p := cfg.Protect; p != nil && p.Queue.MaxLength > 0 {
+		snap.maxWait += p.Queue.MaxWait
 	}
 	return snap
 }
