@@ -281,7 +281,7 @@ claims-read        GET /claims   client  sliding_window  100/m           -      
 reports            /reports      client  -               - (classifies)  -             1                       enforce  -              low, degrade
 partner-in-flight  /claims       client  concurrency     10 in flight    -             1                       enforce  -              -
 uploads            POST /claims  client  leaky_bucket    10/s            10, delay 2s  1                       enforce  -              -
-login-failures     POST /login   ip      sliding_window  5/15m0s         -             1, failures only        enforce  -              -
+login-failures     POST /login   ip      sliding_window  5/15m           -             1, failures only        enforce  -              -
 tokens             /v1/complete  client  token_bucket    100000/h        100000        1, then X-Usage-Tokens  enforce  -              -
 
 RULE               CLIENT      PLAN      LIMIT                   FROM
@@ -297,9 +297,9 @@ partner-in-flight  assessor-c  -         10 in flight            rule
 uploads            partner-a   standard  10/s burst 10 delay 2s  rule
 uploads            partner-b   large     10/s burst 10 delay 2s  rule
 uploads            assessor-c  -         10/s burst 10 delay 2s  rule
-login-failures     partner-a   standard  5/15m0s                 rule
-login-failures     partner-b   large     5/15m0s                 rule
-login-failures     assessor-c  -         5/15m0s                 rule
+login-failures     partner-a   standard  5/15m                   rule
+login-failures     partner-b   large     5/15m                   rule
+login-failures     assessor-c  -         5/15m                   rule
 tokens             partner-a   standard  100000/h burst 100000   rule
 tokens             partner-b   large     100000/h burst 100000   rule
 tokens             assessor-c  -         100000/h burst 100000   rule

@@ -228,7 +228,11 @@ func TestStrings(t *testing.T) {
 		rate(100, 30*time.Second):        "100/30s",
 		rate(1, 90*time.Second):          "1/1m30s",
 		rate(2, 500*time.Millisecond):    "2/500ms",
-		rate(1, 48*time.Hour):            "1/48h0m0s",
+		rate(1, 48*time.Hour):            "1/48h",
+		rate(5, 15*time.Minute):          "5/15m",
+		rate(5, 90*time.Minute):          "5/1h30m",
+		rate(3, 61*time.Second):          "3/1m1s",
+		rate(3, 1500*time.Millisecond):   "3/1.5s",
 		rate(1_000_000_000, time.Second): "1000000000/s",
 		rate(0, 0):                       "0/0s",
 	} {

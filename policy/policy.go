@@ -9,6 +9,7 @@ package policy
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
@@ -151,7 +152,20 @@ func (r Rate) String() string {
 	case 24 * time.Hour:
 		return fmt.Sprintf("%d/d", r.N)
 	}
-	return fmt.Sprintf("%d/%v", r.N, r.Period)
+	return fmt.Sprintf("%d/%s", r.N, shortDuration(r.Period))
+}
+
+// shortDuration writes d as time.Duration does, without the zero units it
+// ends in: 15m, not 15m0s; 2h, not 2h0m0s (time.ParseDuration reads both).
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // Rule is one limit applied to the requests it matches.
