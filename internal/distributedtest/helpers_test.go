@@ -149,9 +149,20 @@ func startInstances(t *testing.T, n int, s setup, up *upstream) []*instance {
 	return out
 }
 
+// startInstance starts one gateway of startInstances.
 func startInstance(t *testing.T, s setup, up *upstream) *instance {
 	t.Helper()
-	cfg, err := config.Parse("sluice.yaml", []byte(s.yaml(up.srv.URL)))
+	inst, _ := startGateway(t, s, up.srv.URL)
+	return inst
+}
+
+// startGateway starts a gateway with the configuration of s in front of
+// upstreamURL, with its own store, on loopback ports of its own, and returns
+// the gateway too, so that a test can close its store under its requests.
+// It is shut down and closed when the test ends.
+func startGateway(t *testing.T, s setup, upstreamURL string) (*instance, *gateway.Gateway) {
+	t.Helper()
+	cfg, err := config.Parse("sluice.yaml", []byte(s.yaml(upstreamURL)))
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -175,7 +186,7 @@ func startInstance(t *testing.T, s setup, up *upstream) *instance {
 		}
 		tr.CloseIdleConnections()
 	})
-	return &instance{url: "http://" + ln.Addr().String(), admin: "http://" + adm.Addr().String()}
+	return &instance{url: "http://" + ln.Addr().String(), admin: "http://" + adm.Addr().String()}, g
 }
 
 func listen(t *testing.T) net.Listener {

@@ -1,17 +1,13 @@
 package distributedtest
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sluice-rl/sluice/config"
-	"github.com/sluice-rl/sluice/gateway"
 	"github.com/sluice-rl/sluice/internal/redistest"
 )
 
@@ -58,37 +54,6 @@ func newHoldingUpstream(t *testing.T) *holdingUpstream {
 // instances', so that it runs before they shut down.
 func (u *holdingUpstream) letGo() { u.once.Do(func() { close(u.gate) }) }
 
-// startLeaseInstance starts a gateway as startInstance does, and returns it
-// too, so that a test can close its store under its requests.
-func startLeaseInstance(t *testing.T, s setup, upstreamURL string) (*instance, *gateway.Gateway) {
-	t.Helper()
-	cfg, err := config.Parse("sluice.yaml", []byte(s.yaml(upstreamURL)))
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	g, err := gateway.New(gateway.Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Transport: tr, ShutdownTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatalf("gateway.New: %v", err)
-	}
-	ln, adm := listen(t), listen(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx, ln, adm) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("gateway.Run: %v", err)
-		}
-		if err := g.Close(); err != nil {
-			t.Errorf("gateway.Close: %v", err)
-		}
-		tr.CloseIdleConnections()
-	})
-	return &instance{url: "http://" + ln.Addr().String(), admin: "http://" + adm.Addr().String()}, g
-}
-
 // send sends GET path as partner-a to inst.
 func send(c *http.Client, inst *instance, path string) answer {
 	req, err := http.NewRequest(http.MethodGet, inst.url+path, nil)
@@ -115,9 +80,9 @@ func TestConcurrencySharedAndDeadInstanceSlotsReturn(t *testing.T) {
 	up := newHoldingUpstream(t)
 	s := setup{addrs: []string{srv.Addr}, prefix: redistest.KeyPrefix(t), timeout: "5s", onFailure: "closed",
 		instances: 3, rules: inFlightRules, leaseTTL: leaseTTL.String()}
-	dying, g := startLeaseInstance(t, s, up.srv.URL)
-	b, _ := startLeaseInstance(t, s, up.srv.URL)
-	c2, _ := startLeaseInstance(t, s, up.srv.URL)
+	dying, g := startGateway(t, s, up.srv.URL)
+	b, _ := startGateway(t, s, up.srv.URL)
+	c2, _ := startGateway(t, s, up.srv.URL)
 	c := newClient(t)
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)  // the held requests answered,
@@ -193,8 +158,8 @@ func TestConcurrencyWhileRedisDown(t *testing.T) {
 			up := newHoldingUpstream(t)
 			s := setup{addrs: []string{srv.Addr}, prefix: redistest.KeyPrefix(t), timeout: "50ms", onFailure: mode,
 				instances: 3, rules: rules}
-			first, _ := startLeaseInstance(t, s, up.srv.URL)
-			second, _ := startLeaseInstance(t, s, up.srv.URL)
+			first, _ := startGateway(t, s, up.srv.URL)
+			second, _ := startGateway(t, s, up.srv.URL)
 			c := newClient(t)
 			var wg sync.WaitGroup
 			t.Cleanup(wg.Wait)
