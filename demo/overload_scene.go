@@ -2,13 +2,9 @@ package demo
 
 import (
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
-	"github.com/sluice-rl/sluice/config"
-	"github.com/sluice-rl/sluice/gateway"
 	"github.com/sluice-rl/sluice/internal/fixedcap"
 )
 
@@ -36,39 +32,14 @@ type overloadScene struct {
 
 // setUpOverload opens the listeners and builds the claims service, sluice
 // and the callers. Nothing is served yet.
-func setUpOverload(opts OverloadOptions) (o *overloadScene, err error) {
-	s := &scene{duration: opts.Calm + opts.MonthEnd + opts.After}
-	defer func() {
-		if err != nil {
-			s.closeListeners()
-		}
-	}()
-	for _, ln := range []*net.Listener{&s.claimsLn, &s.sluiceLn, &s.adminLn} {
-		if *ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return nil, fmt.Errorf("demo: listen on 127.0.0.1: %w", err)
-		}
-	}
-	s.claimsURL = "http://" + s.claimsLn.Addr().String()
-	s.sluiceURL = "http://" + s.sluiceLn.Addr().String()
-	s.adminURL = "http://" + s.adminLn.Addr().String()
-	s.yaml = overloadYAML(s.sluiceLn.Addr().String(), s.claimsURL, s.adminLn.Addr().String())
-	cfg, err := config.Parse("sluice-overload.yaml", []byte(s.yaml))
-	if err != nil {
-		return nil, fmt.Errorf("demo: sluice's configuration: %w", err)
-	}
+func setUpOverload(opts OverloadOptions) (*overloadScene, error) {
 	model, err := fixedcap.New(fixedcap.Config{Capacity: workers, ServiceTime: serviceTime})
 	if err != nil {
 		return nil, fmt.Errorf("demo: claims service: %w", err)
 	}
-	s.upstream, s.client = wideTransport(), wideTransport()
-	s.gw, err = gateway.New(gateway.Options{
-		Config:          cfg,
-		Logger:          slog.New(slog.DiscardHandler), // the table tells the story
-		Transport:       s.upstream,
-		ShutdownTimeout: requestTimeout,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("demo: start sluice: %w", err)
+	s := &scene{duration: opts.Calm + opts.MonthEnd + opts.After}
+	if err := s.open("sluice-overload.yaml", overloadYAML, wideTransport); err != nil {
+		return nil, err
 	}
 	s.claimsSrv = &http.Server{Handler: model, ReadHeaderTimeout: requestTimeout}
 	client := &http.Client{Transport: s.client, Timeout: requestTimeout}

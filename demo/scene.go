@@ -32,8 +32,22 @@ type scene struct {
 
 // setUp opens the listeners, builds sluice's configuration and the gateway.
 // Nothing is served yet. On error, whatever was opened is closed again.
-func setUp(opts Options, out *printer) (s *scene, err error) {
-	s = &scene{duration: opts.Duration, service: newClaimsService()}
+func setUp(opts Options, out *printer) (*scene, error) {
+	s := &scene{duration: opts.Duration, service: newClaimsService()}
+	if err := s.open("sluice-demo.yaml", configYAML, newTransport); err != nil {
+		return nil, err
+	}
+	s.claimsSrv = &http.Server{Handler: s.service.handler(), ReadHeaderTimeout: requestTimeout}
+	s.a, s.b = s.partners(opts, out)
+	return s, nil
+}
+
+// open opens the listeners on 127.0.0.1, writes sluice's configuration with
+// yaml (named file in errors) and builds the gateway, with transports from
+// newTr to the claims service and for the callers. On error, whatever was
+// opened is closed again.
+func (s *scene) open(file string, yaml func(listen, upstream, admin string) string,
+	newTr func() *http.Transport) (err error) {
 	defer func() {
 		if err != nil {
 			s.closeListeners()
@@ -41,18 +55,18 @@ func setUp(opts Options, out *printer) (s *scene, err error) {
 	}()
 	for _, ln := range []*net.Listener{&s.claimsLn, &s.sluiceLn, &s.adminLn} {
 		if *ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return nil, fmt.Errorf("demo: listen on 127.0.0.1: %w", err)
+			return fmt.Errorf("demo: listen on 127.0.0.1: %w", err)
 		}
 	}
 	s.claimsURL = "http://" + s.claimsLn.Addr().String()
 	s.sluiceURL = "http://" + s.sluiceLn.Addr().String()
 	s.adminURL = "http://" + s.adminLn.Addr().String()
-	s.yaml = configYAML(s.sluiceLn.Addr().String(), s.claimsURL, s.adminLn.Addr().String())
-	cfg, err := config.Parse("sluice-demo.yaml", []byte(s.yaml))
+	s.yaml = yaml(s.sluiceLn.Addr().String(), s.claimsURL, s.adminLn.Addr().String())
+	cfg, err := config.Parse(file, []byte(s.yaml))
 	if err != nil {
-		return nil, fmt.Errorf("demo: sluice's configuration: %w", err)
+		return fmt.Errorf("demo: sluice's configuration: %w", err)
 	}
-	s.upstream, s.client = newTransport(), newTransport()
+	s.upstream, s.client = newTr(), newTr()
 	s.gw, err = gateway.New(gateway.Options{
 		Config:          cfg,
 		Logger:          slog.New(slog.DiscardHandler), // the table tells the story
@@ -60,11 +74,9 @@ func setUp(opts Options, out *printer) (s *scene, err error) {
 		ShutdownTimeout: requestTimeout,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("demo: start sluice: %w", err)
+		return fmt.Errorf("demo: start sluice: %w", err)
 	}
-	s.claimsSrv = &http.Server{Handler: s.service.handler(), ReadHeaderTimeout: requestTimeout}
-	s.a, s.b = s.partners(opts, out)
-	return s, nil
+	return nil
 }
 
 // partners builds the two partner programs; they report their remarkable
@@ -164,7 +176,7 @@ func (s *scene) tearDown(stopGateway context.CancelFunc) error {
 	return errors.Join(s.gwErr, closeErr, shutErr, s.claimsErr)
 }
 
-// closeListeners closes the listeners setUp opened when it fails.
+// closeListeners closes the listeners open opened when it fails.
 func (s *scene) closeListeners() {
 	for _, ln := range []net.Listener{s.claimsLn, s.sluiceLn, s.adminLn} {
 		if ln != nil {
