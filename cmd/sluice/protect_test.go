@@ -5,12 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -31,37 +29,12 @@ func TestServeProtectCeiling(t *testing.T) {
 		time.Sleep(2 * time.Millisecond) // the service's work, not synchronisation
 		_, _ = io.WriteString(w, "ok")
 	}))
-	defer up.Close()
+	t.Cleanup(up.Close) // after sluice has stopped
 	path := filepath.Join(t.TempDir(), "sluice.yaml")
 	replace(t, path, strings.Replace(serveConfigText(up.URL, "1000000/m"), "clients:",
 		fmt.Sprintf("protect: {max_in_flight: %d, queue: {max_wait: 1m, max_length: 100}}\nclients:", ceiling), 1))
 
-	logs := &lockedBuffer{}
-	cmd := exec.Command(binary, "serve", "--config", path)
-	cmd.Stdout, cmd.Stderr = io.Discard, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("sluice's log:\n%s", logs.String())
-		}
-	}()
-	var listen, admin string
-	poll(t, "the serving log line", func() bool {
-		var ok bool
-		listen, admin, ok = servingAddrs(logs.String())
-		return ok
-	})
+	p := startServe(t, path)
 	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: callers}, Timeout: time.Minute}
 	defer c.CloseIdleConnections()
 	var wg sync.WaitGroup
@@ -69,7 +42,7 @@ func TestServeProtectCeiling(t *testing.T) {
 	for range callers {
 		wg.Go(func() {
 			for range each {
-				req, _ := http.NewRequest(http.MethodGet, "http://"+listen+"/claims/7", nil)
+				req, _ := http.NewRequest(http.MethodGet, "http://"+p.listen+"/claims/7", nil)
 				req.Header.Set("X-API-Key", "cmd-secret-key-a-91c2")
 				resp, err := c.Do(req)
 				if err != nil {
@@ -95,7 +68,7 @@ func TestServeProtectCeiling(t *testing.T) {
 	if got := hits.Load(); got != callers*each {
 		t.Errorf("the upstream saw %d requests, want %d", got, callers*each)
 	}
-	metrics := fetch(t, c, http.MethodGet, "http://"+admin+"/metrics", "").body
+	metrics := fetch(t, c, http.MethodGet, "http://"+p.admin+"/metrics", "").body
 	if !strings.Contains(metrics, fmt.Sprintf("\nsluice_in_flight_limit %d\n", ceiling)) {
 		t.Errorf("no sluice_in_flight_limit %d in the metrics", ceiling)
 	}

@@ -91,6 +91,49 @@ func servingAddrs(logs string) (listen, admin string, ok bool) {
 	return "", "", false
 }
 
+// serveProcess is `sluice serve` running as a child process of a test.
+type serveProcess struct {
+	cmd           *exec.Cmd
+	logs          *lockedBuffer // its stderr
+	listen, admin string        // the addresses of its "sluice serving" log line
+	exited        chan error    // cmd.Wait's result
+	stopped       bool          // set by a test that has read exited
+}
+
+// startServe starts `sluice serve --config path` and waits for its serving
+// log line. When the test ends, a process not stopped gets SIGTERM (and
+// SIGKILL 10s later), and a failed test logs what sluice logged.
+func startServe(t *testing.T, path string) *serveProcess {
+	t.Helper()
+	p := &serveProcess{cmd: exec.Command(binary, "serve", "--config", path), logs: &lockedBuffer{},
+		exited: make(chan error, 1)}
+	p.cmd.Stdout, p.cmd.Stderr = io.Discard, p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if !p.stopped {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.exited:
+			case <-time.After(10 * time.Second):
+				_ = p.cmd.Process.Kill()
+				<-p.exited
+			}
+		}
+		if t.Failed() {
+			t.Logf("sluice's log:\n%s", p.logs.String())
+		}
+	})
+	poll(t, "the serving log line", func() bool {
+		var ok bool
+		p.listen, p.admin, ok = servingAddrs(p.logs.String())
+		return ok
+	})
+	return p
+}
+
 type reply struct {
 	status int
 	policy string
@@ -137,35 +180,12 @@ func TestServeProcess(t *testing.T) {
 		hits.Add(1)
 		fmt.Fprintf(w, "claims service: %s for %s", r.URL.Path, r.Header.Get("X-Sluice-Client"))
 	}))
-	defer up.Close()
+	t.Cleanup(up.Close) // after sluice has stopped
 	path := filepath.Join(t.TempDir(), "sluice.yaml")
 	replace(t, path, serveConfigText(up.URL, "100/m"))
 
-	logs := &lockedBuffer{}
-	cmd := exec.Command(binary, "serve", "--config", path)
-	cmd.Stdout, cmd.Stderr = io.Discard, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("sluice's log:\n%s", logs.String())
-		}
-	}()
-
-	var listen, admin string
-	poll(t, "the serving log line", func() bool {
-		var ok bool
-		listen, admin, ok = servingAddrs(logs.String())
-		return ok
-	})
+	p := startServe(t, path)
+	listen, admin, logs := p.listen, p.admin, p.logs
 	c := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
 	defer c.CloseIdleConnections()
 	if r := fetch(t, c, http.MethodGet, "http://"+admin+"/healthz", ""); r.status != http.StatusOK {
@@ -182,13 +202,13 @@ func TestServeProcess(t *testing.T) {
 
 	// SIGHUP with the file unchanged: a reload that only the signal can
 	// have caused (the file watcher sees nothing).
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, "a reload after SIGHUP", func() bool { return reloads(t, c, admin, "ok") == "1" })
 
 	replace(t, path, serveConfigText(up.URL, "3/m"))
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, "the new policy (q=3)", func() bool {
@@ -196,7 +216,7 @@ func TestServeProcess(t *testing.T) {
 	})
 
 	replace(t, path, "rules: [ {name: claims, rate: lots} ]\n")
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, "the broken file to be refused", func() bool { v := reloads(t, c, admin, "failed"); return v != "0" && v != "" })
@@ -211,12 +231,12 @@ func TestServeProcess(t *testing.T) {
 	}
 
 	c.CloseIdleConnections()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		stopped = true
+	case err := <-p.exited:
+		p.stopped = true
 		if err != nil {
 			t.Errorf("after SIGTERM: %v, want exit code 0", err)
 		}
