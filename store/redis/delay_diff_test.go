@@ -55,12 +55,6 @@ func TestDifferentialDelay(t *testing.T) {
 	}
 }
 
-// held is a request held for its turn: what cancelling it needs.
-type held struct {
-	r    limiter.Reservation
-	cost int64
-}
-
 // replayDelay is replayChanging for limits with a delay, with cancels and
 // settlements of any reservation (held or not, even one cancelled or
 // settled before: Go and Lua must agree on what is void).
@@ -68,7 +62,7 @@ func replayDelay(t *testing.T, s *Store, key string, lims []limiter.Limit, rng *
 	t.Helper()
 	var m model
 	var history strings.Builder
-	var holds []held
+	var holds []reserved // held for their turn, for cancelling
 	var spent []reserved // settled at any actual cost, held or not, cancelled or not
 	now, l := epoch.UnixMicro(), lims[0]
 	for step := range steps {
@@ -110,7 +104,7 @@ func replayDelay(t *testing.T, s *Store, key string, lims []limiter.Limit, rng *
 					step, j, l, now, cost, got[j].d, got[j].err, want, history.String())
 			}
 			if want.Delay > 0 {
-				holds = append(holds, held{want.Reservation, cost})
+				holds = append(holds, reserved{want.Reservation, cost})
 			}
 			if want.Reservation.At > 0 {
 				spent = append(spent, reserved{want.Reservation, cost})

@@ -82,7 +82,7 @@ func TestDifferentialSettle(t *testing.T) {
 	}
 }
 
-// reserved is an admitted request, for settling.
+// reserved is an admitted request, for settling or cancelling.
 type reserved struct {
 	r    limiter.Reservation
 	cost int64
