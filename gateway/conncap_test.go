@@ -37,14 +37,8 @@ func TestFullCapLeavesAdminAndShutdown(t *testing.T) {
 		t.Errorf("/healthz with the connection cap full: %d, want 200", resp.StatusCode)
 	}
 	stop()
-	select {
-	case err := <-ran:
-		if err != nil {
-			t.Errorf("Run returned %v with no request in flight, want nil", err)
-		}
-		ran <- nil
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return with the connection cap full")
+	if err := runResult(t, ran); err != nil {
+		t.Errorf("Run returned %v with no request in flight, want nil", err)
 	}
 	for i, c := range conns { // both closed: the held one by sluice, the waiting one by the kernel
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))

@@ -64,14 +64,8 @@ func TestShutdownDelayKeepsServing(t *testing.T) {
 	if hdr.Get("Connection") != "close" {
 		t.Errorf("Connection %q during shutdown_delay, want close", hdr.Get("Connection"))
 	}
-	select {
-	case err := <-ran:
-		if err != nil {
-			t.Errorf("Run returned %v after a clean drain, want nil", err)
-		}
-		ran <- nil // for the cleanup
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the delay")
+	if err := runResult(t, ran); err != nil {
+		t.Errorf("Run returned %v after a clean drain, want nil", err)
 	}
 }
 
@@ -104,14 +98,8 @@ func TestDrainTimeoutAnswers503(t *testing.T) {
 	if r.err != nil || r.code != http.StatusServiceUnavailable || r.hdr.Get("Content-Type") != "application/problem+json" {
 		t.Errorf("request outliving drain_timeout: %d %v, want 503 problem+json", r.code, r.err)
 	}
-	select {
-	case err := <-ran:
-		if err == nil {
-			t.Error("Run returned nil although a request outlived drain_timeout")
-		}
-		ran <- nil
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return")
+	if err := runResult(t, ran); err == nil {
+		t.Error("Run returned nil although a request outlived drain_timeout")
 	}
 }
 
@@ -138,14 +126,8 @@ func TestDrainIgnoresConnectionsWithoutRequest(t *testing.T) {
 	}
 	client.CloseIdleConnections()
 	stop()
-	select {
-	case err := <-ran:
-		if err != nil {
-			t.Errorf("Run returned %v with no request in flight, want nil", err)
-		}
-		ran <- nil
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return")
+	if err := runResult(t, ran); err != nil {
+		t.Errorf("Run returned %v with no request in flight, want nil", err)
 	}
 }
 
@@ -162,29 +144,10 @@ func TestDrainAnswersQueuedRequest503(t *testing.T) {
 	ln, adm := listen(t), listen(t)
 	stop, _ := runGatewayOn(t, ln, adm, protectConfig(up.URL,
 		"protect: {max_in_flight: 1, queue: {max_wait: 1m, max_length: 10}}\nserver:\n  drain_timeout: 200ms\n"))
-	dial := func(path string) *rawConn {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		r := &rawConn{t: t, c: c, br: bufio.NewReader(c)}
-		r.write("GET " + path + " HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\n\r\n")
-		return r
-	}
-	atUpstream := dial("/claims/1")
+	atUpstream := sendRaw(t, ln, "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: "+keyA+"\r\n\r\n")
 	<-arrived
-	queued := dial("/claims/2")
-	admin := "http://" + adm.Addr().String()
-	eventually(t, "the second request queued", func() bool {
-		resp, err := http.Get(admin + "/metrics")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return metric(string(b), "sluice_queue_length") == 1
-	})
+	queued := sendRaw(t, ln, "GET /claims/2 HTTP/1.1\r\nHost: x\r\nX-API-Key: "+keyA+"\r\n\r\n")
+	waitQueued(t, adm)
 	stop()
 	atUpstream.mustRead(http.StatusServiceUnavailable)
 	queued.mustRead(http.StatusServiceUnavailable)
@@ -210,30 +173,11 @@ func TestQueuedBodyKeepsItsTimeout(t *testing.T) {
 	ln, adm := listen(t), listen(t)
 	runGatewayOn(t, ln, adm, protectConfig(up.URL,
 		"protect: {max_in_flight: 1, queue: {max_wait: 1m, max_length: 10}}\nserver:\n  body_timeout: 200ms\n"))
-	dial := func(req string) *rawConn {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		r := &rawConn{t: t, c: c, br: bufio.NewReader(c)}
-		r.write(req)
-		return r
-	}
-	first := dial("GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\n\r\n")
+	first := sendRaw(t, ln, "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: "+keyA+"\r\n\r\n")
 	<-arrived
 	body := strings.Repeat("b", 64<<10) // more than the server reads with the headers: the rest is read from the connection
-	queued := dial("POST /claims/2 HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\nContent-Length: 65536\r\n\r\n" + body)
-	admin := "http://" + adm.Addr().String()
-	eventually(t, "the second request queued", func() bool {
-		resp, err := http.Get(admin + "/metrics")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return metric(string(b), "sluice_queue_length") == 1
-	})
+	queued := sendRaw(t, ln, "POST /claims/2 HTTP/1.1\r\nHost: x\r\nX-API-Key: "+keyA+"\r\nContent-Length: 65536\r\n\r\n"+body)
+	waitQueued(t, adm)
 	time.Sleep(300 * time.Millisecond) // the body timeout passes while it queues: the behaviour under test
 	close(release)
 	first.mustRead(http.StatusOK)
@@ -241,4 +185,33 @@ func TestQueuedBodyKeepsItsTimeout(t *testing.T) {
 	if got := <-arrived; got != body {
 		t.Errorf("the upstream read %d bytes, want the 65536 sent", len(got))
 	}
+}
+
+// sendRaw connects to ln and writes req by hand; the connection is closed
+// when the test ends.
+func sendRaw(t *testing.T, ln net.Listener, req string) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r := &rawConn{t: t, c: c, br: bufio.NewReader(c)}
+	r.write(req)
+	return r
+}
+
+// waitQueued waits until the metrics on adm show one request in protect's
+// queue.
+func waitQueued(t *testing.T, adm net.Listener) {
+	t.Helper()
+	eventually(t, "the second request queued", func() bool {
+		resp, err := http.Get("http://" + adm.Addr().String() + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return metric(string(b), "sluice_queue_length") == 1
+	})
 }

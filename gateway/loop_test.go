@@ -134,6 +134,21 @@ func runGatewayOn(t *testing.T, ln, adm net.Listener, cfg string) (stop context.
 	return cancel, ran
 }
 
+// runResult waits for runGatewayOn's Run to return once the shutdown has
+// begun (10s at most) and returns its result, putting one back on ran for
+// the cleanup.
+func runResult(t *testing.T, ran chan error) error {
+	t.Helper()
+	select {
+	case err := <-ran:
+		ran <- nil // for the cleanup
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+		return nil
+	}
+}
+
 // TestLoopMarkFromCallers: what a caller writes in the mark header gets no
 // one a 508: guessed marks are forwarded (after being checked), junk is
 // dropped, and the gateway's own mark never reaches the caller, even from
