@@ -65,26 +65,9 @@ done
 
 free_port && ng_port=$port
 free_port && ngrej_port=$port
-mkdir -p "$tmp/nginx"
-cat >"$tmp/nginx.conf" <<EOF
-daemon off;
-worker_processes auto;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx-error.log crit;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $tmp/nginx/body;
-    proxy_temp_path $tmp/nginx/proxy;
-    fastcgi_temp_path $tmp/nginx/fastcgi;
-    uwsgi_temp_path $tmp/nginx/uwsgi;
-    scgi_temp_path $tmp/nginx/scgi;
+start_nginx 4096 <<EOF
     limit_req_zone \$http_x_api_key zone=open:10m rate=100000000r/s;
     limit_req_zone \$http_x_api_key zone=closed:10m rate=1r/m;
-    upstream up {
-        server 127.0.0.1:$up_port;
-        keepalive 64;
-    }
     server {
         listen 127.0.0.1:$ng_port;
         location / {
@@ -105,10 +88,7 @@ http {
             proxy_set_header Connection "";
         }
     }
-}
 EOF
-"$nginx_bin" -e "$tmp/nginx-error.log" -c "$tmp/nginx.conf" -p "$tmp" 2>"$tmp/nginx.log" &
-pids+=($!)
 
 for p in "$up_port" "$sl_port" "$rej_port" "$ng_port" "$ngrej_port"; do wait_port "$p"; done
 

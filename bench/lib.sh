@@ -133,3 +133,36 @@ rules:
     rate: $7
 EOF
 }
+
+# start_nginx CONNECTIONS starts nginx_bin in the background (its pid in
+# pids) with worker_connections CONNECTIONS, no access log, its files under
+# $tmp and the upstream "up": 127.0.0.1:$up_port with 64 keep-alive
+# connections. The rest of the http block (zones, servers) is read from
+# stdin.
+start_nginx() {
+	mkdir -p "$tmp/nginx"
+	{
+		cat <<EOF
+daemon off;
+worker_processes auto;
+pid $tmp/nginx.pid;
+error_log $tmp/nginx-error.log crit;
+events { worker_connections $1; }
+http {
+    access_log off;
+    client_body_temp_path $tmp/nginx/body;
+    proxy_temp_path $tmp/nginx/proxy;
+    fastcgi_temp_path $tmp/nginx/fastcgi;
+    uwsgi_temp_path $tmp/nginx/uwsgi;
+    scgi_temp_path $tmp/nginx/scgi;
+    upstream up {
+        server 127.0.0.1:$up_port;
+        keepalive 64;
+    }
+EOF
+		cat # the zones and the servers
+		echo "}"
+	} >"$tmp/nginx.conf"
+	"$nginx_bin" -e "$tmp/nginx-error.log" -c "$tmp/nginx.conf" -p "$tmp" 2>"$tmp/nginx.log" &
+	pids+=($!)
+}

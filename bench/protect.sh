@@ -98,25 +98,8 @@ EOF
 pids+=($!)
 
 free_port && ng_port=$port
-mkdir -p "$tmp/nginx"
-cat >"$tmp/nginx.conf" <<EOF
-daemon off;
-worker_processes auto;
-pid $tmp/nginx.pid;
-error_log $tmp/nginx-error.log crit;
-events { worker_connections 8192; }
-http {
-    access_log off;
-    client_body_temp_path $tmp/nginx/body;
-    proxy_temp_path $tmp/nginx/proxy;
-    fastcgi_temp_path $tmp/nginx/fastcgi;
-    uwsgi_temp_path $tmp/nginx/uwsgi;
-    scgi_temp_path $tmp/nginx/scgi;
+start_nginx 8192 <<EOF
     limit_conn_zone \$server_name zone=upstream:1m;
-    upstream up {
-        server 127.0.0.1:$up_port;
-        keepalive 64;
-    }
     server {
         listen 127.0.0.1:$ng_port;
         server_name protect;
@@ -128,10 +111,7 @@ http {
             proxy_set_header Connection "";
         }
     }
-}
 EOF
-"$nginx_bin" -e "$tmp/nginx-error.log" -c "$tmp/nginx.conf" -p "$tmp" 2>"$tmp/nginx.log" &
-pids+=($!)
 
 for p in "$up_port" "$stats_port" "$sl_port" "$ng_port"; do wait_port "$p"; done
 for p in "$sl_port" "$ng_port"; do
