@@ -50,7 +50,7 @@ func TestLimitedHeaderValueNamedSafely(t *testing.T) {
 	for _, c := range []struct {
 		value, want string
 	}{
-		{"acme", `header X-Tenant "acme" exceeded 1 requests per 1m (rule tenants)`},
+		{"acme", `header X-Tenant "acme" exceeded 1 request per 1m (rule tenants)`},
 		{"ac\xffme\tlevel=ERROR", "header X-Tenant sha256:"},
 	} {
 		req := "GET /x HTTP/1.1\r\nHost: x\r\nX-Tenant: " + c.value + "\r\n\r\n"

@@ -46,16 +46,16 @@ func TestMissingHeader(t *testing.T) {
 	}{
 		{policy.MissingShared, []step{
 			{tenant(a, "-"), 200, ""},
-			{tenant(b, "-"), 429, "requests without header X-Tenant exceeded 1 requests per 1m (rule tenants); retry in 60s"},
+			{tenant(b, "-"), 429, "requests without header X-Tenant exceeded 1 request per 1m (rule tenants); retry in 60s"},
 			{tenant(b, ""), 429, "requests without header X-Tenant exceeded"}, // empty is missing
 			{tenant(b, "acme"), 200, ""},
 		}},
 		{policy.MissingIP, []step{
 			{tenant(a, "-"), 200, ""},
 			{tenant(b, "-"), 200, ""},
-			{tenant(a, ""), 429, "192.0.2.1 (without header X-Tenant) exceeded 1 requests per 1m (rule tenants)"},
+			{tenant(a, ""), 429, "192.0.2.1 (without header X-Tenant) exceeded 1 request per 1m (rule tenants)"},
 			{tenant(a, "acme"), 200, ""},
-			{tenant(b, "acme"), 429, `header X-Tenant "acme" exceeded 1 requests per 1m (rule tenants)`},
+			{tenant(b, "acme"), 429, `header X-Tenant "acme" exceeded 1 request per 1m (rule tenants)`},
 		}},
 		{policy.MissingReject, []step{
 			{tenant(a, "-"), 400, "missing header X-Tenant, by which rule tenants counts requests"},

@@ -223,14 +223,22 @@ func FormatPeriod(d time.Duration) string {
 	return d.String()
 }
 
+// requests writes n requests: "1 request", "100 requests".
+func requests(n int64) string {
+	if n == 1 {
+		return "1 request"
+	}
+	return strconv.FormatInt(n, 10) + " requests"
+}
+
 // limitedDetail is the problem detail of a 429, such as "partner-a exceeded
 // 100 requests per 1m (rule claims); retry in 23s".
 func limitedDetail(who string, rule string, l limiter.Limit, retry time.Duration) string {
 	var b strings.Builder
 	b.WriteString(who)
 	b.WriteString(" exceeded ")
-	b.WriteString(strconv.FormatInt(l.Rate(), 10))
-	b.WriteString(" requests per ")
+	b.WriteString(requests(l.Rate()))
+	b.WriteString(" per ")
 	b.WriteString(FormatPeriod(l.Period()))
 	b.WriteString(" (rule ")
 	b.WriteString(rule)

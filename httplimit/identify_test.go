@@ -164,7 +164,7 @@ func TestUnknownCallersCountedAsAnonymousByIP(t *testing.T) {
 			t.Errorf("%s: report Client %q, want %q", s.name, rep.Client, wantLabel)
 		}
 		if s.status == 429 {
-			if p := readProblem(t, w, 429); !strings.HasPrefix(p.Detail, "192.0.2.") || !strings.Contains(p.Detail, "exceeded 1 requests per 1m") {
+			if p := readProblem(t, w, 429); !strings.HasPrefix(p.Detail, "192.0.2.") || !strings.Contains(p.Detail, "exceeded 1 request per 1m") {
 				t.Errorf("%s: detail %q, want the caller's address and the anonymous plan's 1/m", s.name, p.Detail)
 			}
 			continue

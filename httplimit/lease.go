@@ -144,7 +144,7 @@ func leaseDecision(d store.LeaseDecision) limiter.Decision {
 // rate rule's reads: "partner-a exceeded 10 requests in flight (rule
 // partner-in-flight); retry in 1s".
 func inFlightDetail(who string, rule *policy.Rule, d store.LeaseDecision) string {
-	b := who + " exceeded " + strconv.FormatInt(d.Limit, 10) + " requests in flight (rule " + rule.Name
+	b := who + " exceeded " + requests(d.Limit) + " in flight (rule " + rule.Name
 	if d.RetryAfter == limiter.Never {
 		return b + "); this request costs more than the limit allows at once and will never pass"
 	}
