@@ -118,7 +118,7 @@ func noFlags(name string, args []string, stdout, stderr io.Writer) (code int, ok
 }
 
 var commandHelp = map[string]string{
-	"demo": "Runs the claims story on 127.0.0.1 until SIGTERM or SIGINT: a claims service, sluice in front of\n" +
+	"demo": "Runs the claims story on 127.0.0.1 for 40s (SIGTERM or SIGINT ends it early): a claims service, sluice in front of\n" +
 		"it, a buggy partner over its limit and a normal one that notices nothing.",
 	"demo overload": "Runs the month-end story on 127.0.0.1 for 38s (SIGTERM or SIGINT ends it early): a claims service of\n" +
 		"fixed capacity that slows down at month-end, sluice with a protect block in front of it, claim reads\n" +
