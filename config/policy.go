@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/throttle"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -156,8 +157,12 @@ func (d *decoder) plans(n *yaml.Node, path string) map[string]policy.Plan {
 		var pl policy.Plan
 		pl.Limits, pl.Concurrency = d.rates(rates, join(path, name))
 		if prio != nil {
-			p := d.priority(prio, join(join(path, name), "priority"))
+			at := join(join(path, name), "priority")
+			p := d.priority(prio, at)
 			pl.Priority = &p
+			if p == throttle.Low {
+				d.warnf(prio, at, "low does nothing: a plan raises its clients' priority, never lowers it (give the rules of the work to shed first priority: low)")
+			}
 		}
 		plans[name] = pl
 	}

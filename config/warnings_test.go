@@ -32,6 +32,8 @@ func TestWarnings(t *testing.T) {
 		{"every address trusted", head + "trusted_proxies: [10.0.0.0/8, 0.0.0.0/0, '::/0']\nrules: [{name: a, rate: 1/s}]\n", []string{
 			"t.yaml:3:31: trusted_proxies[1]: 0.0.0.0/0 trusts every address as a proxy: any caller can name the address it is counted by (list only your proxies' networks, such as 10.0.0.0/8)",
 			"t.yaml:3:42: trusted_proxies[2]: ::/0 trusts every address as a proxy: any caller can name the address it is counted by (list only your proxies' networks, such as 10.0.0.0/8)"}},
+		{"plan lowering priority", head + "plans: {bulk: {priority: low}, gold: {priority: high}}\nrules: [{name: a, rate: 1/s}]\n", []string{
+			"t.yaml:3:26: plans.bulk.priority: low does nothing: a plan raises its clients' priority, never lowers it (give the rules of the work to shed first priority: low)"}},
 	} {
 		f, err := Parse("t.yaml", []byte(tc.text))
 		if err != nil {
