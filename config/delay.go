@@ -13,20 +13,14 @@ import (
 // two are fields of the file's one rule.
 func (d *decoder) delay(m map[string]*yaml.Node, path string) time.Duration {
 	n := m["delay"]
-	s, ok := d.scalar(n, path, "a duration")
+	v, ok := d.durationIn(n, path, func(v time.Duration) bool { return v >= 0 && v <= limiter.MaxDelay },
+		"such as 500ms, 2s; how long a request may wait for its turn", "0 to "+limiter.MaxDelay.String())
 	if !ok {
 		return 0
 	}
-	v, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		d.fail(n, path, "%q is not a duration (such as 500ms, 2s; how long a request may wait for its turn)", clip(s))
-	case v < 0 || v > limiter.MaxDelay:
-		d.fail(n, path, "%v is out of range (0 to %v)", v, limiter.MaxDelay)
-	case !isNull(m["concurrency"]):
+	if !isNull(m["concurrency"]) {
 		d.fail(n, path, "a concurrency rule holds nothing for its turn (delay goes with rate on token_bucket, gcra or leaky_bucket)")
-	default:
-		return v
+		return 0
 	}
-	return 0
+	return v
 }

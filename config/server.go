@@ -91,24 +91,17 @@ func (d *decoder) server(n *yaml.Node, path string) Server {
 // timeout decodes a server duration: more than 0 (or 0 itself with
 // zeroOK) and at most 24h.
 func (d *decoder) timeout(n *yaml.Node, path string, def time.Duration, zeroOK bool) time.Duration {
-	s, ok := d.scalar(n, path, "a duration")
-	if !ok {
-		return def
-	}
 	lowest := "more than 0"
 	if zeroOK {
 		lowest = "0 or more"
 	}
-	v, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		d.fail(n, path, "%q is not a duration (such as 500ms, 30s, 2m; default %v)", clip(s), def)
-	case v < 0 || v == 0 && !zeroOK || v > maxServerDuration:
-		d.fail(n, path, "%v is out of range (%s, at most 24h; default %v)", v, lowest, def)
-	default:
-		return v
+	v, ok := d.durationIn(n, path,
+		func(v time.Duration) bool { return (v > 0 || v == 0 && zeroOK) && v <= maxServerDuration },
+		fmt.Sprintf("such as 500ms, 30s, 2m; default %v", def), fmt.Sprintf("%s, at most 24h; default %v", lowest, def))
+	if !ok {
+		return def
 	}
-	return def
+	return v
 }
 
 // loopsToListen reports whether upstream would reach sluice's own listen

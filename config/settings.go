@@ -166,20 +166,16 @@ func (d *decoder) store(n *yaml.Node, path string) Store {
 // store.MaxLeaseTTL, in whole milliseconds (Redis expires to the
 // millisecond).
 func (d *decoder) leaseTTL(n *yaml.Node, path string) time.Duration {
-	s, ok := d.scalar(n, path, "a duration")
+	v, ok := d.durationIn(n, path,
+		func(v time.Duration) bool {
+			return v >= MinLeaseTTL && v <= store.MaxLeaseTTL && v%time.Millisecond == 0
+		},
+		fmt.Sprintf("such as 10s, 1m; default %v", DefaultLeaseTTL),
+		fmt.Sprintf("%v to %v in whole milliseconds; default %v", MinLeaseTTL, store.MaxLeaseTTL, DefaultLeaseTTL))
 	if !ok {
 		return DefaultLeaseTTL
 	}
-	v, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		d.fail(n, path, "%q is not a duration (such as 10s, 1m; default %v)", clip(s), DefaultLeaseTTL)
-	case v < MinLeaseTTL || v > store.MaxLeaseTTL || v%time.Millisecond != 0:
-		d.fail(n, path, "%v is out of range (%v to %v in whole milliseconds; default %v)", v, MinLeaseTTL, store.MaxLeaseTTL, DefaultLeaseTTL)
-	default:
-		return v
-	}
-	return DefaultLeaseTTL
+	return v
 }
 
 // redis decodes the redis block; the default address applies when used.
@@ -217,20 +213,32 @@ func (d *decoder) redis(n *yaml.Node, path string, used bool) Redis {
 // duration decodes the store timeout: a Go duration, more than 0 and at
 // most MaxRedisTimeout.
 func (d *decoder) duration(n *yaml.Node, path string, def time.Duration) time.Duration {
-	s, ok := d.scalar(n, path, "a duration")
+	v, ok := d.durationIn(n, path, func(v time.Duration) bool { return v > 0 && v <= MaxRedisTimeout },
+		fmt.Sprintf("such as 50ms, 1s; default %v", def), fmt.Sprintf("more than 0, at most %v", MaxRedisTimeout))
 	if !ok {
 		return def
+	}
+	return v
+}
+
+// durationIn returns the Go duration at n and true when inRange accepts
+// it; false when n is absent or wrong (reported, with examples after a
+// value that is not a duration and accepted after one out of range).
+func (d *decoder) durationIn(n *yaml.Node, path string, inRange func(time.Duration) bool, examples, accepted string) (time.Duration, bool) {
+	s, ok := d.scalar(n, path, "a duration")
+	if !ok {
+		return 0, false
 	}
 	v, err := time.ParseDuration(s)
 	switch {
 	case err != nil:
-		d.fail(n, path, "%q is not a duration (such as 50ms, 1s; default %v)", clip(s), def)
-	case v <= 0 || v > MaxRedisTimeout:
-		d.fail(n, path, "%v is out of range (more than 0, at most %v)", v, MaxRedisTimeout)
+		d.fail(n, path, "%q is not a duration (%s)", clip(s), examples)
+	case !inRange(v):
+		d.fail(n, path, "%v is out of range (%s)", v, accepted)
 	default:
-		return v
+		return v, true
 	}
-	return def
+	return 0, false
 }
 
 var adminFields = []string{"listen", "token"}
