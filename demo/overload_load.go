@@ -74,14 +74,7 @@ func (c *loadClass) run(ctx context.Context, opts OverloadOptions, start time.Ti
 	reqCtx := context.WithoutCancel(ctx)
 	at := time.Duration(0)
 	for n := 1; at < total; n++ {
-		if wait := time.Until(start.Add(at)); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
-		} else if ctx.Err() != nil {
+		if !waitUntil(ctx, timer, start.Add(at)) {
 			return
 		}
 		wg.Go(func() { c.send(reqCtx, n) })

@@ -77,18 +77,27 @@ func (p *partner) run(ctx context.Context, start time.Time, d time.Duration) {
 	defer timer.Stop()
 	reqCtx := context.WithoutCancel(ctx)
 	for n := 0; time.Duration(n)*p.every < d; n++ {
-		if wait := time.Until(start.Add(time.Duration(n) * p.every)); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
-		} else if ctx.Err() != nil {
+		if !waitUntil(ctx, timer, start.Add(time.Duration(n)*p.every)) {
 			return
 		}
 		p.send(reqCtx, n+1, time.Since(start))
 	}
+}
+
+// waitUntil waits on timer until t and reports true then; false when ctx
+// ends first, or has ended when t is already past. The callers pace their
+// requests with it.
+func waitUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
+	if wait := time.Until(t); wait > 0 {
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return true
+		}
+	}
+	return ctx.Err() == nil
 }
 
 // send sends request number n and records its outcome.
