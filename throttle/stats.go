@@ -70,7 +70,7 @@ func (t *Throttle) Stats() Stats {
 		MaxInFlight:  t.cfg.MaxInFlight,
 		QueueLength:  t.queue.n,
 		Admitted:     total(t.counts.admitted),
-		Shedding:     float64(t.inFlight) >= t.cfg.ShedFrom*float64(t.limit),
+		Shedding:     t.shedding(),
 		Queued:       t.counts.queued,
 		QueueWait:    t.counts.waited,
 		admitted:     t.counts.admitted,

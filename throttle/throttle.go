@@ -145,9 +145,7 @@ func (t *Throttle) arrive(now time.Time, r Request) (Decision, *waiter) {
 // Low request there with a probability growing linearly from
 // 1/(limit-line+1) at the line to 1 at the limit.
 func (t *Throttle) early(now time.Time, r Request) (Decision, bool) {
-	line := t.cfg.ShedFrom * float64(t.limit)
-	in := float64(t.inFlight)
-	if in < line {
+	if !t.shedding() {
 		return Decision{}, false
 	}
 	if r.Degrade {
@@ -156,11 +154,19 @@ func (t *Throttle) early(now time.Time, r Request) (Decision, bool) {
 	if r.Priority != Low || t.inFlight >= t.limit {
 		return Decision{}, false
 	}
-	if share := (in - line + 1) / (float64(t.limit) - line + 1); t.rnd() < share {
+	line := t.shedLine()
+	if share := (float64(t.inFlight) - line + 1) / (float64(t.limit) - line + 1); t.rnd() < share {
 		return t.refuse(r.Priority, ReasonShed, t.slotWait(now, 1)), true
 	}
 	return Decision{}, false
 }
+
+// shedLine is where early refusals start: ShedFrom × limit in flight.
+func (t *Throttle) shedLine() float64 { return t.cfg.ShedFrom * float64(t.limit) }
+
+// shedding reports whether in flight is at the shed line or over it. The
+// caller holds t.mu.
+func (t *Throttle) shedding() bool { return float64(t.inFlight) >= t.shedLine() }
 
 // slotWait is the expected time until n slots free up (0 if unknown).
 func (t *Throttle) slotWait(now time.Time, n int) time.Duration {
