@@ -13,17 +13,13 @@ import (
 	"github.com/sluice-rl/sluice/store"
 )
 
-// delayLimits returns the bucket limits of diffCases for alg, each without
+// delayLimits returns caseLimits for alg (bucket algorithms), each without
 // a delay and with delays of a few emission intervals and of a period (at
 // most limiter.MaxDelay; a delay the limit cannot count exactly is left
 // out).
 func delayLimits(t *testing.T, alg limiter.Algorithm) []limiter.Limit {
 	var out []limiter.Limit
-	for _, c := range diffCases() {
-		if c.alg != alg || c.start != epoch.UnixMicro() {
-			continue
-		}
-		l := mustLimit(t, c.alg, c.rate, c.period, c.burst)
+	for _, l := range caseLimits(t, alg) {
 		p, n := l.Interval()
 		out = append(out, l)
 		for _, d := range []time.Duration{time.Duration(3*max(p/n, 1)) * time.Microsecond, min(l.Period(), limiter.MaxDelay)} {
@@ -84,8 +80,7 @@ func replayDelay(t *testing.T, s *Store, key string, lims []limiter.Limit, rng *
 			}
 			continue
 		}
-		p, n := l.Interval()
-		now = nextTime(rng, now, int64(l.Period()/time.Microsecond), max(p/n, 1))
+		now = nextTimeUnder(rng, now, l)
 		if len(spent) > 0 && rng.IntN(4) == 0 {
 			settleBoth(t, s, &m, key, l, time.UnixMicro(now), spent[rng.IntN(len(spent))], rng, fmt.Sprintf("step %d", step), &history)
 			continue

@@ -101,11 +101,8 @@ func replay(t *testing.T, s *Store, key string, l limiter.Limit, start int64, rn
 	var m model
 	var history strings.Builder
 	now := start
-	period := int64(l.Period() / time.Microsecond)
-	p, n := l.Interval()
-	interval := max(p/n, 1)
 	for step := range steps {
-		now = nextTime(rng, now, period, interval)
+		now = nextTimeUnder(rng, now, l)
 		cost := nextCost(rng, l.Burst())
 		at := time.UnixMicro(now)
 		want := m.decide(l, at, cost)
@@ -141,6 +138,12 @@ func nextTime(rng *rand.Rand, now, period, interval int64) int64 {
 	return min(max(now, -1_000_000), maxTime+1_000_000)
 }
 
+// nextTimeUnder is nextTime with the period and emission interval of l.
+func nextTimeUnder(rng *rand.Rand, now int64, l limiter.Limit) int64 {
+	p, n := l.Interval()
+	return nextTime(rng, now, int64(l.Period()/time.Microsecond), max(p/n, 1))
+}
+
 // nextCost returns a request's cost: mostly 0 to 3, sometimes up to the
 // limit, at it, above it or huge.
 func nextCost(rng *rand.Rand, limit int64) int64 {
@@ -167,20 +170,26 @@ func TestDifferentialLimitChanges(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
-	cases := diffCases()
 	for i, alg := range limiter.Algorithms {
-		var lims []limiter.Limit
-		for _, c := range cases {
-			if c.alg == alg && c.start == epoch.UnixMicro() {
-				lims = append(lims, mustLimit(t, c.alg, c.rate, c.period, c.burst))
-			}
-		}
+		lims := caseLimits(t, alg)
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(*diffSeed, 3000+uint64(i)))
 			replayChanging(t, s, "diffchange:"+alg.String(), lims, rng, 4**diffSteps)
 		})
 	}
+}
+
+// caseLimits returns the limits of the diffCases of alg that start at
+// epoch, for replays that move a key from one to another.
+func caseLimits(t *testing.T, alg limiter.Algorithm) []limiter.Limit {
+	var lims []limiter.Limit
+	for _, c := range diffCases() {
+		if c.alg == alg && c.start == epoch.UnixMicro() {
+			lims = append(lims, mustLimit(t, c.alg, c.rate, c.period, c.burst))
+		}
+	}
+	return lims
 }
 
 // replayChanging is replay over a key whose limit changes to one of lims
@@ -194,8 +203,7 @@ func replayChanging(t *testing.T, s *Store, key string, lims []limiter.Limit, rn
 		if rng.IntN(6) == 0 {
 			l = lims[rng.IntN(len(lims))]
 		}
-		p, n := l.Interval()
-		now = nextTime(rng, now, int64(l.Period()/time.Microsecond), max(p/n, 1))
+		now = nextTimeUnder(rng, now, l)
 		costs := make([]int64, 1+rng.IntN(3))
 		for j := range costs {
 			costs[j] = nextCost(rng, l.Burst())

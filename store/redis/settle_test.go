@@ -66,12 +66,7 @@ func TestDifferentialSettle(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	for i, alg := range limiter.Algorithms {
-		var lims []limiter.Limit
-		for _, c := range diffCases() {
-			if c.alg == alg && c.start == epoch.UnixMicro() {
-				lims = append(lims, mustLimit(t, c.alg, c.rate, c.period, c.burst))
-			}
-		}
+		lims := caseLimits(t, alg)
 		t.Run(alg.String(), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(*diffSeed, 7000+uint64(i)))
@@ -98,8 +93,7 @@ func replaySettle(t *testing.T, s *Store, key string, lims []limiter.Limit, rng 
 		if rng.IntN(20) == 0 {
 			l = lims[rng.IntN(len(lims))]
 		}
-		p, n := l.Interval()
-		now = nextTime(rng, now, int64(l.Period()/time.Microsecond), max(p/n, 1))
+		now = nextTimeUnder(rng, now, l)
 		at := time.UnixMicro(now)
 		if len(admitted) > 0 && rng.IntN(3) == 0 {
 			i := len(admitted) - 1
