@@ -94,7 +94,8 @@ type Decision struct {
 // second Release (of the same copy or another) finds gen changed and does
 // nothing, even once the token holds a new request's slot. Tokens are
 // reused, so admission allocates nothing once as many exist as are in
-// flight at most.
+// flight at most (0 allocs/op: go test -run x -bench AcquireRelease
+// ./throttle).
 type slot struct{ gen uint64 }
 
 // RetryAfterSeconds is RetryAfter rounded up to whole seconds, at least 1:
