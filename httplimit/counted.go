@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/netip"
-	"net/textproto"
 	"strconv"
 	"strings"
 
@@ -31,24 +30,25 @@ func headerValue(key policy.KeySpec, h http.Header) (string, bool) {
 // not count it. A shadow rule refuses nothing: it counts the first value.
 func headerRefused(pol *policy.Compiled, s *scratch, h http.Header) (detail string, refused bool) {
 	for _, i := range s.index {
-		if detail, refused := headerRefusedBy(pol.Rule(i), h); refused {
+		if detail, refused := headerRefusedBy(pol, i, h); refused {
 			return detail, true
 		}
 	}
 	for _, i := range s.leaseIndex {
-		if detail, refused := headerRefusedBy(pol.Rule(i), h); refused {
+		if detail, refused := headerRefusedBy(pol, i, h); refused {
 			return detail, true
 		}
 	}
 	return "", false
 }
 
-// headerRefusedBy is headerRefused for one rule r.
-func headerRefusedBy(r *policy.Rule, h http.Header) (detail string, refused bool) {
+// headerRefusedBy is headerRefused for rule i.
+func headerRefusedBy(pol *policy.Compiled, i int, h http.Header) (detail string, refused bool) {
+	r := pol.Rule(i)
 	if r.Key.Kind != policy.KeyHeader {
 		return "", false
 	}
-	name := textproto.CanonicalMIMEHeaderKey(r.Key.Header)
+	name := pol.HeaderName(i)
 	for k := range h {
 		if k != name && policy.SameHeaderName(k, name) {
 			delete(h, k)

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"net/textproto"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -229,10 +228,7 @@ type scratch struct {
 func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings, s *scratch) (*http.Request, bool) {
 	pol := set.Policy
 	now := l.opts.Clock.Now()
-	var key string
-	if pol.IdentifiesByKey() {
-		key = textproto.CanonicalMIMEHeaderKey(pol.KeyHeader())
-	}
+	key := pol.KeyName()
 	scrubHeaders(r.Header, key)
 	s.legacy = set.LegacyHeaders
 	rep := &s.report

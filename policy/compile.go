@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"net/textproto"
 	"slices"
 
 	"github.com/sluice-rl/sluice/limiter"
@@ -35,12 +36,14 @@ type Compiled struct {
 	anonymous *Caller
 	global    *Caller
 	ipv6Bits  int
-	settles   bool // a rule settles after the response (settle.go)
+	settles   bool   // a rule settles after the response (settle.go)
+	keyName   string // KeyName, once per policy
 }
 
 type compiledRule struct {
 	Rule
-	allowIDs map[string]bool
+	allowIDs   map[string]bool
+	headerName string // HeaderName, once per policy
 }
 
 // Caller is a recognised client (or the anonymous caller), with the limit
@@ -118,6 +121,9 @@ func Compile(p Policy) (*Compiled, error) {
 	if len(p.Rules) == 0 {
 		fail("rules", "no rules (at least one rule is required)")
 	}
+	if c.IdentifiesByKey() {
+		c.keyName = textproto.CanonicalMIMEHeaderKey(c.KeyHeader())
+	}
 	names := map[string]int{}
 	for i, r := range p.Rules {
 		c.rules = append(c.rules, compileRule(i, r, names, fail))
@@ -187,6 +193,9 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 		fail(at+".rate", "missing: the rule does nothing (give it a rate such as 100/m, a concurrency, a priority, or degrade: true)")
 	}
 	cr := compiledRule{Rule: r, allowIDs: map[string]bool{}}
+	if r.Key.Kind == KeyHeader {
+		cr.headerName = textproto.CanonicalMIMEHeaderKey(r.Key.Header)
+	}
 	if cr.Algorithm == 0 && r.Concurrency == 0 {
 		cr.Algorithm = DefaultAlgorithm
 	}

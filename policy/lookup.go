@@ -25,6 +25,15 @@ func (c *Compiled) KeyHeader() string {
 // true when the policy lists clients.
 func (c *Compiled) IdentifiesByKey() bool { return len(c.src.Clients.List) > 0 }
 
+// KeyName is the key header's name as an http.Header holds it
+// (textproto.CanonicalMIMEHeaderKey of KeyHeader), "" when the policy
+// identifies no caller by key.
+func (c *Compiled) KeyName() string { return c.keyName }
+
+// HeaderName is the name of the header rule i counts by (key:
+// header:NAME) as an http.Header holds it, "" for a rule of another key.
+func (c *Compiled) HeaderName(i int) string { return c.rules[i].headerName }
+
 // CallerByKey returns the client an access key belongs to.
 func (c *Compiled) CallerByKey(key string) (*Caller, bool) {
 	cl, ok := c.byKey[key]

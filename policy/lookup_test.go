@@ -328,3 +328,27 @@ func TestMappedPrefixes(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderNames: the key header's and each header rule's name as an
+// http.Header holds it, canonicalised once at Compile.
+func TestHeaderNames(t *testing.T) {
+	p := policy.Policy{Clients: policy.Clients{KeyHeader: "x-API-key", List: []policy.Client{{ID: "acme", Keys: []string{"k-acme"}}}}}
+	p.Rules = []policy.Rule{
+		{Name: "tenant", Key: policy.KeySpec{Kind: policy.KeyHeader, Header: "x_tenant-ID"}, Rate: policy.Rate{N: 1, Period: time.Second}},
+		{Name: "per-ip", Key: policy.KeySpec{Kind: policy.KeyIP}, Rate: policy.Rate{N: 1, Period: time.Second}},
+	}
+	c := mustCompile(t, p)
+	if got := c.KeyName(); got != "X-Api-Key" {
+		t.Errorf("KeyName() = %q, want X-Api-Key", got)
+	}
+	if got := c.HeaderName(0); got != "X_tenant-Id" {
+		t.Errorf("HeaderName(0) = %q, want X_tenant-Id (textproto.CanonicalMIMEHeaderKey)", got)
+	}
+	if got := c.HeaderName(1); got != "" {
+		t.Errorf("HeaderName(1) of an ip rule = %q, want \"\"", got)
+	}
+	p.Clients.List = nil
+	if got := mustCompile(t, p).KeyName(); got != "" {
+		t.Errorf("KeyName() without clients = %q, want \"\" (no caller is identified by key)", got)
+	}
+}
