@@ -67,7 +67,10 @@ func (d *decoder) adaptive(n *yaml.Node, path string, maxInFlight int) *throttle
 		a.MinInFlight = int(min(v, int64(maxInFlight)))
 	}
 	if d.required(m, n, path, "latency_target", "latency_target: 250ms") {
-		a.LatencyTarget = d.timeout(m["latency_target"], join(path, "latency_target"), time.Second, false)
+		// Required: no default to name, unlike the server's timeouts.
+		a.LatencyTarget, _ = d.durationIn(m["latency_target"], join(path, "latency_target"),
+			func(v time.Duration) bool { return v > 0 && v <= maxServerDuration },
+			"such as 250ms, 1s: the upstream's p99 objective", "more than 0, at most 24h")
 	}
 	return a
 }
