@@ -74,24 +74,12 @@ func RunLeases(t *testing.T, newStore func(t *testing.T) LeaseStore) {
 	t.Helper()
 	t.Run("tables", func(t *testing.T) {
 		for _, tb := range LeaseTables() {
-			t.Run(tb.Name, func(t *testing.T) { CheckLeases(t, openLeases(t, newStore), tb) })
+			t.Run(tb.Name, func(t *testing.T) { CheckLeases(t, open(t, newStore), tb) })
 		}
 	})
-	t.Run("concurrent", func(t *testing.T) { checkLeasesConcurrent(t, openLeases(t, newStore)) })
-	t.Run("renewer", func(t *testing.T) { checkRenewer(t, openLeases(t, newStore)) })
+	t.Run("concurrent", func(t *testing.T) { checkLeasesConcurrent(t, open(t, newStore)) })
+	t.Run("renewer", func(t *testing.T) { checkRenewer(t, open(t, newStore)) })
 	t.Run("closed", func(t *testing.T) { checkLeasesClosed(t, newStore(t)) })
-}
-
-// openLeases returns a new store that is closed when t ends.
-func openLeases(t *testing.T, newStore func(t *testing.T) LeaseStore) LeaseStore {
-	t.Helper()
-	s := newStore(t)
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return s
 }
 
 // CheckLeases runs the steps of tb in order on s and reports every answer

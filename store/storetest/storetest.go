@@ -143,7 +143,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 }
 
 // open returns a new store that is closed when t ends.
-func open(t *testing.T, newStore func(t *testing.T) store.Store) store.Store {
+func open[S interface{ Close() error }](t *testing.T, newStore func(t *testing.T) S) S {
 	t.Helper()
 	s := newStore(t)
 	t.Cleanup(func() {
