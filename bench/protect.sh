@@ -28,9 +28,10 @@
 # critical_p99_ms the median over the rounds of each round's p99 of those
 # answers' latency (from sending to the end of the body, as the caller sees
 # it: sluice's queue included; the median, as bench/gateway.sh's, smooths
-# out what else the machine is doing; the table shows the worst round too); max_in_flight_seen the most requests the upstream had at once
-# in any sluice round, as the upstream counted them; low_shed the share of
-# low requests sluice refused. Targets: critical_ok >= 0.99,
+# out what else the machine is doing; the table shows the worst round too);
+# max_in_flight_seen the most requests the upstream had at once in any
+# sluice round, as the upstream counted them; low_shed the share of low
+# requests sluice refused. Targets: critical_ok >= 0.99,
 # critical_p99_ms <= target_ms, max_in_flight_seen <= ceiling.
 #
 #   bash bench/protect.sh        (or bash bench/run.sh protect)
