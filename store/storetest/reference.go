@@ -51,7 +51,7 @@ func (r *reference) Decide(ctx context.Context, key string, l limiter.Limit, now
 // kept so even when the request is denied.
 func (r *reference) decide(key string, l limiter.Limit, now time.Time, cost int64) limiter.Decision {
 	k, ok := r.states[key]
-	if ok && k.limit != l {
+	if ok && !k.limit.Same(&l) {
 		k.state = limiter.Reinterpret(k.limit, l, k.state, now)
 	}
 	d, s := limiter.Decide(l, k.state, now, cost)
@@ -90,8 +90,8 @@ func (r *reference) Close() error {
 var _ store.Settler = (*reference)(nil)
 
 // Settle settles with limiter.Settle under the store's mutex. A key held
-// under another limit, or not held, is left as it is: the decision is a
-// look at it.
+// under another limit (limiter.Limit.Same: not merely another delay), or
+// not held, is left as it is: the decision is a look at it.
 func (r *reference) Settle(ctx context.Context, key string, l limiter.Limit, now time.Time, res limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return limiter.Decision{}, fmt.Errorf("reference store: settle: %w", err)
@@ -102,10 +102,10 @@ func (r *reference) Settle(ctx context.Context, key string, l limiter.Limit, now
 		return limiter.Decision{}, store.ErrClosed
 	}
 	k, ok := r.states[key]
-	if ok && k.limit != l && k.limit.Algorithm() == limiter.SlidingLog && l.Algorithm() == limiter.SlidingLog {
+	if ok && k.limit.Algorithm() == limiter.SlidingLog && l.Algorithm() == limiter.SlidingLog {
 		k.limit = l // a log's entries stand under any limit
 	}
-	if ok && k.limit == l {
+	if ok && k.limit.Same(&l) { // a changed delay is not a changed limit
 		var d limiter.Decision
 		k.state, d = limiter.Settle(l, k.state, now, res, reserved, actual)
 		r.states[key] = k

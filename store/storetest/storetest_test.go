@@ -66,3 +66,25 @@ func TestReferenceCloseAndContext(t *testing.T) {
 		t.Errorf("second Close: %v, want store.ErrClosed", err)
 	}
 }
+
+// TestReferenceSettlesUnderAChangedDelay: a changed delay is not a changed
+// limit (limiter.Limit.Same), so the reference settles a reservation made
+// under one delay when the limit comes back with another, as the memory
+// and Redis stores do.
+func TestReferenceSettlesUnderAChangedDelay(t *testing.T) {
+	s := NewReference().(store.Settler)
+	l := must(limiter.TokenBucket, 10, sec, 0)
+	held, err := l.WithDelay(sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d, err := s.(store.Store).Decide(ctx, "k", held, aligned, 10)
+	if err != nil || !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("Decide 10 of 10: %+v, %v", d, err)
+	}
+	d, err = s.Settle(ctx, "k", l, aligned, d.Reservation, 10, 0)
+	if err != nil || d.Remaining != 10 {
+		t.Errorf("Settle at 0 of 10 under the same limit without its delay: %+v, %v; want Remaining 10", d, err)
+	}
+}
