@@ -100,3 +100,12 @@ func BenchmarkDecideLimited(b *testing.B) {
 	benchDecide(b, benchPolicy(policy.Rate{N: 1, Period: 24 * time.Hour}),
 		benchRequest("192.0.2.1:1234", http.Header{"X-Api-Key": {"key-a"}}))
 }
+
+// BenchmarkDecideHeader: as BenchmarkDecidePass, with a third rule that
+// counts by a header the policy spells in lower case (key: header:x-tenant).
+func BenchmarkDecideHeader(b *testing.B) {
+	p := benchPolicy(policy.Rate{N: 1e9, Period: time.Second})
+	p.Rules = append(p.Rules, policy.Rule{Name: "per-tenant", Key: policy.KeySpec{Kind: policy.KeyHeader, Header: "x-tenant"},
+		Rate: policy.Rate{N: 1e9, Period: time.Second}})
+	benchDecide(b, p, benchRequest("192.0.2.1:1234", http.Header{"X-Api-Key": {"key-a"}, "X-Tenant": {"acme"}}))
+}

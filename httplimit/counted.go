@@ -11,12 +11,16 @@ import (
 	"github.com/sluice-rl/sluice/policy"
 )
 
-// headerValue returns the value a header:NAME rule counts by, and whether
+// headerValue returns the value header:NAME rule i counts by, and whether
 // the request lacks it (absent or empty: net/http trims the blanks around
-// a value). Of several values the first counts.
-func headerValue(key policy.KeySpec, h http.Header) (string, bool) {
-	v := h.Get(key.Header)
-	return v, v == ""
+// a value). Of several values the first counts. It is h.Get by the name
+// policy.Compiled.HeaderName canonicalised once per policy.
+func headerValue(pol *policy.Compiled, i int, h http.Header) (string, bool) {
+	vs := h[pol.HeaderName(i)]
+	if len(vs) == 0 {
+		return "", true
+	}
+	return vs[0], vs[0] == ""
 }
 
 // headerRefused checks the headers the matched header:NAME rules count by
@@ -60,7 +64,7 @@ func headerRefusedBy(pol *policy.Compiled, i int, h http.Header) (detail string,
 	if n := len(h[name]); n > 1 {
 		return name + " sent " + strconv.Itoa(n) + " times; rule " + r.Name + " counts requests by it (send it once)", true
 	}
-	if _, missing := headerValue(r.Key, h); missing && r.Key.Missing == policy.MissingReject {
+	if _, missing := headerValue(pol, i, h); missing && r.Key.Missing == policy.MissingReject {
 		return "missing header " + r.Key.Header + ", by which rule " + r.Name + " counts requests", true
 	}
 	return "", false
@@ -70,7 +74,8 @@ func headerRefusedBy(pol *policy.Compiled, i int, h http.Header) (detail string,
 // the log: the client id, the address (an IPv6 network for grouped
 // addresses), `header X-Tenant "acme"`, or all callers together. It never
 // names an access key (see shownValue).
-func counted(pol *policy.Compiled, c *policy.Caller, rule *policy.Rule, addr netip.Addr, h http.Header) string {
+func counted(pol *policy.Compiled, c *policy.Caller, i int, addr netip.Addr, h http.Header) string {
+	rule := pol.Rule(i)
 	switch rule.Key.Kind {
 	case policy.KeyClient:
 		if c.ID != "" {
@@ -80,7 +85,7 @@ func counted(pol *policy.Compiled, c *policy.Caller, rule *policy.Rule, addr net
 	case policy.KeyIP:
 		return address(pol, addr)
 	case policy.KeyHeader:
-		v, missing := headerValue(rule.Key, h)
+		v, missing := headerValue(pol, i, h)
 		switch {
 		case !missing:
 			return "header " + rule.Key.Header + " " + shownValue(pol, rule.Key.Header, v)

@@ -322,7 +322,7 @@ func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr net
 			continue
 		}
 		if rule.Mode == policy.Shadow && rule.Key.Kind == policy.KeyHeader && rule.Key.Missing == policy.MissingReject {
-			if _, missing := headerValue(rule.Key, r.Header); missing {
+			if _, missing := headerValue(pol, i, r.Header); missing {
 				s.report.Rules = append(s.report.Rules, RuleResult{Rule: rule.Name, Outcome: ShadowLimited})
 				continue
 			}

@@ -151,7 +151,7 @@ func (l *Limiter) judge(w http.ResponseWriter, h http.Header, pol *policy.Compil
 	// The legacy headers of a 429 speak of the rule whose Retry-After it has.
 	setRateLimitHeaders(w.Header(), s.headers, s.legacy, worstHeader)
 	rule := pol.Rule(s.index[worstRule])
-	rep.Counted = counted(pol, caller, rule, addr, h)
+	rep.Counted = counted(pol, caller, s.index[worstRule], addr, h)
 	l.reject(w, rep, rep.Counted, rule.Name, s.reqs[worstRule].Limit, worst, violated)
 	return false
 }

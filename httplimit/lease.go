@@ -60,7 +60,7 @@ func (l *Limiter) acquire(w http.ResponseWriter, r *http.Request, pol *policy.Co
 			rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Outcome: Limited, Decision: leaseDecision(d)})
 			s.headers = append(s.headers, ruleHeader{name: rule.Name, limit: d.Limit, remaining: d.Remaining(), inFlight: true})
 			l.giveBack(r.Context(), held, rep, first, s.leaseIndex[k+1:], pol)
-			l.refuseInFlight(w, r.Header, pol, caller, addr, s, rule, d)
+			l.refuseInFlight(w, r.Header, pol, caller, addr, s, i, d)
 			return false
 		}
 		if !d.Lease.IsZero() {
@@ -125,13 +125,13 @@ func (l *Limiter) release(ctx context.Context, held []store.Lease) {
 	}
 }
 
-// refuseInFlight writes the 429 of concurrency rule, whose decision was d,
+// refuseInFlight writes the 429 of concurrency rule i, whose decision was d,
 // with the headers of every rule decided so far.
 func (l *Limiter) refuseInFlight(w http.ResponseWriter, h http.Header, pol *policy.Compiled, caller *policy.Caller, addr netip.Addr,
-	s *scratch, rule *policy.Rule, d store.LeaseDecision) {
-	rep := &s.report
+	s *scratch, i int, d store.LeaseDecision) {
+	rep, rule := &s.report, pol.Rule(i)
 	setRateLimitHeaders(w.Header(), s.headers, s.legacy, len(s.headers)-1)
-	rep.Counted = counted(pol, caller, rule, addr, h)
+	rep.Counted = counted(pol, caller, i, addr, h)
 	l.rejectWith(w, rep, inFlightDetail(rep.Counted, rule, d), d.RetryAfter, []string{rule.Name})
 }
 

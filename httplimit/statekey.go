@@ -36,7 +36,7 @@ func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Add
 	case policy.KeyClient, policy.KeyIP: // a caller without an id is counted by IP
 		return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, shared...)
 	case policy.KeyHeader:
-		v, missing := headerValue(rule.Key, r.Header)
+		v, missing := headerValue(pol, i, r.Header)
 		if missing && rule.Key.Missing == policy.MissingIP {
 			return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, shared...)
 		}
