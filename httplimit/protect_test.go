@@ -41,14 +41,7 @@ func TestThrottlePriorities(t *testing.T) {
 		}
 	})))
 	defer srv.Close()
-	held := make(chan error, 1)
-	go func() {
-		resp, err := http.Get(srv.URL + "/hold")
-		if err == nil {
-			_ = resp.Body.Close()
-		}
-		held <- err
-	}()
+	held := getInBackground(srv.URL + "/hold")
 	<-entered
 	for _, tc := range []struct {
 		path   string
@@ -81,6 +74,20 @@ func TestThrottlePriorities(t *testing.T) {
 	if rep := h.lastReport(); !rep.Throttled || rep.Priority != throttle.Critical || rep.Status != 0 {
 		t.Errorf("the /claims report %+v: want passed, throttled at critical", rep.Report)
 	}
+}
+
+// getInBackground GETs url in a goroutine; its error (nil once the
+// answer is read) arrives on the channel.
+func getInBackground(url string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		done <- err
+	}()
+	return done
 }
 
 // until polls cond every few milliseconds for at most 10s.
@@ -118,14 +125,7 @@ func TestThrottleCallerGoneAndPanic(t *testing.T) {
 		}
 	})))
 	defer srv.Close()
-	held := make(chan error, 1)
-	go func() {
-		resp, err := http.Get(srv.URL + "/hold")
-		if err == nil {
-			_ = resp.Body.Close()
-		}
-		held <- err
-	}()
+	held := getInBackground(srv.URL + "/hold")
 	<-entered
 	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
