@@ -22,9 +22,9 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestCluster runs the conformance suite, the batch comparison and a short
-// differential replay on a three-master Redis Cluster, reached through all
-// its nodes and through one of them.
+// TestCluster runs the conformance suite, the settle tables, the batch
+// comparison and a short differential replay on a three-master Redis
+// Cluster, reached through all its nodes and through one of them.
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	c := redistest.StartCluster(t)
@@ -32,6 +32,9 @@ func TestCluster(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) store.Store {
 			return open(t, c.Addrs, true)
 		})
+	})
+	t.Run("settle", func(t *testing.T) {
+		storetest.RunSettle(t, func(t *testing.T) store.Store { return open(t, c.Addrs, true) })
 	})
 	t.Run("leases", func(t *testing.T) {
 		storetest.RunLeases(t, func(t *testing.T) storetest.LeaseStore {

@@ -14,16 +14,12 @@ import (
 	"github.com/sluice-rl/sluice/store/storetest"
 )
 
-// TestSettleConformance runs the settle tables on a standalone Redis and on
-// a Redis Cluster, with caller time.
+// TestSettleConformance runs the settle tables on a standalone Redis, with
+// caller time (TestCluster runs them on a Redis Cluster).
 func TestSettleConformance(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
 	storetest.RunSettle(t, func(t *testing.T) store.Store { return open(t, []string{srv.Addr}, true) })
-	c := redistest.StartCluster(t)
-	t.Run("cluster", func(t *testing.T) {
-		storetest.RunSettle(t, func(t *testing.T) store.Store { return open(t, c.Addrs, true) })
-	})
 }
 
 // TestSettleInRedisTime: with Redis TIME, a decision's Reservation is in
