@@ -33,7 +33,7 @@ func TestCancelGoesToTheCountingStore(t *testing.T) {
 			mem, local := memory.New(memory.Options{Clock: clk}), memory.New(memory.Options{Clock: clk})
 			defer mem.Close()
 			defer local.Close()
-			shared := &cancelingShared{&sharedStore{Store: mem}, mem}
+			shared := &sharedStore{Store: mem}
 			shared.down.Store(c.degraded)
 			s, err := failover.New(failover.Options{Shared: shared, Fallback: local, OnFailure: c.policy, Instances: 2,
 				Threshold: 1, StartDegraded: c.degraded, Clock: clk})
@@ -62,14 +62,12 @@ func TestCancelGoesToTheCountingStore(t *testing.T) {
 	}
 }
 
-// cancelingShared is a sharedStore that gives reservations back.
-type cancelingShared struct {
-	*sharedStore
-	mem *memory.Store
-}
-
-func (s *cancelingShared) Cancel(ctx context.Context, key string, l limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
-	return s.mem.Cancel(ctx, key, l, r, cost)
+// Cancel makes the stand-in a store.Canceler, as store/redis is.
+func (s *sharedStore) Cancel(ctx context.Context, key string, l limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
+	if s.down.Load() {
+		return false, errDown
+	}
+	return s.Store.(store.Canceler).Cancel(ctx, key, l, r, cost)
 }
 
 // TestCancelInTheStoreThatCounted: a reservation the shared store made is
@@ -86,7 +84,7 @@ func TestCancelInTheStoreThatCounted(t *testing.T) {
 	mem, local := memory.New(memory.Options{Clock: clk}), memory.New(memory.Options{Clock: clk})
 	defer mem.Close()
 	defer local.Close()
-	shared := &cancelingShared{&sharedStore{Store: mem}, mem}
+	shared := &sharedStore{Store: mem}
 	s, err := failover.New(failover.Options{Shared: shared, Fallback: local, OnFailure: store.FailLocal, Instances: 1,
 		Threshold: 1, ProbeInterval: time.Minute, Clock: clk})
 	if err != nil {
