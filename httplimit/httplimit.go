@@ -312,6 +312,7 @@ func (l *Limiter) badRequest(w http.ResponseWriter, r *http.Request, rep *Report
 // nothing counted).
 func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr netip.Addr, r *http.Request, s *scratch) {
 	s.reqs, s.index, s.leaseIndex, s.leaseKeys = s.reqs[:0], s.index[:0], s.leaseIndex[:0], s.leaseKeys[:0]
+	ip := ipGroup{pol: pol, addr: addr}
 	for _, i := range s.match {
 		rule := pol.Rule(i)
 		if rule.Classifies() {
@@ -328,10 +329,10 @@ func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr net
 			}
 		}
 		if rule.LimitsInFlight() {
-			s.leaseIndex, s.leaseKeys = append(s.leaseIndex, i), append(s.leaseKeys, stateKey(pol, caller, i, addr, r))
+			s.leaseIndex, s.leaseKeys = append(s.leaseIndex, i), append(s.leaseKeys, stateKey(pol, caller, i, &ip, r))
 			continue
 		}
-		s.reqs = append(s.reqs, store.Request{Key: stateKey(pol, caller, i, addr, r), Limit: caller.Limit(i), Cost: rule.Cost,
+		s.reqs = append(s.reqs, store.Request{Key: stateKey(pol, caller, i, &ip, r), Limit: caller.Limit(i), Cost: rule.Cost,
 			Shadow: rule.Mode != policy.Enforce})
 		s.index = append(s.index, i)
 	}

@@ -18,7 +18,7 @@ import (
 // also names where the caller's limit comes from (policy.Caller.LimitSource:
 // the rule, a plan or a client's override; nothing for the rule's own
 // rate), so that callers on different limits count apart.
-func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Addr, r *http.Request) string {
+func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, r *http.Request) string {
 	rule := pol.Rule(i)
 	tag := caller.StateTag(i)
 	// A key counting one caller is in that caller's group, so that a
@@ -34,11 +34,11 @@ func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Add
 	}
 	switch rule.Key.Kind {
 	case policy.KeyClient, policy.KeyIP: // a caller without an id is counted by IP
-		return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, shared...)
+		return store.GroupKey(ip.group(), rule.Name, shared...)
 	case policy.KeyHeader:
 		v, missing := headerValue(pol, i, r.Header)
 		if missing && rule.Key.Missing == policy.MissingIP {
-			return store.GroupKey(store.Key("ip", pol.IPKey(addr)), rule.Name, shared...)
+			return store.GroupKey(ip.group(), rule.Name, shared...)
 		}
 		// Without the header (missing_header: shared) a request counts on
 		// the value "", one counter for them all, so leaving it out is no
@@ -48,6 +48,22 @@ func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Add
 	default:
 		return store.Key(rule.Name, append(shared, "global")...)
 	}
+}
+
+// ipGroup is the store group of the keys that count a caller's address,
+// store.Key("ip", pol.IPKey(addr)), made at most once per request however
+// many rules count by it.
+type ipGroup struct {
+	pol  *policy.Compiled
+	addr netip.Addr
+	key  string // "" until group is called
+}
+
+func (g *ipGroup) group() string {
+	if g.key == "" {
+		g.key = store.Key("ip", g.pol.IPKey(g.addr))
+	}
+	return g.key
 }
 
 // clientGroup starts the group of every key that counts a listed client:
