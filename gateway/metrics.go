@@ -39,67 +39,45 @@ type metrics struct {
 func newMetrics() *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_requests_total",
-			Help: "Rule decisions by rule, client id and decision (allowed, limited, shadow_limited, exempt, store_error, not_spent: had room, spent nothing as another rule rejected the request; delayed: allowed after being held for its turn by a rule with a delay).",
-		}, []string{"rule", "client", "decision"}),
-		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_responses_total",
-			Help: "Requests by what sluice did: passed, or answered itself with 400, 401, 429 or 503, or 499 (the caller went away while it waited in protect's queue).",
-		}, []string{"client", "code"}),
-		decision: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "sluice_decision_seconds",
-			Help:    "Time to decide one request (identify, match, store).",
-			Buckets: []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
-		}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_reloads_total",
-			Help: "Configuration reloads by result (ok, failed).",
-		}, []string{"result"}),
-		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sluice_store_errors_total",
-			Help: "Requests the store could not decide (passed with on_failure open, 503 with closed).",
-		}),
-		upstreamFails: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sluice_upstream_errors_total",
-			Help: "Requests answered 502 (upstream unreachable) or 504 (no answer within server.upstream_timeout).",
-		}),
-		callerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_caller_errors_total",
-			Help: "Requests the caller did not complete, by reason: aborted (went away), body_timeout (408), malformed_body (400).",
-		}, []string{"reason"}),
-		loops: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sluice_loops_total",
-			Help: "Requests answered 508 because they came back from the upstream (upstream leads to sluice itself).",
-		}),
-		held: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "sluice_delay_seconds",
-			Help:    "Time a request was held for its turn by rules with a delay, one observation per held request (its caller may have left meanwhile).",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600},
-		}),
-		storeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "sluice_store_seconds",
-			Help:    "Latency of the shared store (Redis), one observation per batch of decisions.",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
-		}),
-		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_lease_renewals_total",
-			Help: "Periodic renewal of the concurrency leases of requests in flight: leases renewed, leases lost (expired before it, so their slots may have gone to other requests), and renewals failed (the store could not be asked; its leases are tried again next time).",
-		}, []string{"result"}),
-		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "sluice_queue_wait_seconds",
-			Help:    "Time each request protect admitted waited in its queue (0 for one admitted at once), by priority.",
-			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"priority"}),
-		upstreamSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "sluice_upstream_seconds",
-			Help:    "Time from passing a request on to the upstream's response headers (however fast the caller then reads the body).",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}),
-		upstreamResponses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_upstream_responses_total",
-			Help: "The upstream's answers by status code (other: outside 100-599); the gateway's own 502 and 504 are sluice_upstream_errors_total.",
-		}, []string{"code"}),
+		requests: counterVec("sluice_requests_total",
+			"Rule decisions by rule, client id and decision (allowed, limited, shadow_limited, exempt, store_error, not_spent: had room, spent nothing as another rule rejected the request; delayed: allowed after being held for its turn by a rule with a delay).",
+			"rule", "client", "decision"),
+		rejected: counterVec("sluice_responses_total",
+			"Requests by what sluice did: passed, or answered itself with 400, 401, 429 or 503, or 499 (the caller went away while it waited in protect's queue).",
+			"client", "code"),
+		decision: histogram("sluice_decision_seconds",
+			"Time to decide one request (identify, match, store).",
+			[]float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1}),
+		reloads: counterVec("sluice_reloads_total",
+			"Configuration reloads by result (ok, failed).",
+			"result"),
+		storeErrors: counter("sluice_store_errors_total",
+			"Requests the store could not decide (passed with on_failure open, 503 with closed)."),
+		upstreamFails: counter("sluice_upstream_errors_total",
+			"Requests answered 502 (upstream unreachable) or 504 (no answer within server.upstream_timeout)."),
+		callerErrors: counterVec("sluice_caller_errors_total",
+			"Requests the caller did not complete, by reason: aborted (went away), body_timeout (408), malformed_body (400).",
+			"reason"),
+		loops: counter("sluice_loops_total",
+			"Requests answered 508 because they came back from the upstream (upstream leads to sluice itself)."),
+		held: histogram("sluice_delay_seconds",
+			"Time a request was held for its turn by rules with a delay, one observation per held request (its caller may have left meanwhile).",
+			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600}),
+		storeLatency: histogram("sluice_store_seconds",
+			"Latency of the shared store (Redis), one observation per batch of decisions.",
+			[]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1}),
+		renewals: counterVec("sluice_lease_renewals_total",
+			"Periodic renewal of the concurrency leases of requests in flight: leases renewed, leases lost (expired before it, so their slots may have gone to other requests), and renewals failed (the store could not be asked; its leases are tried again next time).",
+			"result"),
+		queueWait: histogramVec("sluice_queue_wait_seconds",
+			"Time each request protect admitted waited in its queue (0 for one admitted at once), by priority.",
+			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "priority"),
+		upstreamSeconds: histogram("sluice_upstream_seconds",
+			"Time from passing a request on to the upstream's response headers (however fast the caller then reads the body).",
+			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}),
+		upstreamResponses: counterVec("sluice_upstream_responses_total",
+			"The upstream's answers by status code (other: outside 100-599); the gateway's own 502 and 504 are sluice_upstream_errors_total.",
+			"code"),
 	}
 	bi := buildinfo.Read()
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -119,6 +97,24 @@ func newMetrics() *metrics {
 		m.renewals.WithLabelValues(result)
 	}
 	return m
+}
+
+// counter, counterVec, histogram and histogramVec make the series newMetrics
+// registers, the options written once.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func histogram(name, help string, buckets []float64) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+}
+
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 }
 
 // observeRenewal records what one renewal of the leases in flight did.
