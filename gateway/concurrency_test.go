@@ -66,13 +66,7 @@ func (u *slowUpstream) letGo() {
 // waitHeld waits until n more requests are held.
 func (u *slowUpstream) waitHeld(t *testing.T, n int) {
 	t.Helper()
-	for range n {
-		select {
-		case <-u.entered:
-		case <-time.After(10 * time.Second):
-			t.Fatal("a request never reached the upstream")
-		}
-	}
+	receiveN(t, u.entered, n, 10*time.Second, "a request never reached the upstream")
 }
 
 // The 11th concurrent request of one partner gets 429 with the

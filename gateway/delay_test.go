@@ -153,13 +153,7 @@ func (q *queueGateway) held(t *testing.T, n int) map[time.Duration]bool {
 
 func (q *queueGateway) waitArrivals(t *testing.T, n int) {
 	t.Helper()
-	for range n {
-		select {
-		case <-q.arrived:
-		case <-time.After(20 * time.Second):
-			t.Fatal("a request did not reach the upstream")
-		}
-	}
+	receiveN(t, q.arrived, n, 20*time.Second, "a request did not reach the upstream")
 }
 
 // TestDelayLevelsABurst: leaky_bucket 10/s delay 2s (burst 1) through the

@@ -406,6 +406,19 @@ func seriesCount(text, prefix string) int {
 	return n
 }
 
+// receiveN takes n values from ch, failing with what if one takes longer
+// than wait (an upper bound only).
+func receiveN[T any](t *testing.T, ch <-chan T, n int, wait time.Duration, what string) {
+	t.Helper()
+	for range n {
+		select {
+		case <-ch:
+		case <-time.After(wait):
+			t.Fatal(what)
+		}
+	}
+}
+
 // eventually polls cond every 20ms for up to 5s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
