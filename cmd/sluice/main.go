@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -233,17 +234,21 @@ func serveConfig(cfg *config.File, log *slog.Logger) error {
 		ln.Close()
 		return fmt.Errorf("admin listen: %w", err)
 	}
+	// The reloaders stop with ctx and are waited for before g.Close (the
+	// defers run last first): no reload runs on a closed gateway.
+	var reloaders sync.WaitGroup
+	defer reloaders.Wait()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // before serving: a SIGHUP must never kill the process
 	defer signal.Stop(hup)
-	go reloadOnHangup(ctx, g, hup)
-	go func() {
+	reloaders.Go(func() { reloadOnHangup(ctx, g, hup) })
+	reloaders.Go(func() {
 		if err := g.WatchConfig(ctx, 200*time.Millisecond); err != nil {
 			log.Warn("not watching the configuration file", "err", err.Error())
 		}
-	}()
+	})
 	log.Info("sluice serving", "listen", ln.Addr().String(), "admin", adm.Addr().String(),
 		"upstream", cfg.Upstream.Redacted(), "rules", cfg.Compiled.Rules())
 	err = g.Run(ctx, ln, adm)
