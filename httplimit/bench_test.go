@@ -109,3 +109,27 @@ func BenchmarkDecideHeader(b *testing.B) {
 		Rate: policy.Rate{N: 1e9, Period: time.Second}})
 	benchDecide(b, p, benchRequest("192.0.2.1:1234", http.Header{"X-Api-Key": {"key-a"}, "X-Tenant": {"acme"}}))
 }
+
+// BenchmarkDecideCostHeader: as BenchmarkDecidePass, the claims rule
+// settled after the response by a cost header the policy spells in lower
+// case (cost_header: x-cost) and the handler writes.
+func BenchmarkDecideCostHeader(b *testing.B) {
+	p := benchPolicy(policy.Rate{N: 1e9, Period: time.Second})
+	p.Rules[0].CostHeader = "x-cost"
+	clk := clock.NewFake(epoch)
+	mem := memory.New(memory.Options{Clock: clk})
+	b.Cleanup(func() { _ = mem.Close() })
+	lim, err := httplimit.New(httplimit.Options{Policy: compile(b, p), Store: mem, Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cost := []string{"1"}
+	h := lim.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Header()["X-Cost"] = cost }))
+	w := &headerSink{h: http.Header{}}
+	r := benchRequest("192.0.2.1:1234", http.Header{"X-Api-Key": {"key-a"}})
+	b.ReportAllocs()
+	for b.Loop() {
+		clear(w.h)
+		h.ServeHTTP(w, r)
+	}
+}

@@ -24,12 +24,13 @@ import (
 
 // settleItem is one rule's reservation, to settle after the response.
 type settleItem struct {
-	rule  *policy.Rule
-	key   string
-	limit limiter.Limit
-	cost  int64
-	res   limiter.Reservation
-	held  bool // its Decision had a Delay: a caller that leaves while held cancels it (cancelHeld)
+	rule     *policy.Rule
+	costName string // rule's CostHeader as an http.Header holds it (policy.Compiled.CostHeaderName)
+	key      string
+	limit    limiter.Limit
+	cost     int64
+	res      limiter.Reservation
+	held     bool // its Decision had a Delay: a caller that leaves while held cancels it (cancelHeld)
 }
 
 // settleStep is the after step that settles a request's reservations. It
@@ -70,7 +71,7 @@ func (l *Limiter) reserve(pol *policy.Compiled, s *scratch, results []store.Resu
 		if res.Err != nil || !res.Decision.Allowed || s.reqs[k].Cost <= 0 || !rule.Settles() {
 			continue
 		}
-		s.settle.items = append(s.settle.items, settleItem{rule: rule, key: s.reqs[k].Key, limit: s.reqs[k].Limit, cost: s.reqs[k].Cost,
+		s.settle.items = append(s.settle.items, settleItem{rule: rule, costName: pol.CostHeaderName(s.index[k]), key: s.reqs[k].Key, limit: s.reqs[k].Limit, cost: s.reqs[k].Cost,
 			res: res.Decision.Reservation, held: res.Decision.Delay > 0})
 	}
 	if len(s.settle.items) > 0 {
@@ -88,7 +89,7 @@ func (st *settleStep) after(l *Limiter, r *http.Request, resp *Response) {
 	// The caller may have gone: the settling is still owed.
 	ctx := context.WithoutCancel(r.Context())
 	for _, it := range st.items {
-		actual, err := actualCost(it.rule, resp, it.cost)
+		actual, err := actualCost(&it, resp)
 		if err == nil && actual != it.cost {
 			_, err = settler.Settle(ctx, it.key, it.limit, now, it.res, it.cost, actual)
 		}
@@ -100,10 +101,11 @@ func (st *settleStep) after(l *Limiter, r *http.Request, resp *Response) {
 	st.items = st.items[:0]
 }
 
-// actualCost is what a request reserved at reserved costs under rule,
-// given its response. A bad cost_header value is an error (*CostError), and
+// actualCost is what a request's reservation it (it.cost) costs under
+// it.rule, given its response. A bad cost_header value is an error (*CostError), and
 // the reservation stands.
-func actualCost(rule *policy.Rule, resp *Response, reserved int64) (int64, error) {
+func actualCost(it *settleItem, resp *Response) (int64, error) {
+	rule, reserved := it.rule, it.cost
 	switch {
 	case !resp.Passed:
 		return 0, nil // answered by the Limiter: the handler never saw it
@@ -114,7 +116,7 @@ func actualCost(rule *policy.Rule, resp *Response, reserved int64) (int64, error
 	case rule.CostHeader == "":
 		return reserved, nil
 	}
-	values := resp.Header.Values(rule.CostHeader)
+	values := resp.Header[it.costName]
 	if len(values) == 0 && resp.Failure != NoFailure {
 		return reserved, nil // no answer from the service: nothing to read, nothing to report
 	}

@@ -44,6 +44,7 @@ type compiledRule struct {
 	Rule
 	allowIDs   map[string]bool
 	headerName string // HeaderName, once per policy
+	costName   string // CostHeaderName, once per policy
 }
 
 // Caller is a recognised client (or the anonymous caller), with the limit
@@ -195,6 +196,9 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	cr := compiledRule{Rule: r, allowIDs: map[string]bool{}}
 	if r.Key.Kind == KeyHeader {
 		cr.headerName = textproto.CanonicalMIMEHeaderKey(r.Key.Header)
+	}
+	if r.CostHeader != "" {
+		cr.costName = textproto.CanonicalMIMEHeaderKey(r.CostHeader)
 	}
 	if cr.Algorithm == 0 && r.Concurrency == 0 {
 		cr.Algorithm = DefaultAlgorithm

@@ -34,6 +34,10 @@ func (c *Compiled) KeyName() string { return c.keyName }
 // header:NAME) as an http.Header holds it, "" for a rule of another key.
 func (c *Compiled) HeaderName(i int) string { return c.rules[i].headerName }
 
+// CostHeaderName is the name of rule i's CostHeader as an http.Header
+// holds it, "" for a rule without one.
+func (c *Compiled) CostHeaderName(i int) string { return c.rules[i].costName }
+
 // CallerByKey returns the client an access key belongs to.
 func (c *Compiled) CallerByKey(key string) (*Caller, bool) {
 	cl, ok := c.byKey[key]

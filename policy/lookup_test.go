@@ -329,15 +329,19 @@ func TestMappedPrefixes(t *testing.T) {
 	}
 }
 
-// TestHeaderNames: the key header's and each header rule's name as an
-// http.Header holds it, canonicalised once at Compile.
+// TestHeaderNames: the key header's, each header rule's and each
+// cost_header's name as an http.Header holds it, canonicalised once at
+// Compile.
 func TestHeaderNames(t *testing.T) {
 	p := policy.Policy{Clients: policy.Clients{KeyHeader: "x-API-key", List: []policy.Client{{ID: "acme", Keys: []string{"k-acme"}}}}}
 	p.Rules = []policy.Rule{
 		{Name: "tenant", Key: policy.KeySpec{Kind: policy.KeyHeader, Header: "x_tenant-ID"}, Rate: policy.Rate{N: 1, Period: time.Second}},
-		{Name: "per-ip", Key: policy.KeySpec{Kind: policy.KeyIP}, Rate: policy.Rate{N: 1, Period: time.Second}},
+		{Name: "per-ip", Key: policy.KeySpec{Kind: policy.KeyIP}, Rate: policy.Rate{N: 1, Period: time.Second}, CostHeader: "x-cost"},
 	}
 	c := mustCompile(t, p)
+	if got0, got1 := c.CostHeaderName(0), c.CostHeaderName(1); got0 != "" || got1 != "X-Cost" {
+		t.Errorf("CostHeaderName(0), (1) = %q, %q; want \"\", X-Cost", got0, got1)
+	}
 	if got := c.KeyName(); got != "X-Api-Key" {
 		t.Errorf("KeyName() = %q, want X-Api-Key", got)
 	}
