@@ -16,7 +16,7 @@ import (
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
 	"github.com/sluice-rl/sluice/store/memory"
-	"github.com/sluice-rl/sluice/store/redis"
+	"github.com/sluice-rl/sluice/store/redisstore"
 )
 
 // openStore opens the store the configuration describes: memory, or Redis
@@ -30,12 +30,12 @@ func openStore(ctx context.Context, cfg *config.File, clk clock.Clock, m *metric
 	// Lazy: an instance started during a Redis outage serves by its
 	// on_failure policy instead of not starting, and connects once Redis
 	// answers (the failover's circuit sends it only probes meanwhile).
-	ro := redis.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
+	ro := redisstore.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
 		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix, Lazy: true, Clock: clk}
 	if sc.Redis.TLS {
 		ro.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
-	rs, err := redis.New(ctx, ro)
+	rs, err := redisstore.New(ctx, ro)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -96,7 +96,7 @@ func (m *metrics) registerFailover(fs *failover.Store) {
 // of decisions is timed into latency (a lazy store's tries to connect
 // included).
 type timedRedis struct {
-	*redis.Store
+	*redisstore.Store
 	latency prometheus.Histogram
 }
 

@@ -34,7 +34,7 @@ type sharedStore struct {
 	allCalls atomic.Int64 // DecideAll calls
 	asked    atomic.Int64 // requests in them
 	down     atomic.Bool  // fail every call
-	// perResult makes a failure come back as store/redis reports one: a
+	// perResult makes a failure come back as store/redisstore reports one: a
 	// nil error and every Result carrying its Err.
 	perResult atomic.Bool
 }
@@ -63,7 +63,7 @@ func (s *sharedStore) DecideBatch(ctx context.Context, reqs []store.Request, now
 	return out, nil
 }
 
-// DecideAll makes the stand-in a store.AllOrNothing (as store/redis is),
+// DecideAll makes the stand-in a store.AllOrNothing (as store/redisstore is),
 // deciding with the memory store in two steps, as httplimit would: a test
 // is single-threaded, so the steps cannot interleave with others.
 func (s *sharedStore) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {

@@ -1,4 +1,4 @@
-package redis_test
+package redisstore_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
-	"github.com/sluice-rl/sluice/store/redis"
+	"github.com/sluice-rl/sluice/store/redisstore"
 )
 
 // A Store shared by every instance of a gateway: each decision reads Redis
@@ -15,7 +15,7 @@ import (
 // example needs a Redis on 127.0.0.1:6379, so it is compiled, not run.)
 func Example() {
 	ctx := context.Background()
-	s, err := redis.New(ctx, redis.Options{Addrs: []string{"127.0.0.1:6379"}})
+	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{"127.0.0.1:6379"}})
 	if err != nil {
 		log.Fatal(err)
 	}

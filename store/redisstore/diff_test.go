@@ -1,4 +1,4 @@
-package redis
+package redisstore
 
 import (
 	"flag"
@@ -29,7 +29,7 @@ const (
 // The differential test's seed and length: fixed by default, so that a
 // failure reproduces; other seeds and longer runs explore further, as in
 //
-//	go test -run TestDifferential -diff.seed 7 -diff.steps 1000 ./store/redis/
+//	go test -run TestDifferential -diff.seed 7 -diff.steps 1000 ./store/redisstore/
 var (
 	diffSeed  = flag.Uint64("diff.seed", 42, "seed of TestDifferential's random steps")
 	diffSteps = flag.Int("diff.steps", 100, "steps per case of TestDifferential (135 cases)")

@@ -1,4 +1,4 @@
-// Package redis is a store.Store on Redis or Redis Cluster: the six
+// Package redisstore is a store.Store on Redis or Redis Cluster: the six
 // algorithms of package limiter as Lua scripts, so that every instance of
 // sluice shares one counter per key.
 //
@@ -123,4 +123,4 @@
 // and the key is deleted with its last lease: an instance that dies leaves
 // nothing behind for longer than the lease TTL. With CallerTime the
 // scripts judge expiry at the caller's time and keys get no TTL.
-package redis
+package redisstore
