@@ -1,0 +1,151 @@
+// Package storeopen opens the store that a sluice configuration's store
+// settings (config.Store, the file's store block) describe: the memory
+// store, or Redis behind the failover store that answers cheap rejections
+// locally and applies on_failure while Redis cannot be reached. It is how
+// the gateway opens its store, exported so that a Go program reading the
+// same settings gets the same store:
+//
+//	st, err := storeopen.Open(ctx, cfg.Store, storeopen.Options{})
+//
+// Package config knows nothing of Redis; this package joins the two.
+package storeopen
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/store/failover"
+	"github.com/sluice-rl/sluice/store/memory"
+	"github.com/sluice-rl/sluice/store/redisstore"
+)
+
+// Options are what the settings leave to the program. The zero value is
+// ready to use.
+type Options struct {
+	// Clock times every part of the stores that keeps time: the memory
+	// store's sweep, the failover store's probes and cached rejections,
+	// and a lazy Redis store's tries to connect. Decisions are timed by
+	// the now passed to them (Redis decisions by Redis TIME), which should
+	// come from the same clock. Default clock.Real{}.
+	Clock clock.Clock
+	// Reserved is memory.Options.Reserved for the memory store and the
+	// local fallback: the keys that always have room. With httplimit,
+	// httplimit.ListedKey keeps room for the clients a policy lists.
+	// Default nil: no key is reserved.
+	Reserved func(key string) bool
+	// Logger receives a warning when Redis cannot be reached at start.
+	// Default: warnings are discarded.
+	Logger *slog.Logger
+	// ObserveShared, if set, is called with the time each batch of
+	// decisions asked of Redis took (a lazy store's tries to connect
+	// included), as the gateway's sluice_store_seconds records it. It is
+	// called concurrently, on the deciding goroutine, so it must be quick.
+	ObserveShared func(time.Duration)
+}
+
+// Open opens the store sc describes. Type "" or "memory" gives a
+// *memory.Store bounded by MaxKeys and MaxLogEntries. Type "redis" gives a
+// *failover.Store (whose Degraded and Stats a program can export) over a
+// Redis store that connects lazily: Open does not fail while Redis is
+// down, the store then decides by sc.OnFailure until Redis answers, and
+// its background probe finds out when it does. With on_failure: local,
+// the fallback is a memory store as above, each instance allowing
+// limit/sc.Instances. The caller closes the store.
+func Open(ctx context.Context, sc config.Store, opts Options) (store.Store, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	switch sc.Type {
+	case "", "memory":
+		return memory.New(memoryOptions(sc, opts)), nil
+	case "redis":
+		return openRedis(ctx, sc, opts)
+	}
+	return nil, fmt.Errorf("storeopen: store type %q (memory or redis)", sc.Type)
+}
+
+// openRedis opens the lazy Redis store behind its failover store.
+func openRedis(ctx context.Context, sc config.Store, opts Options) (store.Store, error) {
+	// Lazy: an instance started during a Redis outage serves by its
+	// on_failure policy instead of not starting, and connects once Redis
+	// answers (the failover's circuit sends it only probes meanwhile).
+	ro := redisstore.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
+		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix, Lazy: true, Clock: opts.Clock}
+	if sc.Redis.TLS {
+		ro.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	rs, err := redisstore.New(ctx, ro)
+	if err != nil {
+		return nil, fmt.Errorf("storeopen: %w", err)
+	}
+	var shared store.Store = rs
+	if opts.ObserveShared != nil {
+		shared = timedRedis{Store: rs, observe: opts.ObserveShared}
+	}
+	err = rs.Connect(ctx)
+	if err != nil {
+		opts.Logger.Warn("redis unreachable at start; on_failure decides until it answers", "err", err.Error())
+	}
+	fo := failover.Options{Shared: shared, OnFailure: sc.OnFailure, Instances: sc.Instances, Clock: opts.Clock,
+		StartDegraded: err != nil, BackgroundProbe: true}
+	if sc.OnFailure == store.FailLocal {
+		fo.Fallback = memory.New(memoryOptions(sc, opts))
+	}
+	fs, err := failover.New(fo)
+	if err != nil {
+		_ = shared.Close()
+		if fo.Fallback != nil {
+			_ = fo.Fallback.Close()
+		}
+		return nil, fmt.Errorf("storeopen: %w", err)
+	}
+	return fs, nil
+}
+
+// memoryOptions configures a memory store, the store or the local
+// fallback: bounded by max_keys and max_log_entries, with room always kept
+// for the Reserved keys, sweeping on the clock that times the decisions.
+func memoryOptions(sc config.Store, opts Options) memory.Options {
+	return memory.Options{MaxKeys: sc.MaxKeys, MaxLogEntries: sc.MaxLogEntries, Reserved: opts.Reserved, Clock: opts.Clock}
+}
+
+// timedRedis is the Redis store as the failover store sees it: each batch
+// of decisions is timed into observe. It embeds the store so that the
+// failover store still finds every interface the Redis store implements
+// (leases, settling, cancelling).
+type timedRedis struct {
+	*redisstore.Store
+	observe func(time.Duration)
+}
+
+var _ store.AllOrNothing = timedRedis{}
+
+// DecideBatch is the Redis store's, timed.
+func (t timedRedis) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	start := time.Now()
+	res, err := t.Store.DecideBatch(ctx, reqs, now)
+	t.observe(time.Since(start))
+	return res, err
+}
+
+// DecideAll is the Redis store's, timed unless Redis cannot decide the
+// requests all or nothing.
+func (t timedRedis) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	start := time.Now()
+	res, err := t.Store.DecideAll(ctx, reqs, now)
+	if !errors.Is(err, store.ErrNotAtomic) {
+		t.observe(time.Since(start))
+	}
+	return res, err
+}
