@@ -41,10 +41,12 @@ const (
 type File struct {
 	// Path is the file's name as given to Load or Parse.
 	Path string
-	// Listen is the host:port callers connect to. Required.
+	// Listen is the host:port callers connect to. Required, unless Decide
+	// is set and Upstream is not: then it is "".
 	Listen string
 	// Upstream is the protected service: an http or https URL with a host.
-	// Required.
+	// Required, unless Decide is set: then nil means sluice runs only the
+	// decision service and proxies nothing.
 	Upstream *url.URL
 	// Admin is the host:port of metrics, health and reload. Default
 	// 127.0.0.1:9090; it must differ from Listen.
@@ -70,6 +72,9 @@ type File struct {
 	// Key (client when clients are listed, else ip) filled in; Compile
 	// fills in the other defaults.
 	Policy policy.Policy
+	// Decide is the decision service's settings (the decide block); nil
+	// when the file has none.
+	Decide *Decide
 	// Compiled is Policy, compiled.
 	Compiled *policy.Compiled
 	// Warnings are settings that work but are dangerous (a non-loopback
@@ -182,7 +187,7 @@ func Parse(name string, data []byte) (*File, error) {
 }
 
 var topFields = []string{"listen", "upstream", "admin", "trusted_proxies", "forwarded_header",
-	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "clients", "plans", "rules"}
+	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "clients", "plans", "rules", "decide"}
 
 // decodeFile decodes the top-level mapping.
 func (d *decoder) decodeFile(root *yaml.Node) *File {
@@ -192,10 +197,13 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 		return f
 	}
 	m := d.fields(root, "", "a mapping of settings", topFields)
-	if d.required(m, root, "", "listen", "listen: 127.0.0.1:8080") {
+	f.Decide = d.decide(m["decide"], "decide")
+	alone := f.Decide != nil && isNull(m["upstream"]) // the decision service only
+	d.decideAlone(m, f)
+	if !alone && d.required(m, root, "", "listen", "listen: 127.0.0.1:8080") {
 		f.Listen = d.hostPort(m["listen"], "listen", false)
 	}
-	if d.required(m, root, "", "upstream", "upstream: http://127.0.0.1:9000") {
+	if !alone && d.required(m, root, "", "upstream", "upstream: http://127.0.0.1:9000") {
 		f.Upstream = d.upstream(m["upstream"], "upstream")
 		if f.Upstream != nil && f.Listen != "" && loopsToListen(f.Listen, f.Upstream) {
 			d.fail(m["upstream"], "upstream", "%s is sluice's own listen address %s: every request would come back to sluice (point upstream at the protected service)",
@@ -209,6 +217,9 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	f.Store = d.store(m["store"], "store")
 	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")
 	f.Protect = d.protect(m["protect"], "protect")
-	f.Policy = d.policy(m, root)
+	envoyRules := f.Decide != nil && d.nodes["decide.envoy_config[0]"] != nil // even if a path is wrong
+	f.Policy = d.policy(m, root, envoyRules)
+	d.checkDecideAddrs(f)
+	d.checkDecideConcurrency(f)
 	return f
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // policy decodes the policy's parts of the top-level mapping m.
-func (d *decoder) policy(m map[string]*yaml.Node, root *yaml.Node) policy.Policy {
+// Rules are required unless rulesOptional (Envoy's rule files stand in).
+func (d *decoder) policy(m map[string]*yaml.Node, root *yaml.Node, rulesOptional bool) policy.Policy {
 	var p policy.Policy
 	for i, n := range d.list(m["trusted_proxies"], "trusted_proxies", "CIDRs or IP addresses") {
 		if pfx, ok := d.prefix(n, index("trusted_proxies", i)); ok {
@@ -27,7 +28,7 @@ func (d *decoder) policy(m map[string]*yaml.Node, root *yaml.Node) policy.Policy
 	p.CaseInsensitivePaths = d.boolean(m["case_insensitive_paths"], "case_insensitive_paths")
 	p.Clients = d.clients(m["clients"], "clients")
 	p.Plans = d.plans(m["plans"], "plans")
-	if d.required(m, root, "", "rules", "rules: [{name: api, rate: 100/m}]") {
+	if rulesOptional && isNull(m["rules"]) || d.required(m, root, "", "rules", "rules: [{name: api, rate: 100/m}]") {
 		ids := map[string]bool{}
 		for _, c := range p.Clients.List {
 			if c.ID != "" {
@@ -36,6 +37,9 @@ func (d *decoder) policy(m map[string]*yaml.Node, root *yaml.Node) policy.Policy
 		}
 		for i, n := range d.list(m["rules"], "rules", "rules") {
 			p.Rules = append(p.Rules, d.rule(n, index("rules", i), ids))
+		}
+		if len(p.Rules) == 0 && !rulesOptional && !d.failed["rules"] {
+			d.fail(m["rules"], "rules", "no rules (at least one rule is required)")
 		}
 	}
 	return p

@@ -24,11 +24,17 @@ import (
 // It is what `sluice check` prints for a valid file.
 func (f *File) WriteSummary(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen %s -> upstream %s; admin %s", f.Listen, f.Upstream.Redacted(), f.Admin)
+	if f.Upstream != nil {
+		fmt.Fprintf(&b, "listen %s -> upstream %s; ", f.Listen, f.Upstream.Redacted())
+	} else {
+		b.WriteString("no upstream: the decision service only; ")
+	}
+	fmt.Fprintf(&b, "admin %s", f.Admin)
 	if f.AdminToken != "" {
 		b.WriteString(" (token required)")
 	}
-	b.WriteString("\n" + f.Store.summary())
+	b.WriteString("\n" + f.Decide.summary())
+	b.WriteString(f.Store.summary())
 	b.WriteString(f.Server.summary())
 	b.WriteString(protectSummary(f.Protect))
 	p := f.Policy

@@ -119,9 +119,6 @@ func Compile(p Policy) (*Compiled, error) {
 	if p.ForwardedHeader != XForwardedFor && p.ForwardedHeader != Forwarded {
 		fail("forwarded_header", "%v is not a known header (XForwardedFor or Forwarded)", p.ForwardedHeader)
 	}
-	if len(p.Rules) == 0 {
-		fail("rules", "no rules (at least one rule is required)")
-	}
 	if c.IdentifiesByKey() {
 		c.keyName = textproto.CanonicalMIMEHeaderKey(c.KeyHeader())
 	}

@@ -28,7 +28,9 @@ const (
 	MaxConcurrency = 1_000_000_000
 )
 
-// Policy is the whole set of rules. Only Rules is required.
+// Policy is the whole set of rules. Every field is optional: a policy
+// without Rules limits nothing (sluice's configuration file requires
+// rules unless Envoy's rule files stand in for them).
 type Policy struct {
 	// TrustedProxies are the networks whose ForwardedHeader is believed
 	// when a rule counts by IP. Default: none, so the peer address is

@@ -217,6 +217,9 @@ func logConfigErrors(log *slog.Logger, path string, err error) {
 const gcPercent = 400
 
 func serveConfig(cfg *config.File, log *slog.Logger) error {
+	if cfg.Upstream == nil {
+		return errors.New("the decision service alone (decide without upstream) is not served yet by this build")
+	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}

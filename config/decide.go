@@ -1,0 +1,199 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// DefaultDenyStatus is decide.http_deny_status's default: the status /check
+// answers a caller over its limit with, as the gateway would.
+const DefaultDenyStatus = 429
+
+// Decide is the decide block: sluice as a decision service that other
+// gateways ask, Envoy over gRPC and nginx or Traefik over HTTP. Without an
+// upstream it is all that `sluice serve` runs.
+type Decide struct {
+	// GRPC is the host:port of Envoy's RateLimitService v3
+	// (ShouldRateLimit). "" serves none.
+	GRPC string
+	// HTTP is the host:port of GET /check, for nginx auth_request and
+	// Traefik forwardAuth. "" serves none.
+	HTTP string
+	// HTTPDenyStatus is what /check answers a request over a limit with:
+	// 429 (the default: Traefik, direct callers) or 403 (nginx, whose
+	// auth_request passes on only 401 and 403; its documented recipe maps
+	// 403 back to 429).
+	HTTPDenyStatus int
+	// EnvoyConfig are envoyproxy/ratelimit's rule files, files or
+	// directories, read as written. A relative path is resolved against
+	// the configuration file's directory; Parse checks that each one
+	// exists. Default none.
+	EnvoyConfig []string
+}
+
+// Equal reports whether d and o are the same settings.
+func (d *Decide) Equal(o *Decide) bool {
+	if d == nil || o == nil {
+		return d == o
+	}
+	return d.GRPC == o.GRPC && d.HTTP == o.HTTP && d.HTTPDenyStatus == o.HTTPDenyStatus &&
+		strings.Join(d.EnvoyConfig, "\x00") == strings.Join(o.EnvoyConfig, "\x00")
+}
+
+var decideFields = []string{"grpc", "http", "http_deny_status", "envoy_config"}
+
+// decide decodes the decide block; nil when the file has none.
+func (d *decoder) decide(n *yaml.Node, path string) *Decide {
+	if isNull(n) {
+		return nil
+	}
+	m := d.fields(n, path, "a mapping ("+strings.Join(decideFields, ", ")+")", decideFields)
+	if d.failed[path] {
+		return nil
+	}
+	dc := &Decide{HTTPDenyStatus: DefaultDenyStatus}
+	if g := m["grpc"]; !isNull(g) {
+		dc.GRPC = d.hostPort(g, join(path, "grpc"), false)
+	}
+	if h := m["http"]; !isNull(h) {
+		dc.HTTP = d.hostPort(h, join(path, "http"), false)
+	}
+	if isNull(m["grpc"]) && isNull(m["http"]) {
+		d.fail(n, path, "neither grpc nor http is set: nothing would be served (such as grpc: 127.0.0.1:8081 for Envoy, http: 127.0.0.1:8082 for nginx and Traefik)")
+	}
+	dc.HTTPDenyStatus = d.denyStatus(m["http_deny_status"], join(path, "http_deny_status"))
+	for i, p := range d.list(m["envoy_config"], join(path, "envoy_config"), "files or directories") {
+		if s := d.envoyPath(p, index(join(path, "envoy_config"), i)); s != "" {
+			dc.EnvoyConfig = append(dc.EnvoyConfig, s)
+		}
+	}
+	if len(dc.EnvoyConfig) > 0 && isNull(m["grpc"]) {
+		d.warnf(m["envoy_config"], join(path, "envoy_config"), "only Envoy's gRPC service reads these rules, and decide.grpc is not set (set grpc: 127.0.0.1:8081, or remove envoy_config)")
+	}
+	return dc
+}
+
+// denyStatus decodes decide.http_deny_status: 429 or 403.
+func (d *decoder) denyStatus(n *yaml.Node, path string) int {
+	const accepted = "accepted: 429 (Traefik, direct callers) or 403 (nginx auth_request, which passes on only 401 and 403); default 429"
+	s, ok := d.scalar(n, path, "429 or 403")
+	if !ok {
+		return DefaultDenyStatus
+	}
+	switch s {
+	case "429":
+		return 429
+	case "403":
+		return 403
+	}
+	d.fail(n, path, "%q is not a deny status sluice answers with (%s)", clip(s), accepted)
+	return DefaultDenyStatus
+}
+
+// envoyPath decodes one envoy_config path: a file or directory that
+// exists, resolved against the configuration file's directory.
+func (d *decoder) envoyPath(n *yaml.Node, path string) string {
+	s, ok := d.scalar(n, path, "a file or directory")
+	if !ok {
+		return ""
+	}
+	p := s
+	if p != "" && !filepath.IsAbs(p) {
+		p = filepath.Join(filepath.Dir(d.file), p)
+	}
+	if s == "" || strings.ContainsRune(s, 0) {
+		d.fail(n, path, "%q is not a path (a file or directory of envoyproxy/ratelimit rules, such as /etc/ratelimit/config)", clip(s))
+		return ""
+	}
+	if _, err := os.Stat(p); err != nil {
+		d.fail(n, path, "%s (a file or directory of envoyproxy/ratelimit rules; a relative path is read from the configuration file's directory)", statProblem(p, err))
+		return ""
+	}
+	return p
+}
+
+// statProblem says why the path p cannot be used, without Go's "stat"
+// prefix.
+func statProblem(p string, err error) string {
+	switch {
+	case os.IsNotExist(err):
+		return fmt.Sprintf("%s does not exist", clip(p))
+	case os.IsPermission(err):
+		return fmt.Sprintf("%s cannot be read (permission denied)", clip(p))
+	}
+	return fmt.Sprintf("%s cannot be read", clip(p))
+}
+
+// decideAlone checks the settings whose meaning changes with decide: with
+// decide and no upstream, sluice decides for other gateways and proxies
+// nothing, so listen is not used and protect and concurrency rules, which
+// need sluice in the request's path, cannot apply.
+func (d *decoder) decideAlone(m map[string]*yaml.Node, f *File) {
+	if f.Decide == nil || !isNull(m["upstream"]) {
+		return
+	}
+	if !isNull(m["listen"]) {
+		d.fail(m["listen"], "listen", "without upstream sluice proxies nothing: listen would not be used (add upstream to run the gateway too, or remove listen to run only the decision service)")
+	}
+	if !isNull(m["protect"]) {
+		d.fail(d.keys["protect"], "protect", "without upstream sluice proxies nothing and cannot protect a service (add upstream, or remove protect)")
+	}
+}
+
+// checkDecideConcurrency refuses concurrency rules when /check is served:
+// /check answers before the request it is asked about reaches the
+// service, and never learns when that request ends, so it cannot hold a
+// slot for it.
+func (d *decoder) checkDecideConcurrency(f *File) {
+	if f.Decide == nil || f.Decide.HTTP == "" {
+		return
+	}
+	for i, r := range f.Policy.Rules {
+		if r.Concurrency > 0 {
+			path := fmt.Sprintf("rules[%d].concurrency", i)
+			d.fail(d.nodeAt(path, false), path, "/check (decide.http) cannot apply a concurrency rule: it answers before the request reaches the service and never learns when it ends (use a rate, or leave decide.http out and let sluice proxy the requests)")
+		}
+	}
+}
+
+// checkDecideAddrs refuses a decision service address that another of
+// sluice's servers (listen, admin, the other decision service) also binds.
+func (d *decoder) checkDecideAddrs(f *File) {
+	if f.Decide == nil {
+		return
+	}
+	taken := []struct{ name, addr string }{{"listen", f.Listen}, {"admin", f.Admin}}
+	for _, s := range []struct{ name, addr string }{{"grpc", f.Decide.GRPC}, {"http", f.Decide.HTTP}} {
+		if s.addr == "" {
+			continue
+		}
+		for _, t := range taken {
+			if t.addr != "" && sameAddr(s.addr, t.addr) {
+				d.fail(d.nodes["decide."+s.name], "decide."+s.name, "%s is also %s's address (each server needs its own port)", s.addr, t.name)
+			}
+		}
+		taken = append(taken, struct{ name, addr string }{"decide." + s.name, s.addr})
+	}
+}
+
+// summary is check's line for the decide block, "" without one.
+func (d *Decide) summary() string {
+	if d == nil {
+		return ""
+	}
+	var parts []string
+	if d.GRPC != "" {
+		parts = append(parts, "Envoy gRPC on "+d.GRPC)
+	}
+	if d.HTTP != "" {
+		parts = append(parts, fmt.Sprintf("/check on %s (over a limit: %d)", d.HTTP, d.HTTPDenyStatus))
+	}
+	if len(d.EnvoyConfig) > 0 {
+		parts = append(parts, "Envoy rule files "+strings.Join(d.EnvoyConfig, ", "))
+	}
+	return "decide: " + strings.Join(parts, "; ") + "\n"
+}
