@@ -1,0 +1,114 @@
+package sluice_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/sluice-rl/sluice"
+	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store/redisstore"
+)
+
+// A limit per key in three lines: here 2 requests a minute per partner,
+// in this process's memory.
+func Example() {
+	lim := sluice.New(limiter.MustNew(limiter.TokenBucket, 2, time.Minute, 0), sluice.Options{})
+	defer lim.Close()
+
+	for range 3 {
+		fmt.Println("partner-a:", lim.Allow(context.Background(), "partner-a"))
+	}
+	fmt.Println("partner-b:", lim.Allow(context.Background(), "partner-b"))
+	// Output:
+	// partner-a: true
+	// partner-a: true
+	// partner-a: false
+	// partner-b: true
+}
+
+// The three lines: a limiter, closed when done, asked for each request.
+func Example_start() {
+	ctx := context.Background()
+	lim := sluice.New(limiter.MustNew(limiter.TokenBucket, 100, time.Minute, 20), sluice.Options{})
+	defer lim.Close()
+	if !lim.Allow(ctx, "partner-a") {
+		fmt.Println("over the limit: refuse, drop or come back later")
+		return
+	}
+	fmt.Println("go on")
+	// Output:
+	// go on
+}
+
+// Wait blocks until the request's turn, or refuses at once when the turn
+// comes after the context's deadline.
+func ExampleLimiter_Wait() {
+	lim := sluice.New(limiter.MustNew(limiter.GCRA, 20, time.Second, 1), sluice.Options{}) // one every 50ms
+	defer lim.Close()
+
+	ctx := context.Background()
+	for range 3 {
+		if err := lim.Wait(ctx, "partner-api"); err != nil { // the 2nd and 3rd wait 50ms each
+			log.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	err := lim.Wait(short, "partner-api")
+	fmt.Println(errors.Is(err, sluice.ErrDeadline))
+	// Output:
+	// true
+}
+
+// Reserve grants a turn ahead, its cost counted at once; Cancel gives it
+// back when the work will not be done after all. (The fake clock only
+// makes the output exact.)
+func ExampleLimiter_Reserve() {
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	lim := sluice.New(limiter.MustNew(limiter.GCRA, 10, time.Second, 1), sluice.Options{Clock: clk})
+	defer lim.Close()
+
+	ctx := context.Background()
+	for range 3 {
+		r, err := lim.Reserve(ctx, "export")
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("go in", r.Delay())
+	}
+	clk.Advance(150 * time.Millisecond)
+	r, _ := lim.Reserve(ctx, "export")
+	fmt.Println("go in", r.Delay())
+	_ = r.Cancel(ctx) // not going after all: the next caller gets this turn
+	r, _ = lim.Reserve(ctx, "export")
+	fmt.Println("go in", r.Delay())
+	// Output:
+	// go in 0s
+	// go in 100ms
+	// go in 200ms
+	// go in 150ms
+	// go in 150ms
+}
+
+// One budget for a fleet: every instance limits on the same Redis, under
+// the same Name, decided on Redis TIME. (The example needs a Redis on
+// 127.0.0.1:6379, so it is compiled, not run.)
+func Example_redis() {
+	ctx := context.Background()
+	st, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{"127.0.0.1:6379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	lim := sluice.New(limiter.MustNew(limiter.SlidingWindow, 100, time.Minute, 0), sluice.Options{Store: st, Name: "partner-b-api"})
+
+	if err := lim.Wait(ctx, "claims"); err != nil {
+		log.Print(err) // Redis unreachable, or the context ended
+		return
+	}
+	fmt.Println("calling partner B")
+}

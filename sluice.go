@@ -1,0 +1,159 @@
+// Package sluice is sluice's keyed limiter for Go programs, with the verbs
+// of golang.org/x/time/rate (Allow, AllowN, Wait, Reserve) over any store:
+// a limit counted per key (a caller, a tenant, a partner's API), in this
+// process (the memory store, the default) or shared by every instance in
+// Redis (store/redisstore, or store/storeopen from a configuration's
+// settings).
+//
+//	lim := sluice.New(limiter.MustNew(limiter.GCRA, 100, time.Minute, 20), sluice.Options{})
+//	defer lim.Close()
+//	if !lim.Allow(ctx, "partner-a") { /* over the limit */ }
+//
+// Time comes from the store where the store has a clock of its own: the
+// Redis store decides on Redis TIME, so instances with skewed clocks agree,
+// and every duration a decision carries (RetryAfter, Delay, Reset) is
+// counted in that time from the moment of the decision. Options.Clock
+// times the memory store's decisions and the waits of Wait.
+//
+// The algorithms, their guarantees and the store interface are in packages
+// limiter and store; net/http middleware over whole policies (several
+// rules, clients and plans) is package httplimit.
+package sluice
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/store/memory"
+)
+
+// Options configure a Limiter. The zero value is ready to use: a memory
+// store of its own, the real clock, failing open.
+type Options struct {
+	// Store keeps the counters. Nil means a memory store of the limiter's
+	// own (memory.New with Clock), which Close closes; a store given here
+	// is the caller's to close, and may be shared by several limiters of
+	// different Names.
+	Store store.Store
+	// Name names the limit in the store: each key is counted under
+	// store.Key(Name, key), so that limiters with different names on one
+	// store never share a counter, and limiters with the same name and
+	// limit on one Redis share theirs (one budget for a fleet). Default
+	// "default".
+	Name string
+	// Clock gives the now of each decision, which the memory store decides
+	// on (the Redis store uses Redis TIME instead), and times the waits of
+	// Wait. A Store given here should keep time on the same clock. Default
+	// clock.Real{}.
+	Clock clock.Clock
+	// OnFailure is what Allow and AllowN answer when the store cannot
+	// decide (Redis unreachable): store.FailOpen (the default) allows,
+	// store.FailClosed and store.FailLocal refuse. Decide, Reserve and
+	// Wait return the store's error instead.
+	OnFailure store.FailurePolicy
+	// OnError, if set, is called with each error that Allow and AllowN
+	// answered by OnFailure, so that a program can log or count them.
+	OnError func(error)
+}
+
+// Limiter limits each key to one limit. It is safe for concurrent use.
+type Limiter struct {
+	opts     Options
+	ownStore bool
+	limit    limiter.Limit // without a delay: Allow, Decide
+	hold     limiter.Limit // with the longest delay Reserve grants (bucket algorithms)
+}
+
+// New returns a limiter of limit per key. Decisions are limit's without
+// its delay; Reserve and Wait hold a request for its turn under a bucket
+// algorithm (token_bucket, gcra, leaky_bucket) up to limit's delay, or up
+// to limiter.MaxDelay when limit has none. The zero Limit allows nothing.
+func New(limit limiter.Limit, opts Options) *Limiter {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Name == "" {
+		opts.Name = "default"
+	}
+	l := &Limiter{opts: opts, limit: limit, hold: limit}
+	if l.opts.Store == nil {
+		l.opts.Store, l.ownStore = memory.New(memory.Options{Clock: opts.Clock}), true
+	}
+	if limit.Algorithm().HasBurst() {
+		l.limit, _ = limit.WithDelay(0) // 0 is always accepted
+		if limit.Delay() == 0 {
+			if hold, err := limit.WithDelay(limiter.MaxDelay); err == nil {
+				l.hold = hold
+			} // else a limit too fine to count an hour's queue exactly: no holding
+		}
+	}
+	return l
+}
+
+// Close closes the limiter's own memory store, if it made one; a Store
+// given in Options is left open.
+func (l *Limiter) Close() error {
+	if l.ownStore {
+		return l.opts.Store.Close()
+	}
+	return nil
+}
+
+// Limit returns the limit each key is held to (without a delay).
+func (l *Limiter) Limit() limiter.Limit { return l.limit }
+
+// Allow reports whether one request on key may pass now, and counts it if
+// so. It is AllowN(ctx, key, 1).
+func (l *Limiter) Allow(ctx context.Context, key string) bool { return l.AllowN(ctx, key, 1) }
+
+// AllowN reports whether a request of cost n on key may pass now, and
+// counts it if so; a request refused counts nothing. When the store cannot
+// decide it answers by Options.OnFailure (allowing, by default) and hands
+// the error to Options.OnError.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64) bool {
+	d, err := l.DecideN(ctx, key, n)
+	if err != nil {
+		if l.opts.OnError != nil {
+			l.opts.OnError(err)
+		}
+		return !l.opts.OnFailure.Refuses()
+	}
+	return d.Allowed
+}
+
+// DecideN decides a request of cost n on key now, counting it if it is
+// allowed, and returns the whole decision: remaining quota, RetryAfter
+// (from now, when denied), Reset. Over the limit is a decision, not an
+// error; an error means the store could not decide.
+func (l *Limiter) DecideN(ctx context.Context, key string, n int64) (limiter.Decision, error) {
+	return l.decide(ctx, key, l.limit, n)
+}
+
+func (l *Limiter) decide(ctx context.Context, key string, limit limiter.Limit, n int64) (limiter.Decision, error) {
+	if limit.IsZero() {
+		return limiter.Decision{RetryAfter: limiter.Never}, nil
+	}
+	return l.opts.Store.Decide(ctx, l.key(key), limit, l.opts.Clock.Now(), n)
+}
+
+// key is the store key that counts key.
+func (l *Limiter) key(key string) string { return store.Key(l.opts.Name, key) }
+
+// sleep waits d on the limiter's clock, or until ctx ends (its error).
+func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	// A ticker used once is the clock's timer: it starts no goroutine.
+	tick := l.opts.Clock.NewTicker(d)
+	defer tick.Stop()
+	select {
+	case <-tick.C():
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
