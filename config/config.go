@@ -144,6 +144,16 @@ func (r Redis) Equal(o Redis) bool {
 // Load reads and parses the file at path. A file that cannot be read gives
 // the *fs.PathError, wrapped; a file with problems gives Errors.
 func Load(path string) (*File, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// readFile reads the file at path, up to one byte more than MaxFileSize
+// (Parse refuses a larger file with its position).
+func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -153,7 +163,7 @@ func Load(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: read %s: %w", path, err)
 	}
-	return Parse(path, data)
+	return data, nil
 }
 
 // Parse parses and validates the configuration in data; name is the file

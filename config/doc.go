@@ -3,6 +3,11 @@
 // the policy (clients, plans, rules) that package policy compiles. It is the
 // only package of sluice that knows YAML.
 //
+// ParsePolicy and LoadPolicy read only the policy part (rules, clients,
+// plans), for a Go program that keeps its rules in a file of their own
+// and hands them to httplimit: no listen or upstream is required, and the
+// gateway's settings, if present, are skipped.
+//
 // Parse and Load check the whole file at once and report every problem they
 // find, each with its position, as Errors:
 //
