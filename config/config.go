@@ -230,6 +230,6 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	envoyRules := f.Decide != nil && d.nodes["decide.envoy_config[0]"] != nil // even if a path is wrong
 	f.Policy = d.policy(m, root, envoyRules)
 	d.checkDecideAddrs(f)
-	d.checkDecideConcurrency(f)
+	d.checkDecideRules(f)
 	return f
 }

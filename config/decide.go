@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // DefaultDenyStatus is decide.http_deny_status's default: the status /check
@@ -144,18 +146,24 @@ func (d *decoder) decideAlone(m map[string]*yaml.Node, f *File) {
 	}
 }
 
-// checkDecideConcurrency refuses concurrency rules when /check is served:
-// /check answers before the request it is asked about reaches the
-// service, and never learns when that request ends, so it cannot hold a
-// slot for it.
-func (d *decoder) checkDecideConcurrency(f *File) {
+// checkDecideRules refuses, when /check is served, the rules that need to
+// see the request end or its response: /check answers before the request
+// reaches the service and is never told how it ended, so it can hold no
+// slot for a concurrency rule and settle nothing for count or cost_header.
+func (d *decoder) checkDecideRules(f *File) {
 	if f.Decide == nil || f.Decide.HTTP == "" {
 		return
 	}
+	const why = "/check (decide.http) cannot apply %s: it answers before the request reaches the service and never learns %s (%s, or leave decide.http out and let sluice proxy the requests)"
 	for i, r := range f.Policy.Rules {
-		if r.Concurrency > 0 {
-			path := fmt.Sprintf("rules[%d].concurrency", i)
-			d.fail(d.nodeAt(path, false), path, "/check (decide.http) cannot apply a concurrency rule: it answers before the request reaches the service and never learns when it ends (use a rate, or leave decide.http out and let sluice proxy the requests)")
+		at := func(field string) string { return fmt.Sprintf("rules[%d].%s", i, field) }
+		switch {
+		case r.Concurrency > 0:
+			d.fail(d.nodeAt(at("concurrency"), false), at("concurrency"), why, "a concurrency rule", "when it ends", "use a rate")
+		case r.Count != policy.CountAll:
+			d.fail(d.nodeAt(at("count"), false), at("count"), why, "count: "+r.Count.String(), "its response", "count all requests")
+		case r.CostHeader != "":
+			d.fail(d.nodeAt(at("cost_header"), false), at("cost_header"), why, "cost_header", "its response", "charge a fixed cost")
 		}
 	}
 }

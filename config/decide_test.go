@@ -104,6 +104,10 @@ func TestDecideErrors(t *testing.T) {
 			[]string{"t.yaml:1:38: decide.http: 127.0.0.1:8081 is also decide.grpc's address (each server needs its own port)"}},
 		{"concurrency rule and /check", head + "decide: {http: 127.0.0.1:8082}\nrules: [{name: c, concurrency: 5}]\n",
 			[]string{"t.yaml:4:32: rules[0].concurrency: /check (decide.http) cannot apply a concurrency rule: it answers before the request reaches the service and never learns when it ends (use a rate, or leave decide.http out and let sluice proxy the requests)"}},
+		{"count failures and /check", head + "decide: {http: 127.0.0.1:8082}\nrules: [{name: f, rate: 5/m, count: failures}]\n",
+			[]string{"t.yaml:4:37: rules[0].count: /check (decide.http) cannot apply count: failures: it answers before the request reaches the service and never learns its response (count all requests, or leave decide.http out and let sluice proxy the requests)"}},
+		{"cost_header and /check", head + "decide: {http: 127.0.0.1:8082}\nrules: [{name: t, rate: 5/m, cost_header: X-Tokens}]\n",
+			[]string{"t.yaml:4:43: rules[0].cost_header: /check (decide.http) cannot apply cost_header: it answers before the request reaches the service and never learns its response (charge a fixed cost, or leave decide.http out and let sluice proxy the requests)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("t.yaml", []byte(tc.text))

@@ -26,7 +26,7 @@ import (
 const usage = `usage: sluice <command> [flags]
 
 commands:
-  serve --config FILE   run the gateway in front of the configured upstream
+  serve --config FILE   run the gateway in front of the configured upstream, and the decision service
   check --config FILE   validate a configuration file, print what it does (exit 1 on any error)
   demo                  the claims story: sluice in front of a service, a buggy partner and a normal one
   demo overload         the month-end story: the service slows down, critical reads keep their objective
@@ -129,7 +129,8 @@ var commandHelp = map[string]string{
 		"wrong (what would be accepted), exit status 1. A valid file prints what it does (settings, a table\n" +
 		"of rules, each client's limits) on stdout, exit status 0; warnings (dangerous but working\n" +
 		"settings) go to stderr as FILE:line:col: warning: ... and do not change the exit status.",
-	"serve": "Runs the gateway in front of the configured upstream until SIGTERM or SIGINT. It reloads the\n" +
+	"serve": "Runs the gateway in front of the configured upstream, and the decision service of the decide\n" +
+		"block (alone without an upstream), until SIGTERM or SIGINT. It reloads the\n" +
 		"file on SIGHUP, on change and on POST /reload to the admin address; a bad file is refused and\n" +
 		"the configuration in force stays. Logs are JSON on stderr.",
 }
@@ -217,9 +218,6 @@ func logConfigErrors(log *slog.Logger, path string, err error) {
 const gcPercent = 400
 
 func serveConfig(cfg *config.File, log *slog.Logger) error {
-	if cfg.Upstream == nil {
-		return errors.New("the decision service alone (decide without upstream) is not served yet by this build")
-	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
@@ -228,13 +226,23 @@ func serveConfig(cfg *config.File, log *slog.Logger) error {
 		return err
 	}
 	defer g.Close()
-	ln, err := net.Listen("tcp", cfg.Listen)
+	svcs, err := listenDecide(cfg, g, log)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
+	}
+	var ln net.Listener // the callers' side: none for the decision service alone
+	if cfg.Upstream != nil {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			closeAll(svcs)
+			return fmt.Errorf("listen: %w", err)
+		}
 	}
 	adm, err := net.Listen("tcp", cfg.Admin)
 	if err != nil {
-		ln.Close()
+		closeAll(svcs)
+		if ln != nil {
+			ln.Close()
+		}
 		return fmt.Errorf("admin listen: %w", err)
 	}
 	// The reloaders stop with ctx and are waited for before g.Close (the
@@ -252,11 +260,23 @@ func serveConfig(cfg *config.File, log *slog.Logger) error {
 			log.Warn("not watching the configuration file", "err", err.Error())
 		}
 	})
-	log.Info("sluice serving", "listen", ln.Addr().String(), "admin", adm.Addr().String(),
-		"upstream", cfg.Upstream.Redacted(), "rules", cfg.Compiled.Rules())
-	err = g.Run(ctx, ln, adm)
+	log.Info("sluice serving", servingAttrs(cfg, ln, adm, svcs)...)
+	err = runServices(ctx, cfg, g, ln, adm, svcs)
 	log.Info("sluice stopped")
 	return err
+}
+
+// servingAttrs are the addresses serve's first line names.
+func servingAttrs(cfg *config.File, ln, adm net.Listener, svcs []service) []any {
+	var attrs []any
+	if ln != nil {
+		attrs = append(attrs, "listen", ln.Addr().String(), "upstream", cfg.Upstream.Redacted())
+	}
+	attrs = append(attrs, "admin", adm.Addr().String())
+	for _, s := range svcs {
+		attrs = append(attrs, s.name, s.ln.Addr().String())
+	}
+	return append(attrs, "rules", cfg.Compiled.Rules())
 }
 
 func reloadOnHangup(ctx context.Context, g *gateway.Gateway, hup <-chan os.Signal) {

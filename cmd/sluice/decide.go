@@ -1,0 +1,136 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	checkhttp "github.com/sluice-rl/sluice/check" // /check; main has its own check command
+	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/gateway"
+)
+
+// service is one server of the decision service (/check; Envoy's gRPC),
+// listening on its address, run beside the gateway or alone.
+type service struct {
+	name  string
+	ln    net.Listener
+	serve func(net.Listener) error    // until stop; returns nil after a stop
+	stop  func(context.Context) error // graceful: questions in flight are answered
+}
+
+// listenDecide listens on the decide block's addresses and returns its
+// services, deciding with g. With an error, nothing is left listening.
+func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]service, error) {
+	d := cfg.Decide
+	if d == nil {
+		return nil, nil
+	}
+	var svcs []service
+	if d.HTTP != "" {
+		h, err := checkhttp.New(checkhttp.Options{Limit: g.Limit, DenyStatus: d.HTTPDenyStatus})
+		if err != nil {
+			return nil, err
+		}
+		ln, err := net.Listen("tcp", d.HTTP)
+		if err != nil {
+			closeAll(svcs)
+			return nil, fmt.Errorf("decide.http listen: %w", err)
+		}
+		srv := decisionServer(h, cfg.Server, log)
+		svcs = append(svcs, service{name: "check", ln: ln, serve: httpServe(srv), stop: srv.Shutdown})
+	}
+	return svcs, nil
+}
+
+// decisionServer is the http.Server of /check: its questions are small
+// and come from a proxy's keep-alive connections.
+func decisionServer(h http.Handler, s config.Server, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cmp.Or(s.ReadHeaderTimeout, config.DefaultReadHeaderTimeout),
+		ReadTimeout:       cmp.Or(s.BodyTimeout, config.DefaultBodyTimeout),
+		IdleTimeout:       cmp.Or(s.IdleTimeout, config.DefaultIdleTimeout),
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+func httpServe(srv *http.Server) func(net.Listener) error {
+	return func(ln net.Listener) error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}
+
+// runServices runs the gateway on ln and admin (ln nil: the admin
+// endpoints alone) and the decision services until ctx ends or one of
+// them fails, then stops them gracefully: /readyz answers 503 at once,
+// the services keep answering for server.shutdown_delay, then stop
+// taking questions and answer those in flight within drain_timeout.
+func runServices(ctx context.Context, cfg *config.File, g *gateway.Gateway, ln, admin net.Listener, svcs []service) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(svcs)+1)
+	if ln != nil {
+		go func() { errc <- g.Run(ctx, ln, admin) }()
+	} else {
+		adm := decisionServer(g.AdminHandler(), cfg.Server, slog.Default())
+		svcs = append(svcs, service{name: "admin", ln: admin, serve: httpServe(adm), stop: adm.Shutdown})
+	}
+	for _, s := range svcs {
+		go func() {
+			if err := s.serve(s.ln); err != nil {
+				errc <- fmt.Errorf("%s: serve %s: %w", s.name, s.ln.Addr(), err)
+				return
+			}
+			errc <- nil
+		}()
+	}
+	running := len(svcs) + b2i(ln != nil)
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		running--
+		cancel() // one stopped: stop the others
+	}
+	g.Stopping()
+	if d := cfg.Server.ShutdownDelay; d > 0 && err == nil {
+		time.Sleep(d) // the gateway, if any, waits the same delay in Run
+	}
+	sctx, stop := context.WithTimeout(context.Background(), cmp.Or(cfg.Server.DrainTimeout, config.DefaultDrainTimeout))
+	defer stop()
+	var stopErr error
+	for i := len(svcs) - 1; i >= 0; i-- { // the admin server (readyz 503) last
+		stopErr = errors.Join(stopErr, svcs[i].stop(sctx))
+	}
+	for ; running > 0; running-- {
+		err = cmp.Or(err, <-errc)
+	}
+	if err == nil && stopErr != nil {
+		err = fmt.Errorf("decision service: shutdown: %w", stopErr)
+	}
+	return err
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// closeAll closes the services' listeners (after a failure to start).
+func closeAll(svcs []service) {
+	for _, s := range svcs {
+		_ = s.ln.Close()
+	}
+}

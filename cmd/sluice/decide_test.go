@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// decideText is a configuration of the decision service alone: /check and
+// the admin port on ports the kernel chooses, the claims rule at rate.
+func decideText(rate string) string {
+	return `decide:
+  http: 127.0.0.1:0
+  http_deny_status: 403
+admin: 127.0.0.1:0
+clients:
+  list:
+    - {id: partner-a, keys: [cmd-secret-key-a-91c2]}
+rules:
+  - {name: claims, match: {path: /claims}, algorithm: fixed_window, rate: ` + rate + `}
+`
+}
+
+// checkAddr returns the /check address of the "sluice serving" log line.
+func checkAddr(logs string) string {
+	sc := bufio.NewScanner(strings.NewReader(logs))
+	for sc.Scan() {
+		var l struct{ Msg, Check string }
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "sluice serving" {
+			return l.Check
+		}
+	}
+	return ""
+}
+
+// askCheck asks /check at addr about GET uri for the caller with key.
+func askCheck(t *testing.T, c *http.Client, addr, uri, key string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/check", nil)
+	req.Header.Set("X-Original-Method", "GET")
+	req.Header.Set("X-Original-URI", uri)
+	req.Header.Set("X-API-Key", key)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("/check: %v", err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+// With decide and no upstream, `sluice serve` runs the decision service
+// alone: /check answers, the admin port has metrics and health, a reload
+// puts a new policy in force, SIGTERM ends it with exit status 0.
+func TestServeDecideAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	replace(t, path, decideText("2/m"))
+	p := startServe(t, path)
+	addr := checkAddr(p.logs.String())
+	if p.listen != "" || addr == "" {
+		t.Fatalf("serving line: listen %q, check %q", p.listen, addr)
+	}
+	c := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	defer c.CloseIdleConnections()
+	for i := range 2 {
+		if r := askCheck(t, c, addr, "/claims/7", "cmd-secret-key-a-91c2"); r.StatusCode != 200 || r.Header.Get("X-Sluice-Client") != "partner-a" {
+			t.Fatalf("question %d: %d, client %q", i, r.StatusCode, r.Header.Get("X-Sluice-Client"))
+		}
+	}
+	r := askCheck(t, c, addr, "/claims/7", "cmd-secret-key-a-91c2")
+	if r.StatusCode != 403 || r.Header.Get("Retry-After") == "" || !strings.Contains(r.Header.Get("X-Sluice-Problem"), `"status":429`) {
+		t.Errorf("over the limit: %d, Retry-After %q, problem %q", r.StatusCode, r.Header.Get("Retry-After"), r.Header.Get("X-Sluice-Problem"))
+	}
+	if r := fetch(t, c, http.MethodGet, "http://"+p.admin+"/readyz", ""); r.status != 200 {
+		t.Errorf("/readyz: %d", r.status)
+	}
+	metrics := fetch(t, c, http.MethodGet, "http://"+p.admin+"/metrics", "").body
+	if !strings.Contains(metrics, `client="partner-a"`) {
+		t.Errorf("/metrics names no partner-a:\n%s", metrics)
+	}
+
+	replace(t, path, decideText("5/m"))
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the new policy (q=5)", func() bool {
+		return askCheck(t, c, addr, "/claims/1", "cmd-secret-key-a-91c2").Header.Get("RateLimit-Policy") == `"claims";q=5;w=60`
+	})
+
+	c.CloseIdleConnections()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		p.stopped = true
+		if err != nil {
+			t.Errorf("after SIGTERM: %v, want exit code 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("sluice did not exit within 10s of SIGTERM")
+	}
+}
+
+// Beside the gateway, /check shares its counters. A reload with a file
+// that has no upstream keeps the gateway proxying (a restart is needed to
+// stop it) rather than proxying to no address.
+func TestServeDecideBesideGateway(t *testing.T) {
+	var hits atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "claims")
+	}))
+	t.Cleanup(up.Close)
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	replace(t, path, "listen: 127.0.0.1:0\nupstream: "+up.URL+"\n"+decideText("100/m"))
+	p := startServe(t, path)
+	addr := checkAddr(p.logs.String())
+	c := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	defer c.CloseIdleConnections()
+	if r := fetch(t, c, http.MethodGet, "http://"+p.listen+"/claims/1", "cmd-secret-key-a-91c2"); r.status != 200 {
+		t.Fatalf("through the gateway: %d", r.status)
+	}
+	if r := askCheck(t, c, addr, "/claims/2", "cmd-secret-key-a-91c2"); !strings.HasPrefix(r.Header.Get("RateLimit"), `"claims";r=98`) {
+		t.Errorf("/check after one request through the gateway: RateLimit %q, want r=98", r.Header.Get("RateLimit"))
+	}
+
+	replace(t, path, decideText("100/m"))
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the reload", func() bool { return reloads(t, c, p.admin, "ok") == "1" })
+	if r := fetch(t, c, http.MethodGet, "http://"+p.listen+"/claims/3", "cmd-secret-key-a-91c2"); r.status != 200 || r.body != "claims" {
+		t.Errorf("after a reload without upstream: %d %q, want the upstream's 200", r.status, r.body)
+	}
+	if !strings.Contains(p.logs.String(), "adding or removing upstream, take effect after a restart") {
+		t.Error("the reload did not say that removing upstream needs a restart")
+	}
+}
