@@ -33,9 +33,13 @@ func (g *Gateway) Reload() error {
 	}
 	g.logWarnings(cfg)
 	if cfg.Listen != old.Listen || cfg.Admin != old.Admin || cfg.AdminToken != old.AdminToken || !cfg.Store.Equal(old.Store) ||
-		cfg.Server != old.Server || !cfg.Decide.Equal(old.Decide) || (cfg.Upstream == nil) != (old.Upstream == nil) {
-		g.log.Warn("listen, admin, server, store and decide changes, and adding or removing upstream, take effect after a restart", "file", old.Path)
-		cfg.Listen, cfg.Admin, cfg.AdminToken, cfg.Store, cfg.Server, cfg.Decide = old.Listen, old.Admin, old.AdminToken, old.Store, old.Server, old.Decide
+		cfg.Server != old.Server {
+		g.log.Warn("listen, admin, server and store changes take effect after a restart", "file", old.Path)
+		cfg.Listen, cfg.Admin, cfg.AdminToken, cfg.Store, cfg.Server = old.Listen, old.Admin, old.AdminToken, old.Store, old.Server
+	}
+	if !cfg.Decide.Equal(old.Decide) || (cfg.Upstream == nil) != (old.Upstream == nil) {
+		g.log.Warn("decide changes, and adding or removing upstream, take effect after a restart", "file", old.Path)
+		cfg.Decide = old.Decide
 		if (cfg.Upstream == nil) != (old.Upstream == nil) {
 			cfg.Upstream = old.Upstream // what is served stays: the gateway, or the decision service alone
 		}

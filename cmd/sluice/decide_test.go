@@ -140,7 +140,7 @@ func TestServeDecideBesideGateway(t *testing.T) {
 	if r := fetch(t, c, http.MethodGet, "http://"+p.listen+"/claims/3", "cmd-secret-key-a-91c2"); r.status != 200 || r.body != "claims" {
 		t.Errorf("after a reload without upstream: %d %q, want the upstream's 200", r.status, r.body)
 	}
-	if !strings.Contains(p.logs.String(), "adding or removing upstream, take effect after a restart") {
+	if !strings.Contains(p.logs.String(), "decide changes, and adding or removing upstream, take effect after a restart") {
 		t.Error("the reload did not say that removing upstream needs a restart")
 	}
 }
