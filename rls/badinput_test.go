@@ -1,0 +1,203 @@
+package rls
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/sluice-rl/sluice/store"
+)
+
+func TestBadInputIsRefused(t *testing.T) {
+	h := start(t, rulesFrom(t, rlRules))
+	many := make([]*rlv3.RateLimitDescriptor, 10_000)
+	for i := range many {
+		many[i] = desc("foo=x")
+	}
+	badUnit := desc("foo=x")
+	badUnit.Limit = &rlv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1, Unit: typev3.RateLimitUnit_UNKNOWN}
+	longPeriod := desc("foo=x")
+	longPeriod.Limit = &rlv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1, Unit: typev3.RateLimitUnit_YEAR,
+		UnitMultiplier: wrapperspb.UInt32(2)}
+	huge := desc("foo=" + strings.Repeat("v", 2<<20))
+	for _, tc := range []struct {
+		name string
+		req  *pb.RateLimitRequest
+		code codes.Code
+		msg  string
+	}{
+		{"empty domain", request("", desc("foo=x")), codes.InvalidArgument, "rls: domain is empty"},
+		{"no descriptors", request("rl"), codes.InvalidArgument, "rls: no descriptors"},
+		{"10k descriptors", request("rl", many...), codes.InvalidArgument, "rls: 10000 descriptors in one request (at most 1000)"},
+		{"override unit unknown", request("rl", badUnit), codes.InvalidArgument, "rls: descriptors[0].limit: unit UNKNOWN"},
+		{"override period too long", request("rl", longPeriod), codes.InvalidArgument, "rls: descriptors[0].limit: unit YEAR with unit_multiplier 2"},
+		{"message over 1 MiB", request("rl", huge), codes.ResourceExhausted, "larger than max"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := h.call(tc.req)
+			if st, _ := status.FromError(err); st.Code() != tc.code || !strings.Contains(st.Message(), tc.msg) {
+				t.Fatalf("got %v, want %v containing %q", err, tc.code, tc.msg)
+			}
+		})
+	}
+	if got := brief(h.ask(request("rl", desc("foo=x")))); got != "OK OK/1/60s" {
+		t.Errorf("after the refusals: %q, want the first count (a refused call counts nothing)", got)
+	}
+}
+
+// TestBadInputIsAnswered: what envoyproxy/ratelimit answers OK (or by a
+// rule) is answered alike, and a long value is counted under its hash.
+func TestBadInputIsAnswered(t *testing.T) {
+	h := start(t, rulesFrom(t, rlRules))
+	long := strings.Repeat("v", 64<<10)
+	runSteps(t, h, []step{
+		{0, request("rl", desc("=")), "OK OK"},
+		{0, request("rl", desc("=x")), "OK OK"},
+		{0, request("rl", desc("foo=")), "OK OK/1/60s"}, // key-only rules match an empty value
+		{0, request("rl", &rlv3.RateLimitDescriptor{}), "OK OK"},
+		{0, request("unknown-domain", desc("foo=x")), "OK OK"},
+		{0, request("rl", desc("foo="+long)), "OK OK/1/60s"},
+		{0, request("rl", desc("foo="+long)), "OK OK/0/60s"},
+		{0, request("rl", desc("foo="+long)), "OVER_LIMIT OVER_LIMIT/0/60s"},
+		{0, request("rl", desc("foo="+long[1:]+"w")), "OK OK/1/60s"}, // another long value, another count
+	})
+	for _, v := range []string{long, long[1:] + "w"} {
+		if k := key("rl", desc("foo="+v), nil); len(k) > 128 {
+			t.Errorf("store key of a 64 KiB value is %d bytes, want its hash (at most 128)", len(k))
+		}
+	}
+}
+
+// TestKeysDoNotCollide: envoyproxy/ratelimit joins keys with '_', so key
+// "a_b" value "c" and key "a" value "b_c" share a count there; not here.
+func TestKeysDoNotCollide(t *testing.T) {
+	if a, b := key("d", desc("a_b=c"), nil), key("d", desc("a=b_c"), nil); a == b {
+		t.Fatalf("both keys are %q", a)
+	}
+	if a, b := key("d", desc("x="+strings.Repeat("y", 300)), nil), key("d", desc("x=#"+strings.Repeat("y", 10)), nil); a == b {
+		t.Fatalf("a hashed and a literal value share key %q", a)
+	}
+}
+
+func TestMetricLabelsComeFromConfiguration(t *testing.T) {
+	h := start(t, rulesFrom(t, rlRules))
+	h.ask(request("rl", desc("foo=secret-value"), desc("path=/api/secret-path"), desc("unmatched=secret-3")))
+	h.ask(request("secret-domain", desc("foo=x")))
+	h.ask(request("rl", desc("foo=secret-value")))
+	h.ask(request("rl", desc("foo=secret-value")))
+	_, _ = h.call(request("", desc("foo=x")))
+	families, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if strings.Contains(l.GetValue(), "secret") {
+					t.Errorf("%s has label %s=%q from a request", f.GetName(), l.GetName(), l.GetValue())
+				}
+			}
+		}
+	}
+	m := h.srv.metrics
+	for _, c := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{"rl", "foo", "ok"}, 2},
+		{[]string{"rl", "foo", "over_limit"}, 1},
+		{[]string{"rl", "path_/api/*", "ok"}, 1},
+		{[]string{"rl", unmatchedLabel, "ok"}, 1},
+	} {
+		if got := testutil.ToFloat64(m.descriptors.WithLabelValues(c.labels...)); got != c.want {
+			t.Errorf("descriptors%v = %v, want %v", c.labels, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		domain, code string
+		want         float64
+	}{{"rl", "ok", 2}, {"rl", "over_limit", 1}, {unknownDomain, "ok", 1}, {unknownDomain, "invalid", 1}} {
+		if got := testutil.ToFloat64(m.requests.WithLabelValues(c.domain, c.code)); got != c.want {
+			t.Errorf("requests{%s,%s} = %v, want %v", c.domain, c.code, got, c.want)
+		}
+	}
+}
+
+func TestHealthAndReflection(t *testing.T) {
+	h := start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hc := healthpb.NewHealthClient(h.conn)
+	for _, svc := range []string{"", serviceName} {
+		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("health of %q: %v %v, want SERVING", svc, resp, err)
+		}
+	}
+	stream, err := reflectpb.NewServerReflectionClient(h.conn).ServerReflectionInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&reflectpb.ServerReflectionRequest{MessageRequest: &reflectpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range resp.GetListServicesResponse().GetService() {
+		names = append(names, s.GetName())
+	}
+	if !strings.Contains(strings.Join(names, " "), serviceName) {
+		t.Errorf("reflection lists %v, want %s among them", names, serviceName)
+	}
+	_ = stream.CloseSend()
+}
+
+// blockingStore holds every decision until its context ends: a store
+// that hangs, as a SIGSTOPped Redis does behind a store without a timeout.
+type blockingStore struct{ store.Store }
+
+func (blockingStore) DecideBatch(ctx context.Context, _ []store.Request, _ time.Time) ([]store.Result, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestHungStoreNeverHoldsEnvoy: past Options.Timeout the call is answered,
+// OK as on_failure: open answers, and counted as a store error.
+func TestHungStoreNeverHoldsEnvoy(t *testing.T) {
+	h := start(t, nil)
+	hung := startWith(t, rulesFrom(t, rlRules), blockingStore{h.srv.opts.Store}, h.clk, Options{Timeout: 50 * time.Millisecond})
+	got := brief(hung.ask(request("rl", desc("foo=x"))))
+	if got != "OK OK/0/0s" {
+		t.Errorf("got %q, want OK with the limit and nothing counted", got)
+	}
+	if n := testutil.ToFloat64(hung.srv.metrics.storeErrors.WithLabelValues("rl")); n != 1 {
+		t.Errorf("store errors %v, want 1", n)
+	}
+}
+
+func TestShutdownWaitsForCallsThenStops(t *testing.T) {
+	h := start(t, rulesFrom(t, rlRules))
+	h.ask(request("rl", desc("foo=x")))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if _, err := h.call(request("rl", desc("foo=x"))); status.Code(err) != codes.Unavailable {
+		t.Fatalf("after Shutdown: %v, want Unavailable", err)
+	}
+}

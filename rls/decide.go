@@ -1,0 +1,346 @@
+package rls
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// slot is what one descriptor of a request asks for.
+type slot struct {
+	rule      *rule // nil: no configured rule (an override may still limit)
+	stats     *ruleStats
+	limit     limiter.Limit
+	current   *pb.RateLimitResponse_RateLimit
+	period    time.Duration
+	label     string
+	shadow    bool
+	quota     bool
+	unlimited bool
+	replaced  bool
+	shared    []sharedValue
+	req       int // index in the store requests; -1 when the store is not asked
+}
+
+// outcome is what a descriptor's decision says.
+type outcome struct {
+	status *pb.RateLimitResponse_DescriptorStatus
+	over   bool          // over its limit (in shadow_mode too; the status then says OK)
+	retry  time.Duration // when over: the wait before the same request would pass
+	// item reports whether the descriptor has a RateLimit item, with
+	// remaining and wait (its t).
+	item      bool
+	remaining int64
+	wait      time.Duration
+}
+
+// ShouldRateLimit decides a request's descriptors: each against its own
+// limit, independently, as envoyproxy/ratelimit does. The answer is
+// OVER_LIMIT when a descriptor not in shadow_mode is over its limit (for
+// quota_mode descriptors: when all of them are).
+func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	start := time.Now()
+	defer func() { s.metrics.duration.Observe(time.Since(start).Seconds()) }()
+	rules := s.rules.Load()
+	dom := s.metrics.domain(domainLabel(rules, req.GetDomain()))
+	if err := s.check(req); err != nil {
+		dom.failed.Inc()
+		return nil, err
+	}
+	slots, reqs := s.plan(rules, req, dom)
+	var results []store.Result
+	var err error
+	if len(reqs) > 0 {
+		dctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+		results, err = s.opts.Store.DecideBatch(dctx, reqs, s.opts.Clock.Now())
+		cancel()
+		if err == nil && len(results) != len(reqs) {
+			err = errors.New("rls: store returned too few results")
+		}
+	}
+	resp := s.answer(slots, results, err, dom)
+	if resp.OverallCode == pb.RateLimitResponse_OVER_LIMIT {
+		dom.over.Inc()
+	} else {
+		dom.ok.Inc()
+	}
+	return resp, nil
+}
+
+// domainLabel is the metrics label of domain: itself when configured.
+func domainLabel(r *Rules, domain string) string {
+	if r.domains[domain] != nil {
+		return domain
+	}
+	return unknownDomain
+}
+
+// check refuses a request envoyproxy/ratelimit refuses, and one too large
+// to decide, with InvalidArgument saying what was wrong.
+func (s *Server) check(req *pb.RateLimitRequest) error {
+	switch n := len(req.GetDescriptors()); {
+	case req.GetDomain() == "":
+		return status.Error(codes.InvalidArgument, "rls: domain is empty (want the domain of Envoy's rate_limit filter, as in the rule files)")
+	case n == 0:
+		return status.Error(codes.InvalidArgument, "rls: no descriptors (want at least one, as Envoy's rate_limits actions make)")
+	case n > s.opts.MaxDescriptors:
+		return status.Errorf(codes.InvalidArgument, "rls: %d descriptors in one request (at most %d)", n, s.opts.MaxDescriptors)
+	}
+	for i, d := range req.GetDescriptors() {
+		if o := d.GetLimit(); o != nil {
+			if _, ok := overridePeriod(o); !ok {
+				return status.Errorf(codes.InvalidArgument, "rls: descriptors[%d].limit: unit %v with unit_multiplier %d is not a period sluice can count (want SECOND to YEAR, at most 366 days in all)",
+					i, o.GetUnit(), o.GetUnitMultiplier().GetValue())
+			}
+		}
+	}
+	return nil
+}
+
+// plan finds each descriptor's limit and the store requests to make.
+func (s *Server) plan(rules *Rules, req *pb.RateLimitRequest, dom *domainStats) ([]slot, []store.Request) {
+	descs := req.GetDescriptors()
+	slots := make([]slot, len(descs))
+	var replacing map[string]bool
+	views := make([]entryView, 0, 8)
+	for i, d := range descs {
+		views = views[:0]
+		for _, e := range d.GetEntries() {
+			views = append(views, entryView{e.GetKey(), e.GetValue()})
+		}
+		sl := &slots[i]
+		sl.req = -1
+		if rules.domains[req.GetDomain()] == nil {
+			continue // an unknown domain limits nothing, overrides included
+		}
+		if o := d.GetLimit(); o != nil {
+			s.planOverride(sl, o, dom)
+			continue
+		}
+		r, shared := rules.lookup(req.GetDomain(), views)
+		if r == nil {
+			continue
+		}
+		sl.shared = shared
+		sl.rule, sl.stats, sl.label, sl.shadow, sl.quota, sl.unlimited = r, r.stats, r.label, r.shadow, r.quota, r.unlimited
+		sl.limit, sl.current, sl.period = r.limit, r.current, r.period
+		for _, name := range r.replaces {
+			if replacing == nil {
+				replacing = map[string]bool{}
+			}
+			replacing[name] = true
+		}
+	}
+	var reqs []store.Request
+	for i, d := range descs {
+		sl := &slots[i]
+		if sl.rule != nil && sl.rule.name != "" && replacing[sl.rule.name] {
+			sl.replaced = true
+		}
+		if sl.current == nil || sl.unlimited || sl.replaced || sl.current.RequestsPerUnit == 0 {
+			continue
+		}
+		sl.req = len(reqs)
+		reqs = append(reqs, store.Request{Key: key(req.GetDomain(), d, sl.shared), Limit: sl.limit, Cost: cost(req, d)})
+	}
+	return slots, reqs
+}
+
+// planOverride sets a slot to the descriptor's own limit (checked).
+func (s *Server) planOverride(sl *slot, o *rlv3.RateLimitDescriptor_RateLimitOverride, dom *domainStats) {
+	p, _ := overridePeriod(o)
+	sl.stats, sl.label, sl.period = dom.override, overrideLabel, p
+	sl.current = &pb.RateLimitResponse_RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(),
+		Unit: pb.RateLimitResponse_RateLimit_Unit(o.GetUnit()), UnitMultiplier: o.GetUnitMultiplier()}
+	if o.GetRequestsPerUnit() == 0 {
+		return
+	}
+	l, err := limiter.New(limiter.FixedWindow, min(int64(o.GetRequestsPerUnit()), limiter.MaxRate), p, 0)
+	if err == nil {
+		sl.limit = l
+	}
+}
+
+// overridePeriod is the period of a descriptor's limit override.
+func overridePeriod(o *rlv3.RateLimitDescriptor_RateLimitOverride) (time.Duration, bool) {
+	var unit time.Duration
+	switch o.GetUnit() {
+	case typev3.RateLimitUnit_SECOND:
+		unit = time.Second
+	case typev3.RateLimitUnit_MINUTE:
+		unit = time.Minute
+	case typev3.RateLimitUnit_HOUR:
+		unit = time.Hour
+	case typev3.RateLimitUnit_DAY:
+		unit = 24 * time.Hour
+	case typev3.RateLimitUnit_MONTH:
+		unit = 30 * 24 * time.Hour
+	case typev3.RateLimitUnit_YEAR:
+		unit = 365 * 24 * time.Hour
+	default:
+		return 0, false
+	}
+	m := int64(1)
+	if um := o.GetUnitMultiplier(); um != nil {
+		m = int64(um.GetValue())
+	}
+	if m < 1 || m > int64(limiter.MaxPeriod/unit) {
+		return 0, false
+	}
+	return time.Duration(m) * unit, true
+}
+
+// cost is a descriptor's hits: its own hits_addend if set (0 is a look),
+// else the request's, where 0 means 1. A descriptor with is_negative_hits
+// is a look: sluice gives nothing back.
+func cost(req *pb.RateLimitRequest, d *rlv3.RateLimitDescriptor) int64 {
+	if d.GetIsNegativeHits() {
+		return 0
+	}
+	if h := d.GetHitsAddend(); h != nil {
+		return int64(min(h.GetValue(), math.MaxInt64))
+	}
+	return int64(max(req.GetHitsAddend(), 1))
+}
+
+// key is a descriptor's store key: the domain and its entries' keys and
+// values (a share_threshold entry's value as its wildcard), length-prefixed
+// by store.Key so that no two different descriptors share one.
+func key(domain string, d *rlv3.RateLimitDescriptor, shared []sharedValue) string {
+	entries := d.GetEntries()
+	parts := make([]string, 0, 2*len(entries))
+	for _, e := range entries {
+		parts = append(parts, keyPart(e.GetKey()), keyPart(e.GetValue()))
+	}
+	for _, sv := range shared {
+		parts[2*sv.index+1] = "*" + sv.value
+	}
+	return store.Key("rls:"+domain, parts...)
+}
+
+// answer turns the store's results into the response.
+func (s *Server) answer(slots []slot, results []store.Result, err error, dom *domainStats) *pb.RateLimitResponse {
+	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(slots))}
+	var h headerSet
+	failed, quotaFailed, quotaTotal := 0, 0, 0
+	for i := range slots {
+		sl := &slots[i]
+		o := s.outcome(sl, results, err, dom)
+		resp.Statuses[i] = o.status
+		if sl.quota {
+			quotaTotal++
+		}
+		if o.over && !sl.shadow {
+			if sl.quota {
+				quotaFailed++
+			} else {
+				failed++
+			}
+			h.deny(o.retry)
+		}
+		if o.item && !sl.shadow {
+			h.add(sl, o.remaining, o.wait)
+		}
+	}
+	over := failed > 0 || quotaTotal > 0 && quotaFailed == quotaTotal
+	if over {
+		resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
+	} else {
+		resp.OverallCode = pb.RateLimitResponse_OK
+	}
+	resp.ResponseHeadersToAdd = h.headers(over)
+	return resp
+}
+
+// outcome is one descriptor's answer.
+func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domainStats) outcome {
+	switch {
+	case sl.replaced:
+		sl.stats.replaced.Inc()
+		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}}
+	case sl.unlimited:
+		sl.stats.unlimited.Inc()
+		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}}
+	case sl.current == nil:
+		dom.unmatched.Inc()
+		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}}
+	case sl.req < 0: // requests_per_unit 0: every request is over
+		return s.over(sl, 0, windowLeft(s.opts.Clock.Now(), sl.period))
+	}
+	if err == nil {
+		err = results[sl.req].Err
+	}
+	var unavailable *store.UnavailableError
+	switch {
+	case errors.As(err, &unavailable):
+		return s.over(sl, 0, unavailable.RetryAfter)
+	case err != nil: // as on_failure: open: the request passes, uncounted
+		dom.storeErrors.Inc()
+		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: sl.current}}
+	}
+	d := results[sl.req].Decision
+	if !d.Allowed {
+		o := s.over(sl, d.Remaining, d.RetryAfter)
+		if d.RetryAfter == limiter.Never {
+			o.wait = d.Refill
+		}
+		return o
+	}
+	sl.stats.ok.Inc()
+	reset := d.Reset
+	if reset == 0 && sl.limit.Algorithm() == limiter.FixedWindow {
+		reset = windowLeft(s.opts.Clock.Now(), sl.period)
+	}
+	st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: sl.current,
+		LimitRemaining: clampUint32(d.Remaining), DurationUntilReset: seconds(reset)}
+	return outcome{status: st, item: true, remaining: d.Remaining, wait: d.Refill}
+}
+
+// over is the outcome of a descriptor over its limit: OVER_LIMIT, or OK
+// in shadow_mode. retry is limiter.Never when no wait cures it.
+func (s *Server) over(sl *slot, remaining int64, retry time.Duration) outcome {
+	code := pb.RateLimitResponse_OVER_LIMIT
+	if sl.shadow {
+		code = pb.RateLimitResponse_OK
+		sl.stats.shadow.Inc()
+	} else {
+		sl.stats.over.Inc()
+	}
+	st := &pb.RateLimitResponse_DescriptorStatus{Code: code, CurrentLimit: sl.current, LimitRemaining: clampUint32(remaining)}
+	o := outcome{status: st, over: true, retry: retry, item: true, remaining: remaining}
+	if retry != limiter.Never {
+		st.DurationUntilReset = seconds(retry)
+		o.wait = retry
+	}
+	return o
+}
+
+// windowLeft is the time from now to the end of the epoch-aligned window
+// of period holding now, as envoyproxy/ratelimit counts its windows.
+func windowLeft(now time.Time, period time.Duration) time.Duration {
+	if period <= 0 {
+		return 0
+	}
+	us := now.UnixMicro()
+	p := period.Microseconds()
+	return time.Duration(p-us%p) * time.Microsecond
+}
+
+// seconds is d rounded up to whole seconds, as envoyproxy/ratelimit
+// counts.
+func seconds(d time.Duration) *durationpb.Duration {
+	return &durationpb.Duration{Seconds: ceilSeconds(d)}
+}
+
+func clampUint32(n int64) uint32 { return uint32(min(max(n, 0), math.MaxUint32)) }

@@ -1,0 +1,151 @@
+package rls
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// Options configure a Server. Store is required; every other field has
+// the default its doc states.
+type Options struct {
+	// Store decides the limits: memory, or Redis behind the failover
+	// store whose on_failure policy answers while Redis does not. A store
+	// error answers OK for the descriptors it concerns, as on_failure:
+	// open lets a request pass; *store.UnavailableError (on_failure:
+	// closed) answers OVER_LIMIT with its Retry-After.
+	Store store.Store
+	// Rules are the rule files' limits. Default: none, so that every
+	// domain is unknown and every descriptor is answered OK (a descriptor
+	// with its own limit override included, as envoyproxy/ratelimit does).
+	Rules *Rules
+	// Clock is the local clock: the now passed to the store (the Redis
+	// store reads Redis TIME instead) and the time of requests_per_unit 0
+	// windows. Default clock.Real{}.
+	Clock clock.Clock
+	// Timeout bounds each call's decision, on top of the deadline Envoy
+	// sends: past it the store's answer is an error, answered as above,
+	// so a hung store never holds Envoy. Default 1s.
+	Timeout time.Duration
+	// MaxDescriptors is the most descriptors one request may carry;
+	// beyond, the call fails with InvalidArgument. Default 1000.
+	MaxDescriptors int
+	// MaxRequestBytes is the largest request message accepted (gRPC's
+	// ResourceExhausted beyond). Default 1 MiB.
+	MaxRequestBytes int
+	// Registerer receives the server's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Logger logs start and stop. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server answers Envoy's RateLimitService over gRPC, with the standard
+// health service and server reflection.
+type Server struct {
+	opts    Options
+	rules   atomic.Pointer[Rules]
+	metrics *metrics
+	grpc    *grpc.Server
+	health  *health.Server
+}
+
+var _ pb.RateLimitServiceServer = (*Server)(nil)
+
+// serviceName is the RLS service's full name, which the health service
+// reports on besides "".
+const serviceName = "envoy.service.ratelimit.v3.RateLimitService"
+
+// NewServer returns a server on opts, not yet serving.
+func NewServer(opts Options) (*Server, error) {
+	if opts.Store == nil {
+		return nil, errors.New("rls: Options.Store is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = time.Second
+	}
+	if opts.MaxDescriptors <= 0 {
+		opts.MaxDescriptors = 1000
+	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = 1 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{opts: opts, metrics: newMetrics(opts.Registerer), health: health.NewServer()}
+	s.SetRules(opts.Rules)
+	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRequestBytes))
+	pb.RegisterRateLimitServiceServer(s.grpc, s)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	s.health.SetServingStatus(serviceName, healthpb.HealthCheckResponse_SERVING)
+	return s, nil
+}
+
+// SetRules replaces the rules; calls under way finish on the old ones.
+// nil means none. r must not be given to another Server.
+func (s *Server) SetRules(r *Rules) {
+	if r == nil {
+		r = &Rules{}
+	}
+	s.metrics.bind(r)
+	s.rules.Store(r)
+}
+
+// Serve accepts connections on l until Stop or GracefulStop; it returns
+// nil after either.
+func (s *Server) Serve(l net.Listener) error {
+	s.opts.Logger.Info("rls: serving Envoy's RateLimitService", "addr", l.Addr().String())
+	err := s.grpc.Serve(l)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// GracefulStop reports NOT_SERVING on the health service, stops accepting
+// connections and waits for the calls under way to finish.
+func (s *Server) GracefulStop() {
+	s.health.Shutdown()
+	s.grpc.GracefulStop()
+}
+
+// Shutdown is GracefulStop bounded by ctx: when ctx ends first, the calls
+// still under way are cut off (Stop) and ctx's error returned.
+func (s *Server) Shutdown(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.grpc.Stop()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Stop closes every connection at once.
+func (s *Server) Stop() {
+	s.health.Shutdown()
+	s.grpc.Stop()
+}
