@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/decision"
 )
 
 // Response is what the handler behind the Limiter answered, seen after it
@@ -43,15 +44,15 @@ type Response struct {
 }
 
 // Failure says why the handler behind the Limiter has no answer from the
-// service it protects.
-type Failure uint8
+// service it protects (decision.Failure).
+type Failure = decision.Failure
 
 // The failures a handler reports with NoteFailure.
 const (
-	NoFailure       Failure = iota
-	UpstreamFailed          // no answer: connection refused, reset, bad response
-	UpstreamTimeout         // no answer in time
-	CallerFailed            // the caller's side broke (its body broke off or was too slow)
+	NoFailure       = decision.NoFailure
+	UpstreamFailed  = decision.UpstreamFailed  // no answer: connection refused, reset, bad response
+	UpstreamTimeout = decision.UpstreamTimeout // no answer in time
+	CallerFailed    = decision.CallerFailed    // the caller's side broke (its body broke off or was too slow)
 )
 
 // NoteFailure tells the Limiter in front of a handler that the answer the
@@ -73,69 +74,31 @@ func NoteFailure(w http.ResponseWriter, f Failure) {
 	}
 }
 
-// afterStep is one thing done once a request is answered: giving back a
-// lease or a throttle slot, settling a reserved cost. A step is a field of
-// the request's scratch, appended to scratch.after while deciding, so that
-// adding one allocates nothing; it runs whether the request was passed on
-// or refused later in the decision (resp.Passed). Steps run last appended
-// first, before Options.OnResponse: the throttle slot, taken last, is given
-// back at once, not after the store's round trips to release leases and
-// settle costs (a store slow to answer would hold the upstream's slots).
-type afterStep interface {
-	after(l *Limiter, r *http.Request, resp *Response)
+// record is a passed request's recorder and Responses, pooled.
+type record struct {
+	rec  recorder
+	resp Response          // given to Options.OnResponse
+	d    decision.Response // given to Verdict.Finish
 }
 
-// serve decides r under set and passes it to next, then runs the after
-// steps. Without steps and without Options.OnResponse the handler gets w
-// itself: nothing is recorded.
-func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, set *Settings, next http.Handler) {
-	s := l.scratch.Get().(*scratch)
-	s.after, s.settled = s.after[:0], false
-	defer l.recycle(w, r, s)
-	r, pass := l.decide(w, r, set, s)
-	switch {
-	case pass && len(s.after) == 0 && l.opts.OnResponse == nil:
-		next.ServeHTTP(w, r)
-	case pass:
-		l.passRecorded(w, r, s, next)
-	case len(s.after) > 0 || l.opts.OnResponse != nil:
-		s.resp = Response{Status: s.report.Status, Header: w.Header()}
-		l.settle(r, s, &s.resp)
-	}
-}
-
-// recycle puts s back in the pool once r is done with. If deciding
-// panicked (the program's OnDecision, a store) after r took something (a
-// throttle slot, a lease, a reservation), the after steps give it back
-// first, as for a request the Limiter refused; the panic goes on.
-func (l *Limiter) recycle(w http.ResponseWriter, r *http.Request, s *scratch) {
-	if !s.settled && len(s.after) > 0 {
-		s.resp = Response{Status: http.StatusInternalServerError, Header: w.Header(), Aborted: true}
-		l.settle(r, s, &s.resp)
-	}
-	s.resp = Response{}
-	clear(s.after) // no step outlives its request
-	s.after = s.after[:0]
-	l.scratch.Put(s)
-}
-
-// passRecorded passes r to next through a recorder and settles it after,
+// passRecorded passes r to next through a recorder and finishes v after,
 // also when next panics (a reverse proxy aborts a response that broke off
 // with http.ErrAbortHandler): the panic goes on once the steps have run.
-func (l *Limiter) passRecorded(w http.ResponseWriter, r *http.Request, s *scratch, next http.Handler) {
-	rec := &s.rec
+func (l *Limiter) passRecorded(w http.ResponseWriter, r *http.Request, v *decision.Verdict, next http.Handler) {
+	rc := l.records.Get().(*record)
 	start := l.opts.Clock.Now()
-	*rec = recorder{w: w, clk: l.opts.Clock, start: start}
-	defer l.finish(r, s, start)
-	next.ServeHTTP(rec, r)
+	rc.rec = recorder{w: w, clk: l.opts.Clock, start: start}
+	defer l.finish(r, v, rc, start)
+	next.ServeHTTP(&rc.rec, r)
 }
 
-// finish builds the Response of a passed request and settles it. It is
-// deferred, so that recover sees next's panic.
-func (l *Limiter) finish(r *http.Request, s *scratch, start time.Time) {
+// finish builds the Response of a passed request and finishes v with it,
+// then calls Options.OnResponse. It is deferred, so that recover sees
+// next's panic.
+func (l *Limiter) finish(r *http.Request, v *decision.Verdict, rc *record, start time.Time) {
 	p := recover()
-	rec := &s.rec
-	resp := &s.resp // in the scratch: a Response escapes to OnResponse
+	rec := &rc.rec
+	resp := &rc.resp // in the record: a Response escapes to OnResponse
 	*resp = Response{Passed: true, Status: rec.status, Header: rec.w.Header(),
 		Latency: l.opts.Clock.Now().Sub(start), FirstByte: rec.firstByte, Failure: rec.failure,
 		Aborted: p != nil || r.Context().Err() != nil}
@@ -146,32 +109,22 @@ func (l *Limiter) finish(r *http.Request, s *scratch, start time.Time) {
 		resp.Status = http.StatusOK
 	}
 	*rec = recorder{}
-	l.settle(r, s, resp)
+	rc.d = decision.Response{Passed: true, Status: resp.Status, Header: header(resp.Header), Latency: resp.Latency,
+		FirstByte: resp.FirstByte, Aborted: resp.Aborted, Unanswered: resp.unanswered, Failure: resp.Failure}
+	defer l.recycle(rc)
+	v.Finish(&rc.d)
+	if l.opts.OnResponse != nil {
+		l.opts.OnResponse(r, resp)
+	}
 	if p != nil {
 		panic(p)
 	}
 }
 
-// settle runs the request's after steps, then Options.OnResponse. A step
-// that panics does not keep the others from running (each gives back
-// something of its own); the panic goes on after them.
-func (l *Limiter) settle(r *http.Request, s *scratch, resp *Response) {
-	s.settled = true
-	l.runSteps(r, s.after, resp)
-	if l.opts.OnResponse != nil {
-		l.opts.OnResponse(r, resp)
-	}
-}
-
-// runSteps runs steps last first, the rest deferred so that they run even
-// if one panics.
-func (l *Limiter) runSteps(r *http.Request, steps []afterStep, resp *Response) {
-	n := len(steps)
-	if n == 0 {
-		return
-	}
-	defer l.runSteps(r, steps[:n-1], resp)
-	steps[n-1].after(l, r, resp)
+// recycle puts rc back in the pool.
+func (l *Limiter) recycle(rc *record) {
+	*rc = record{}
+	l.records.Put(rc)
 }
 
 // recorder is the ResponseWriter a passed request's handler gets when

@@ -6,21 +6,24 @@
 // detail, without touching the handler behind it. Concurrency rules
 // (policy.Rule.Concurrency) are decided after the rate rules allowed the
 // request: each takes a lease (Options.Leaser) that the request holds until
-// its response ends. The gateway is built on it; a Go program can put it in
-// front of any handler.
+// its response ends. A Go program can put it in front of any handler.
+//
+// The decision itself is package decision's, shared with sluice's other
+// fronts; httplimit is its net/http adapter: it hands the Engine the
+// request's method, path, peer and header fields, writes the Verdict, and
+// tells the Engine the response once the handler is done.
 package httplimit
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/throttle"
@@ -115,10 +118,13 @@ type Settings struct {
 // Limiter is the middleware. It is safe for concurrent use.
 type Limiter struct {
 	opts     Options
+	engine   *decision.Engine
 	settings atomic.Pointer[Settings]
 	setMu    sync.Mutex // serialises SetPolicy and SetLegacyHeaders
-	scratch  sync.Pool
+	records  sync.Pool  // of *record
 }
+
+var errNoLeaser = errors.New("httplimit: the policy has concurrency rules, and the store keeps no leases (a store.Leaser, Options.Leaser)")
 
 // New returns a Limiter for opts.
 func New(opts Options) (*Limiter, error) {
@@ -137,15 +143,25 @@ func New(opts Options) (*Limiter, error) {
 	if opts.Leaser == nil {
 		opts.Leaser, _ = opts.Store.(store.Leaser)
 	}
-	if opts.Leaser == nil && limitsInFlight(opts.Policy) {
+	if opts.Leaser == nil && decision.LimitsInFlight(opts.Policy) {
 		return nil, errNoLeaser
 	}
 	if err := (store.Concurrency{TTL: opts.LeaseTTL}).Check(); err != nil {
 		return nil, fmt.Errorf("httplimit: LeaseTTL: %w", err)
 	}
-	l := &Limiter{opts: opts}
+	eopts := decision.Options{Store: opts.Store, Clock: opts.Clock, OnFailure: opts.OnFailure, Leaser: opts.Leaser, LeaseTTL: opts.LeaseTTL}
+	if onSettle := opts.OnSettle; onSettle != nil {
+		eopts.OnSettle = func(req *decision.Request, rule string, err error) {
+			onSettle(req.Origin.(*http.Request), rule, err)
+		}
+	}
+	engine, err := decision.New(eopts)
+	if err != nil {
+		return nil, fmt.Errorf("httplimit: %w", err)
+	}
+	l := &Limiter{opts: opts, engine: engine}
 	l.settings.Store(&Settings{Policy: opts.Policy, LegacyHeaders: opts.LegacyHeaders, Throttle: opts.Throttle})
-	l.scratch.New = func() any { return new(scratch) }
+	l.records.New = func() any { return new(record) }
 	return l, nil
 }
 
@@ -198,178 +214,4 @@ func (l *Limiter) HandlerWith(s Settings, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l.serve(w, r, &s, next)
 	})
-}
-
-// scratch is the per-request working memory, pooled.
-type scratch struct {
-	match      []int
-	reqs       []store.Request
-	index      []int // rule index of each request
-	leaseIndex []int // rule index of each concurrency rule to decide
-	leaseKeys  []string
-	headers    []ruleHeader
-	again      []store.Request
-	denied     []int
-	held       []int // requests that may be held for their turn (delay.go)
-	legacy     bool  // the request's Settings.LegacyHeaders
-	report     Report
-	after      []afterStep // run once the request is answered (after.go)
-	settled    bool        // the after steps have been started
-	rec        recorder    // the passed request's ResponseWriter, when after is not empty
-	resp       Response    // what the after steps are given
-	slot       slotStep    // the request's throttle slot (protect.go)
-	leases     leaseStep   // the leases the request holds (lease.go)
-	settle     settleStep  // the reservations to settle (settle.go)
-}
-
-// decide answers the request itself (false) or prepares it to pass (true),
-// returning the request to pass on. A request passed on holds the leases
-// of its concurrency rules until its after steps run.
-func (l *Limiter) decide(w http.ResponseWriter, r *http.Request, set *Settings, s *scratch) (*http.Request, bool) {
-	pol := set.Policy
-	now := l.opts.Clock.Now()
-	key := pol.KeyName()
-	scrubHeaders(r.Header, key)
-	s.legacy = set.LegacyHeaders
-	rep := &s.report
-	*rep = Report{Rules: rep.Rules[:0]}
-	caller, err := identify(pol, r, key)
-	if caller == nil {
-		l.unidentified(w, r, pol, rep, now, err)
-		return r, false
-	}
-	name := clientName(pol, caller)
-	rep.Client = cmp.Or(name, "-")
-	if r, err = cleanRequest(r); err != nil {
-		l.badRequest(w, r, rep, now, pathDetail(err))
-		return r, false
-	}
-	addr := clientAddr(pol, r)
-	s.match = pol.Match(r.Method, r.URL.Path, s.match[:0])
-	l.requests(pol, caller, addr, r, s)
-	if detail, refused := headerRefused(pol, s, r.Header); refused {
-		l.badRequest(w, r, rep, now, detail)
-		return r, false
-	}
-	var results []store.Result
-	spent := true
-	if len(s.reqs) > 0 {
-		results, spent, err = l.decideAll(r.Context(), s, now)
-	}
-	pass := l.judge(w, r.Header, pol, caller, addr, s, results, spent, err)
-	l.reserve(pol, s, results, spent)
-	if pass && spent {
-		pass = l.hold(w, r, s, results, now)
-	}
-	switch {
-	case pass && len(s.leaseIndex) > 0:
-		pass = l.acquire(w, r, pol, caller, addr, s, now)
-	case len(s.leaseIndex) > 0: // refused before the concurrency rules were asked
-		for _, i := range s.leaseIndex {
-			rep.Rules = append(rep.Rules, RuleResult{Rule: pol.Rule(i).Name, Outcome: NotSpent})
-		}
-	}
-	if pass {
-		setRateLimitHeaders(w.Header(), s.headers, s.legacy, -1)
-	}
-	if pass && set.Throttle != nil { // a refusal gives the leases back in their after step
-		pass = l.admit(w, r, set.Throttle, pol, caller, name, addr, s)
-	}
-	l.report(r, rep, now)
-	if pass && name != "" {
-		r.Header[ClientHeader] = []string{name}
-	}
-	return r, pass
-}
-
-// unidentified answers a request whose key sluice cannot accept: 400 for a
-// key header it cannot read one way only (err), else 401. Nothing is
-// counted.
-func (l *Limiter) unidentified(w http.ResponseWriter, r *http.Request, pol *policy.Compiled, rep *Report, now time.Time, err error) {
-	rep.Client = UnknownClient
-	if err != nil {
-		l.badRequest(w, r, rep, now, err.Error())
-		return
-	}
-	rep.Status = http.StatusUnauthorized
-	l.report(r, rep, now)
-	w.Header()["Www-Authenticate"] = []string{`ApiKey header="` + pol.KeyHeader() + `"`}
-	writeProblem(w, problem{Title: "Unauthorized", Status: http.StatusUnauthorized,
-		Detail: "missing or unknown access key in " + pol.KeyHeader()})
-}
-
-// badRequest answers 400 for a request sluice cannot count one way only.
-// Nothing is counted.
-func (l *Limiter) badRequest(w http.ResponseWriter, r *http.Request, rep *Report, now time.Time, detail string) {
-	rep.Status = http.StatusBadRequest
-	l.report(r, rep, now)
-	writeProblem(w, problem{Title: "Bad Request", Status: http.StatusBadRequest, Detail: detail})
-}
-
-// requests builds one store request per matching rule that does not exempt
-// the caller; exempt rules are reported at once, and so is a shadow rule
-// that would refuse the request for a missing header (shadow_limited,
-// nothing counted).
-func (l *Limiter) requests(pol *policy.Compiled, caller *policy.Caller, addr netip.Addr, r *http.Request, s *scratch) {
-	s.reqs, s.index, s.leaseIndex, s.leaseKeys = s.reqs[:0], s.index[:0], s.leaseIndex[:0], s.leaseKeys[:0]
-	ip := ipGroup{pol: pol, addr: addr}
-	for _, i := range s.match {
-		rule := pol.Rule(i)
-		if rule.Classifies() {
-			continue // counts nothing: its priority and degrade are read by admit
-		}
-		if pol.Exempt(i, caller.ID, addr) {
-			s.report.Rules = append(s.report.Rules, RuleResult{Rule: rule.Name, Outcome: Exempt})
-			continue
-		}
-		if rule.Mode == policy.Shadow && rule.Key.Kind == policy.KeyHeader && rule.Key.Missing == policy.MissingReject {
-			if _, missing := headerValue(pol, i, r.Header); missing {
-				s.report.Rules = append(s.report.Rules, RuleResult{Rule: rule.Name, Outcome: ShadowLimited})
-				continue
-			}
-		}
-		if rule.LimitsInFlight() {
-			s.leaseIndex, s.leaseKeys = append(s.leaseIndex, i), append(s.leaseKeys, stateKey(pol, caller, i, &ip, r))
-			continue
-		}
-		s.reqs = append(s.reqs, store.Request{Key: stateKey(pol, caller, i, &ip, r), Limit: caller.Limit(i), Cost: rule.Cost,
-			Shadow: rule.Mode != policy.Enforce})
-		s.index = append(s.index, i)
-	}
-}
-
-func enforcing(reqs []store.Request) int {
-	n := 0
-	for _, r := range reqs {
-		if !r.Shadow {
-			n++
-		}
-	}
-	return n
-}
-
-func (l *Limiter) report(r *http.Request, rep *Report, start time.Time) {
-	if l.opts.OnDecision != nil {
-		rep.Latency = l.opts.Clock.Now().Sub(start) - rep.Held
-		l.opts.OnDecision(r, rep)
-	}
-}
-
-// storeFailed answers a request whose decision the store could not make,
-// or lets it pass (fail open).
-func (l *Limiter) storeFailed(w http.ResponseWriter, rep *Report, err error) bool {
-	rep.Err = err
-	var u *store.UnavailableError
-	if !errors.As(err, &u) && !l.opts.OnFailure.Refuses() {
-		return true
-	}
-	retry := time.Second
-	if u != nil && u.RetryAfter > 0 {
-		retry = u.RetryAfter
-	}
-	rep.Status, rep.RetryAfter = http.StatusServiceUnavailable, retry
-	w.Header()["Retry-After"] = []string{itoa(retryAfterSeconds(retry))}
-	writeProblem(w, problem{Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
-		Detail: "the rate limiter cannot count this request right now; retry later"})
-	return false
 }

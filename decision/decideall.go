@@ -1,4 +1,4 @@
-package httplimit
+package decision
 
 import (
 	"context"
@@ -22,49 +22,49 @@ import (
 // spent reports whether the allowed results spent their cost: false when
 // an enforcing rule's denial kept the others from spending (their results
 // are then looks). A single batch spends whatever it allows.
-func (l *Limiter) decideAll(ctx context.Context, s *scratch, now time.Time) (res []store.Result, spent bool, err error) {
-	if enforcing(s.reqs) < 2 {
-		res, err = l.opts.Store.DecideBatch(ctx, s.reqs, now)
+func (e *Engine) decideAll(ctx context.Context, v *Verdict, now time.Time) (res []store.Result, spent bool, err error) {
+	if enforcing(v.reqs) < 2 {
+		res, err = e.opts.Store.DecideBatch(ctx, v.reqs, now)
 		return res, true, err
 	}
-	if all, ok := l.opts.Store.(store.AllOrNothing); ok {
-		res, err := all.DecideAll(ctx, s.reqs, now)
+	if all, ok := e.opts.Store.(store.AllOrNothing); ok {
+		res, err := all.DecideAll(ctx, v.reqs, now)
 		if !errors.Is(err, store.ErrNotAtomic) {
-			return res, err != nil || !enforcedDenial(s.reqs, res), err
+			return res, err != nil || !enforcedDenial(v.reqs, res), err
 		}
 	}
-	s.again = append(s.again[:0], s.reqs...)
-	for k := range s.again {
-		s.again[k].Cost = 0
+	v.again = append(v.again[:0], v.reqs...)
+	for k := range v.again {
+		v.again[k].Cost = 0
 	}
-	looks, err := l.opts.Store.DecideBatch(ctx, s.again, now)
-	if err != nil || len(looks) != len(s.reqs) {
+	looks, err := e.opts.Store.DecideBatch(ctx, v.again, now)
+	if err != nil || len(looks) != len(v.reqs) {
 		return looks, false, err
 	}
-	s.again, s.denied, s.held = s.again[:0], s.denied[:0], s.held[:0]
+	v.again, v.denied, v.held = v.again[:0], v.denied[:0], v.held[:0]
 	blocked := false
 	for k, res := range looks {
 		switch {
-		case res.Err != nil || res.Decision.Remaining >= s.reqs[k].Cost:
-		case s.reqs[k].Limit.Delay() > 0: // held or denied: only its cost tells (spendHeld)
-			s.held = append(s.held, k)
+		case res.Err != nil || res.Decision.Remaining >= v.reqs[k].Cost:
+		case v.reqs[k].Limit.Delay() > 0: // held or denied: only its cost tells (spendHeld)
+			v.held = append(v.held, k)
 		default:
-			s.again, s.denied = append(s.again, s.reqs[k]), append(s.denied, k)
-			blocked = blocked || !s.reqs[k].Shadow
+			v.again, v.denied = append(v.again, v.reqs[k]), append(v.denied, k)
+			blocked = blocked || !v.reqs[k].Shadow
 		}
 	}
-	if !blocked && len(s.held) > 0 {
-		return l.spendHeld(ctx, s, looks, now)
+	if !blocked && len(v.held) > 0 {
+		return e.spendHeld(ctx, v, looks, now)
 	}
 	if !blocked { // a shadow rule without room stops nothing: spend, and it reports its denial
-		res, err = l.opts.Store.DecideBatch(ctx, s.reqs, now)
+		res, err = e.opts.Store.DecideBatch(ctx, v.reqs, now)
 		return res, true, err
 	}
-	again, err := l.opts.Store.DecideBatch(ctx, s.again, now)
-	if err != nil || len(again) != len(s.again) {
+	again, err := e.opts.Store.DecideBatch(ctx, v.again, now)
+	if err != nil || len(again) != len(v.again) {
 		return again, false, err
 	}
-	for j, k := range s.denied {
+	for j, k := range v.denied {
 		looks[k] = again[j]
 	}
 	return looks, false, nil
@@ -78,4 +78,15 @@ func enforcedDenial(reqs []store.Request, res []store.Result) bool {
 		}
 	}
 	return false
+}
+
+// enforcing counts the requests of enforcing rules.
+func enforcing(reqs []store.Request) int {
+	n := 0
+	for _, r := range reqs {
+		if !r.Shadow {
+			n++
+		}
+	}
+	return n
 }

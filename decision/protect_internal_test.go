@@ -1,7 +1,6 @@
-package httplimit
+package decision
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -14,7 +13,7 @@ import (
 // failures; a caller gone as nothing.
 func TestThrottleOutcome(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	retry := func(v string) http.Header { return http.Header{"Retry-After": {v}} }
+	retry := func(v string) Headers { return fields{"Retry-After": {v}} }
 	for _, tc := range []struct {
 		name string
 		resp Response
@@ -24,9 +23,9 @@ func TestThrottleOutcome(t *testing.T) {
 			throttle.Outcome{Status: 200, Latency: 40 * time.Millisecond}},
 		{"503 seconds", Response{Passed: true, Status: 503, FirstByte: time.Millisecond, Header: retry("30")},
 			throttle.Outcome{Status: 503, Latency: time.Millisecond, RetryAfter: 30 * time.Second}},
-		{"429 date", Response{Passed: true, Status: 429, FirstByte: time.Millisecond, Header: retry(now.Add(90 * time.Second).Format(http.TimeFormat))},
+		{"429 date", Response{Passed: true, Status: 429, FirstByte: time.Millisecond, Header: retry(now.Add(90 * time.Second).Format(httpDates[0]))},
 			throttle.Outcome{Status: 429, Latency: time.Millisecond, RetryAfter: 90 * time.Second}},
-		{"503 date passed", Response{Passed: true, Status: 503, FirstByte: time.Millisecond, Header: retry(now.Add(-time.Hour).Format(http.TimeFormat))},
+		{"503 date passed", Response{Passed: true, Status: 503, FirstByte: time.Millisecond, Header: retry(now.Add(-time.Hour).Format(httpDates[0]))},
 			throttle.Outcome{Status: 503, Latency: time.Millisecond}},
 		{"503 garbage", Response{Passed: true, Status: 503, FirstByte: time.Millisecond, Header: retry("-5")},
 			throttle.Outcome{Status: 503, Latency: time.Millisecond}},

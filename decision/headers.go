@@ -1,9 +1,7 @@
-package httplimit
+package decision
 
 import (
-	"net/http"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -20,18 +18,18 @@ type ruleHeader struct {
 	inFlight  bool  // a concurrency rule: q and r count requests in flight, with no w or t
 }
 
-// setRateLimitHeaders writes RateLimit-Policy and RateLimit as structured
-// field lists with one item per rule (draft-ietf-httpapi-ratelimit-headers-10),
-// and when legacy is set X-RateLimit-* for rules[tight], or if tight is -1
-// for the rule with the least remaining (the longer wait of two alike).
-func setRateLimitHeaders(h http.Header, rules []ruleHeader, legacy bool, tight int) {
+// rateLimitHeaders adds RateLimit-Policy and RateLimit as structured field
+// lists with one item per rule in v.headers
+// (draft-ietf-httpapi-ratelimit-headers-10), and when legacy headers are
+// on X-RateLimit-* for v.headers[tight], or if tight is -1 for the rule
+// with the least remaining (the longer wait of two alike).
+func (v *Verdict) rateLimitHeaders(tight int) {
+	rules := v.headers
 	if len(rules) == 0 {
 		return
 	}
-	// Both lists go into one buffer, on the stack while it fits, and
-	// become one string that the two headers share.
-	var room [256]byte
-	b := room[:0]
+	from := len(v.buf)
+	b := v.buf
 	for i, r := range rules {
 		if i > 0 {
 			b = append(b, ", "...)
@@ -42,7 +40,10 @@ func setRateLimitHeaders(h http.Header, rules []ruleHeader, legacy bool, tight i
 		}
 		b = appendItem(b, r.name, 'q', r.limit, 'w', max(ceilSeconds(r.window), 1))
 	}
-	split := len(b)
+	v.buf = b
+	v.setField("Ratelimit-Policy", from)
+	from = len(v.buf)
+	b = v.buf
 	for i, r := range rules {
 		if i > 0 {
 			b = append(b, ", "...)
@@ -53,12 +54,17 @@ func setRateLimitHeaders(h http.Header, rules []ruleHeader, legacy bool, tight i
 		}
 		b = appendItem(b, r.name, 'r', r.remaining, 't', r.more)
 	}
-	both := string(b)
-	h["Ratelimit-Policy"] = []string{both[:split]}
-	h["Ratelimit"] = []string{both[split:]}
-	if !legacy {
-		return
+	v.buf = b
+	v.setField("Ratelimit", from)
+	if v.legacy {
+		v.legacyHeaders(tight)
 	}
+}
+
+// legacyHeaders adds X-RateLimit-Limit/-Remaining/-Reset for
+// v.headers[tight] (-1: the tightest).
+func (v *Verdict) legacyHeaders(tight int) {
+	rules := v.headers
 	if tight < 0 {
 		tight = 0
 		for i, r := range rules[1:] {
@@ -68,9 +74,16 @@ func setRateLimitHeaders(h http.Header, rules []ruleHeader, legacy bool, tight i
 		}
 	}
 	r := rules[tight]
-	h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(r.limit, 10)}
-	h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(r.remaining, 10)}
-	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(r.more, 10)}
+	v.intField("X-Ratelimit-Limit", r.limit)
+	v.intField("X-Ratelimit-Remaining", r.remaining)
+	v.intField("X-Ratelimit-Reset", r.more)
+}
+
+// intField adds the field name with the value n.
+func (v *Verdict) intField(name string, n int64) {
+	from := len(v.buf)
+	v.buf = strconv.AppendInt(v.buf, n, 10)
+	v.setField(name, from)
 }
 
 // quotaSeconds is the t of a rule's RateLimit item: the seconds until more
@@ -136,9 +149,18 @@ type problem struct {
 	Type             string
 	Title            string
 	Status           int
-	Detail           string
+	Detail           []byte
 	ViolatedPolicies []string
 	Reason           string // a throttle's refusal: what is full (shed, queue_full, ...)
+}
+
+// AppendProblem appends an RFC 9457 problem detail as JSON to dst: the
+// body of an application/problem+json answer (send it with Cache-Control:
+// no-store), such as a gateway's own 502 or 504. title is the status's
+// reason phrase (Bad Gateway).
+func AppendProblem(dst []byte, status int, title, detail string) []byte {
+	p := problem{Title: title, Status: status, Detail: []byte(detail)}
+	return p.appendJSON(dst)
 }
 
 // appendJSON writes p as JSON by hand, without encoding/json's reflection:
@@ -151,8 +173,8 @@ func (p *problem) appendJSON(b []byte) []byte {
 	}
 	b = appendJSONString(append(b, `"title":`...), p.Title)
 	b = strconv.AppendInt(append(b, `,"status":`...), int64(p.Status), 10)
-	if p.Detail != "" {
-		b = appendJSONString(append(b, `,"detail":`...), p.Detail)
+	if len(p.Detail) > 0 {
+		b = appendJSONBytes(append(b, `,"detail":`...), p.Detail)
 	}
 	if len(p.ViolatedPolicies) > 0 {
 		b = append(b, `,"violated-policies":[`...)
@@ -173,81 +195,35 @@ func (p *problem) appendJSON(b []byte) []byte {
 // appendJSONString appends s as a JSON string: quotes, backslashes and
 // control characters escaped, invalid UTF-8 replaced, as encoding/json does.
 func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r < 0x20 || r == '<' || r == '>' || r == '&' || r == 0x2028 || r == 0x2029:
-			b = append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
-		default:
-			b = utf8.AppendRune(b, r) // an invalid byte arrives here as U+FFFD
-		}
+		b = appendJSONRune(b, r) // an invalid byte arrives here as U+FFFD
 	}
 	return append(b, '"')
 }
 
+// appendJSONBytes is appendJSONString for bytes.
+func appendJSONBytes(b []byte, s []byte) []byte {
+	b = append(b, '"')
+	for len(s) > 0 {
+		r, n := utf8.DecodeRune(s) // an invalid byte is U+FFFD, as in a range over a string
+		b, s = appendJSONRune(b, r), s[n:]
+	}
+	return append(b, '"')
+}
+
+// appendJSONRune appends r inside a JSON string, escaped as encoding/json
+// escapes it.
+func appendJSONRune(b []byte, r rune) []byte {
+	const hex = "0123456789abcdef"
+	switch {
+	case r == '"' || r == '\\':
+		return append(b, '\\', byte(r))
+	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == 0x2028 || r == 0x2029:
+		return append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+	}
+	return utf8.AppendRune(b, r)
+}
+
 // quotaExceeded is the IANA problem type for a rate limit (RFC 9457 registry).
 const quotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
-
-// WriteProblem writes an application/problem+json answer with Cache-Control:
-// no-store. Headers already set on w (Retry-After, RateLimit) are kept.
-func WriteProblem(w http.ResponseWriter, status int, detail string) {
-	writeProblem(w, problem{Title: http.StatusText(status), Status: status, Detail: detail})
-}
-
-func writeProblem(w http.ResponseWriter, p problem) {
-	body := p.appendJSON(make([]byte, 0, 256))
-	h := w.Header()
-	h["Content-Type"] = []string{"application/problem+json"}
-	h["Cache-Control"] = []string{"no-store"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(body)
-}
-
-// FormatPeriod writes a period the way people say it: 1m, 30s, 1h, 1d;
-// other periods as time.Duration does (1.5s, 100ms).
-func FormatPeriod(d time.Duration) string {
-	switch {
-	case d%(24*time.Hour) == 0:
-		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
-	case d%time.Hour == 0:
-		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
-	case d%time.Minute == 0:
-		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
-	case d%time.Second == 0:
-		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
-	}
-	return d.String()
-}
-
-// requests writes n requests: "1 request", "100 requests".
-func requests(n int64) string {
-	if n == 1 {
-		return "1 request"
-	}
-	return strconv.FormatInt(n, 10) + " requests"
-}
-
-// limitedDetail is the problem detail of a 429, such as "partner-a exceeded
-// 100 requests per 1m (rule claims); retry in 23s".
-func limitedDetail(who string, rule string, l limiter.Limit, retry time.Duration) string {
-	var b strings.Builder
-	b.WriteString(who)
-	b.WriteString(" exceeded ")
-	b.WriteString(requests(l.Rate()))
-	b.WriteString(" per ")
-	b.WriteString(FormatPeriod(l.Period()))
-	b.WriteString(" (rule ")
-	b.WriteString(rule)
-	if retry == limiter.Never {
-		b.WriteString("); this request costs more than the limit allows at once and will never pass")
-		return b.String()
-	}
-	b.WriteString("); retry in ")
-	b.WriteString(strconv.FormatInt(retryAfterSeconds(retry), 10))
-	b.WriteString("s")
-	return b.String()
-}

@@ -1,10 +1,9 @@
-package httplimit
+package decision
 
 // These tests call clientAddr directly: the fuzz target needs the address
 // itself, not the store key it ends up in.
 
 import (
-	"net/http"
 	"net/netip"
 	"runtime"
 	"strings"
@@ -67,16 +66,17 @@ func FuzzClientAddr(f *testing.F) {
 		{fuzzPolicy(f, policy.Forwarded), "Forwarded"},
 	}
 	f.Fuzz(func(t *testing.T, remote, fwd, xff string) {
-		r := &http.Request{RemoteAddr: remote, Header: http.Header{}}
+		h := fields{}
 		if fwd != "" {
-			r.Header["Forwarded"] = strings.Split(fwd, "\n")
+			h["Forwarded"] = strings.Split(fwd, "\n")
 		}
 		if xff != "" {
-			r.Header["X-Forwarded-For"] = strings.Split(xff, "\n")
+			h["X-Forwarded-For"] = strings.Split(xff, "\n")
 		}
-		peer, err := netip.ParseAddrPort(remote)
+		peer, err := netip.ParseAddrPort(remote) // as a transport reads the peer
+		v := &Verdict{req: Request{Peer: peer, Header: h}}
 		for _, rd := range readers {
-			got := clientAddr(rd.pol, r)
+			got := clientAddr(rd.pol, v)
 			if err != nil {
 				if got.IsValid() {
 					t.Fatalf("unreadable peer %q: got %v, want the zero Addr", remote, got)
@@ -89,7 +89,7 @@ func FuzzClientAddr(f *testing.F) {
 			if !rd.pol.TrustedProxy(peer.Addr()) {
 				t.Fatalf("untrusted peer %q: got %v from its headers", remote, got)
 			}
-			if !writtenIn(got, strings.Join(r.Header.Values(rd.header), "\n")) {
+			if !writtenIn(got, strings.Join(h[rd.header], "\n")) {
 				t.Fatalf("reading %s: peer %q, Forwarded %q, X-Forwarded-For %q: got %v, which is neither the peer nor in %s",
 					rd.header, remote, fwd, xff, got, rd.header)
 			}
@@ -131,15 +131,15 @@ func TestForwardedHopsCostBounded(t *testing.T) {
 		{policy.Forwarded, "Forwarded", strings.Repeat("for=1,", 11<<10) + "for=203.0.113.9"},
 	} {
 		pol := fuzzPolicy(t, c.from)
-		r := &http.Request{RemoteAddr: "10.0.0.1:1", Header: http.Header{c.header: {c.value}}}
-		if got := clientAddr(pol, r); got != netip.MustParseAddr("203.0.113.9") {
+		v := &Verdict{req: Request{Peer: netip.MustParseAddrPort("10.0.0.1:1"), Header: fields{c.header: {c.value}}}}
+		if got := clientAddr(pol, v); got != netip.MustParseAddr("203.0.113.9") {
 			t.Fatalf("%s: got %v", c.header, got)
 		}
 		const runs = 3
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		for range runs {
-			clientAddr(pol, r)
+			clientAddr(pol, v)
 		}
 		runtime.ReadMemStats(&after)
 		if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 32<<10 {

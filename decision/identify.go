@@ -1,8 +1,7 @@
-package httplimit
+package decision
 
 import (
 	"fmt"
-	"net/http"
 	"net/netip"
 	"strings"
 
@@ -13,20 +12,20 @@ import (
 // a forged header of thousands of entries costs nothing.
 const maxHops = 32
 
-// identify returns the caller of r, or nil if the policy rejects it (an
-// unknown or missing key with unknown: reject). key is the key header's
-// canonical name. A key header sent more than once, or holding a list that
-// is not itself a key, is an error: an upstream may read one of its keys
-// while sluice counted none (Go's Header.Get reads the first, Node.js joins
-// them with ", ").
-func identify(pol *policy.Compiled, r *http.Request, key string) (*policy.Caller, error) {
+// identify returns the caller of v's request, or nil if the policy rejects
+// it (an unknown or missing key with unknown: reject). key is the key
+// header's canonical name. A key header sent more than once, or holding a
+// list that is not itself a key, is an error: an upstream may read one of
+// its keys while sluice counted none (Go's Header.Get reads the first,
+// Node.js joins them with ", ").
+func identify(pol *policy.Compiled, v *Verdict, key string) (*policy.Caller, error) {
 	if !pol.IdentifiesByKey() {
 		if a := pol.Anonymous(); a != nil {
 			return a, nil // unknown: anonymous and no clients: everyone is unknown
 		}
 		return pol.Unidentified(), nil
 	}
-	vals := r.Header[key]
+	vals := v.values(key)
 	switch len(vals) {
 	case 0:
 		return pol.Anonymous(), nil
@@ -44,20 +43,21 @@ func identify(pol *policy.Compiled, r *http.Request, key string) (*policy.Caller
 }
 
 // clientAddr returns the caller's IP address: the peer's, unless the peer is
-// a trusted proxy, in which case the right-most address of the policy's
-// forwarded header (X-Forwarded-For or Forwarded) that is not itself a
-// trusted proxy. It returns the zero Addr if the peer address cannot be read.
-func clientAddr(pol *policy.Compiled, r *http.Request) netip.Addr {
-	peer, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
+// a trusted proxy (v.PeerTrusted), in which case the right-most address of
+// the policy's forwarded header (X-Forwarded-For or Forwarded) that is not
+// itself a trusted proxy. It returns the zero Addr if the peer is unknown.
+func clientAddr(pol *policy.Compiled, v *Verdict) netip.Addr {
+	v.PeerTrusted = false
+	if !v.req.Peer.IsValid() {
 		return netip.Addr{}
 	}
-	addr := peer.Addr().Unmap().WithZone("")
+	addr := v.req.Peer.Addr().Unmap().WithZone("")
 	if !pol.TrustedProxy(addr) {
 		return addr
 	}
+	v.PeerTrusted = true
 	var room [maxHops]string
-	for _, h := range forwardedFor(room[:0], r.Header, pol.ForwardedHeader()) {
+	for _, h := range forwardedFor(room[:0], v, pol.ForwardedHeader()) {
 		hop, ok := parseHop(h)
 		if !ok {
 			return addr // a hop we cannot read: count the proxy that sent it
@@ -77,11 +77,11 @@ func clientAddr(pol *policy.Compiled, r *http.Request) netip.Addr {
 // let the client choose the address it is counted under. It reads from the
 // right, so a forged header of thousands of entries costs no more than
 // maxHops.
-func forwardedFor(dst []string, h http.Header, from policy.ForwardedHeader) []string {
+func forwardedFor(dst []string, v *Verdict, from policy.ForwardedHeader) []string {
 	if from == policy.Forwarded {
-		return lastHops(dst, h.Values("Forwarded"), forValue)
+		return lastHops(dst, v.values("Forwarded"), forValue)
 	}
-	return lastHops(dst, h.Values("X-Forwarded-For"), strings.TrimSpace)
+	return lastHops(dst, v.values("X-Forwarded-For"), strings.TrimSpace)
 }
 
 // lastHops walks the comma-separated elements of lines from the last one

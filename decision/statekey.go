@@ -1,9 +1,8 @@
-package httplimit
+package decision
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"net/http"
 	"net/netip"
 	"strings"
 
@@ -18,7 +17,7 @@ import (
 // also names where the caller's limit comes from (policy.Caller.LimitSource:
 // the rule, a plan or a client's override; nothing for the rule's own
 // rate), so that callers on different limits count apart.
-func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, r *http.Request) string {
+func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, v *Verdict) string {
 	rule := pol.Rule(i)
 	tag := caller.StateTag(i)
 	// A key counting one caller is in that caller's group, so that a
@@ -36,7 +35,7 @@ func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, r
 	case policy.KeyClient, policy.KeyIP: // a caller without an id is counted by IP
 		return store.GroupKey(ip.group(), rule.Name, shared...)
 	case policy.KeyHeader:
-		v, missing := headerValue(pol, i, r.Header)
+		v, missing := headerValue(pol, i, v)
 		if missing && rule.Key.Missing == policy.MissingIP {
 			return store.GroupKey(ip.group(), rule.Name, shared...)
 		}

@@ -1,9 +1,8 @@
-package httplimit
+package decision
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -12,11 +11,11 @@ import (
 )
 
 // headerValue returns the value header:NAME rule i counts by, and whether
-// the request lacks it (absent or empty: net/http trims the blanks around
-// a value). Of several values the first counts. It is h.Get by the name
-// policy.Compiled.HeaderName canonicalised once per policy.
-func headerValue(pol *policy.Compiled, i int, h http.Header) (string, bool) {
-	vs := h[pol.HeaderName(i)]
+// the request lacks it (absent or empty: the transport trims the blanks
+// around a value). Of several values the first counts. It reads by the
+// name policy.Compiled.HeaderName canonicalised once per policy.
+func headerValue(pol *policy.Compiled, i int, v *Verdict) (string, bool) {
+	vs := v.values(pol.HeaderName(i))
 	if len(vs) == 0 {
 		return "", true
 	}
@@ -24,7 +23,7 @@ func headerValue(pol *policy.Compiled, i int, h http.Header) (string, bool) {
 }
 
 // headerRefused checks the headers the matched header:NAME rules count by
-// (the rules in s.index and s.leaseIndex: matched, not exempt) and returns the problem
+// (the rules in v.index and v.leaseIndex: matched, not exempt) and returns the problem
 // detail of a 400 if the request cannot be counted one way only: an
 // enforcing rule's header sent more than once (Go's Header.Get reads the
 // first, Node.js joins them with ", ", so the upstream may read a value
@@ -32,14 +31,14 @@ func headerValue(pol *policy.Compiled, i int, h http.Header) (string, bool) {
 // removes every respelling of a counted header (X_Tenant for X-Tenant),
 // which CGI-style upstreams read as the same header although sluice did
 // not count it. A shadow rule refuses nothing: it counts the first value.
-func headerRefused(pol *policy.Compiled, s *scratch, h http.Header) (detail string, refused bool) {
-	for _, i := range s.index {
-		if detail, refused := headerRefusedBy(pol, i, h); refused {
+func (v *Verdict) headerRefused(pol *policy.Compiled) (detail string, refused bool) {
+	for _, i := range v.index {
+		if detail, refused := v.headerRefusedBy(pol, i); refused {
 			return detail, true
 		}
 	}
-	for _, i := range s.leaseIndex {
-		if detail, refused := headerRefusedBy(pol, i, h); refused {
+	for _, i := range v.leaseIndex {
+		if detail, refused := v.headerRefusedBy(pol, i); refused {
 			return detail, true
 		}
 	}
@@ -47,24 +46,24 @@ func headerRefused(pol *policy.Compiled, s *scratch, h http.Header) (detail stri
 }
 
 // headerRefusedBy is headerRefused for rule i.
-func headerRefusedBy(pol *policy.Compiled, i int, h http.Header) (detail string, refused bool) {
+func (v *Verdict) headerRefusedBy(pol *policy.Compiled, i int) (detail string, refused bool) {
 	r := pol.Rule(i)
 	if r.Key.Kind != policy.KeyHeader {
 		return "", false
 	}
 	name := pol.HeaderName(i)
-	for k := range h {
-		if k != name && policy.SameHeaderName(k, name) {
-			delete(h, k)
+	for _, k := range v.names {
+		if !strings.EqualFold(k, name) && policy.SameHeaderName(k, name) {
+			v.remove(k)
 		}
 	}
 	if r.Mode != policy.Enforce {
 		return "", false
 	}
-	if n := len(h[name]); n > 1 {
+	if n := len(v.values(name)); n > 1 {
 		return name + " sent " + strconv.Itoa(n) + " times; rule " + r.Name + " counts requests by it (send it once)", true
 	}
-	if _, missing := headerValue(pol, i, h); missing && r.Key.Missing == policy.MissingReject {
+	if _, missing := headerValue(pol, i, v); missing && r.Key.Missing == policy.MissingReject {
 		return "missing header " + r.Key.Header + ", by which rule " + r.Name + " counts requests", true
 	}
 	return "", false
@@ -74,7 +73,7 @@ func headerRefusedBy(pol *policy.Compiled, i int, h http.Header) (detail string,
 // the log: the client id, the address (an IPv6 network for grouped
 // addresses), `header X-Tenant "acme"`, or all callers together. It never
 // names an access key (see shownValue).
-func counted(pol *policy.Compiled, c *policy.Caller, i int, addr netip.Addr, h http.Header) string {
+func counted(pol *policy.Compiled, c *policy.Caller, i int, addr netip.Addr, v *Verdict) string {
 	rule := pol.Rule(i)
 	switch rule.Key.Kind {
 	case policy.KeyClient:
@@ -85,10 +84,10 @@ func counted(pol *policy.Compiled, c *policy.Caller, i int, addr netip.Addr, h h
 	case policy.KeyIP:
 		return address(pol, addr)
 	case policy.KeyHeader:
-		v, missing := headerValue(pol, i, h)
+		val, missing := headerValue(pol, i, v)
 		switch {
 		case !missing:
-			return "header " + rule.Key.Header + " " + shownValue(pol, rule.Key.Header, v)
+			return "header " + rule.Key.Header + " " + shownValue(pol, rule.Key.Header, val)
 		case rule.Key.Missing == policy.MissingIP:
 			return address(pol, addr) + " (without header " + rule.Key.Header + ")"
 		}

@@ -1,9 +1,8 @@
-package httplimit
+package decision
 
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 
 	"github.com/sluice-rl/sluice/limiter"
@@ -16,7 +15,7 @@ import (
 // when the request is decided, like any rule, and settles it after the
 // response (store.Settler): a request that does not count is refunded
 // whole, and a reported cost replaces the reservation. A request the
-// Limiter answered itself (another rule refused it) never reached the
+// Engine refused (another rule refused it) never reached the
 // handler: it is refunded whole. One passed on that has no answer (its
 // caller left, or the handler panicked, before a status was written) keeps
 // its reservation: the service may have done the work. A store that is
@@ -25,7 +24,7 @@ import (
 // settleItem is one rule's reservation, to settle after the response.
 type settleItem struct {
 	rule     *policy.Rule
-	costName string // rule's CostHeader as an http.Header holds it (policy.Compiled.CostHeaderName)
+	costName string // rule's CostHeader in canonical form (policy.Compiled.CostHeaderName)
 	key      string
 	limit    limiter.Limit
 	cost     int64
@@ -34,7 +33,7 @@ type settleItem struct {
 }
 
 // settleStep is the after step that settles a request's reservations. It
-// lives in the request's scratch.
+// lives in the request's Verdict.
 type settleStep struct{ items []settleItem }
 
 // CostError is why a rule's cost_header could not be read from a response:
@@ -61,40 +60,41 @@ func clipValue(s string) string {
 
 // reserve notes, for the after step, every reservation of a settling rule
 // that the store decided and spent; results and spent are decideAll's.
-func (l *Limiter) reserve(pol *policy.Compiled, s *scratch, results []store.Result, spent bool) {
-	s.settle.items = s.settle.items[:0]
+func (v *Verdict) reserve(pol *policy.Compiled, results []store.Result, spent bool) {
+	v.settle.items = v.settle.items[:0]
 	if !spent || !pol.Settles() {
 		return
 	}
 	for k, res := range results {
-		rule := pol.Rule(s.index[k])
-		if res.Err != nil || !res.Decision.Allowed || s.reqs[k].Cost <= 0 || !rule.Settles() {
+		rule := pol.Rule(v.index[k])
+		if res.Err != nil || !res.Decision.Allowed || v.reqs[k].Cost <= 0 || !rule.Settles() {
 			continue
 		}
-		s.settle.items = append(s.settle.items, settleItem{rule: rule, costName: pol.CostHeaderName(s.index[k]), key: s.reqs[k].Key, limit: s.reqs[k].Limit, cost: s.reqs[k].Cost,
+		v.settle.items = append(v.settle.items, settleItem{rule: rule, costName: pol.CostHeaderName(v.index[k]), key: v.reqs[k].Key, limit: v.reqs[k].Limit, cost: v.reqs[k].Cost,
 			res: res.Decision.Reservation, held: res.Decision.Delay > 0})
 	}
-	if len(s.settle.items) > 0 {
-		s.after = append(s.after, &s.settle)
+	if len(v.settle.items) > 0 {
+		v.after = append(v.after, &v.settle)
 	}
 }
 
 // after settles each reservation at the cost the response says.
-func (st *settleStep) after(l *Limiter, r *http.Request, resp *Response) {
-	settler, ok := l.opts.Store.(store.Settler)
+func (st *settleStep) after(v *Verdict, resp *Response) {
+	e := v.e
+	settler, ok := e.opts.Store.(store.Settler)
 	if !ok {
 		return
 	}
-	now := l.opts.Clock.Now()
+	now := e.opts.Clock.Now()
 	// The caller may have gone: the settling is still owed.
-	ctx := context.WithoutCancel(r.Context())
+	ctx := context.WithoutCancel(v.ctx)
 	for _, it := range st.items {
 		actual, err := actualCost(&it, resp)
 		if err == nil && actual != it.cost {
 			_, err = settler.Settle(ctx, it.key, it.limit, now, it.res, it.cost, actual)
 		}
-		if err != nil && l.opts.OnSettle != nil {
-			l.opts.OnSettle(r, it.rule.Name, err)
+		if err != nil && e.opts.OnSettle != nil {
+			e.opts.OnSettle(&v.req, it.rule.Name, err)
 		}
 	}
 	clear(st.items) // no key or rule outlives its request
@@ -108,15 +108,16 @@ func actualCost(it *settleItem, resp *Response) (int64, error) {
 	rule, reserved := it.rule, it.cost
 	switch {
 	case !resp.Passed:
-		return 0, nil // answered by the Limiter: the handler never saw it
-	case resp.unanswered:
-		return reserved, nil // the caller left or the handler panicked: the service may have done the work
+		return 0, nil // refused: the service never saw it
+	case resp.Unanswered:
+		return reserved, nil // the caller left or the transport broke off: the service may have done the work
 	case !rule.Count.Counts(resp.Status):
 		return 0, nil
 	case rule.CostHeader == "":
 		return reserved, nil
 	}
-	values := resp.Header[it.costName]
+	var room [2]string
+	values := values(resp.Header, room[:0], it.costName)
 	if len(values) == 0 && resp.Failure != NoFailure {
 		return reserved, nil // no answer from the service: nothing to read, nothing to report
 	}

@@ -1,0 +1,118 @@
+package decision
+
+import (
+	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/throttle"
+)
+
+// Outcome is what one rule decided for one request.
+type Outcome uint8
+
+const (
+	// Allowed: within the limit.
+	Allowed Outcome = iota
+	// Limited: over the limit of an enforcing rule; the request is rejected.
+	Limited
+	// ShadowLimited: over the limit of a shadow rule; counted, not rejected.
+	ShadowLimited
+	// Exempt: the rule's allow list covers the caller; nothing counted.
+	Exempt
+	// Failed: the store could not decide.
+	Failed
+	// NotSpent: the rule had room, but another rule rejected the request,
+	// so nothing was counted against this one.
+	NotSpent
+	// Delayed: allowed after waiting its turn (a rule with a delay): the
+	// request was held for the decision's Delay, then passed on.
+	Delayed
+)
+
+var outcomeNames = [...]string{"allowed", "limited", "shadow_limited", "exempt", "store_error", "not_spent", "delayed"}
+
+// String returns the metric label of o: allowed, limited, shadow_limited,
+// exempt, store_error, not_spent or delayed.
+func (o Outcome) String() string { return outcomeNames[o] }
+
+// UnknownClient is Report.Client for a caller rejected for its key.
+const UnknownClient = "unknown"
+
+// StatusClientGone is Verdict.Status and Report.Status for a request whose
+// caller went away while it waited (for a throttle slot, or its turn under
+// a rule with a delay): nothing is answered (nginx's 499).
+const StatusClientGone = 499
+
+// Report is what happened to one request.
+type Report struct {
+	// Client is a label-safe name of the caller: its client id,
+	// "anonymous", "unknown" (rejected for its key) or "-" (the policy
+	// identifies nobody by key). Never the access key.
+	Client string
+	// Status is the status sluice answered with itself (400, 401, 429,
+	// 503), or 0 if the request was passed on; StatusClientGone when its
+	// caller went away while it waited (nothing was answered).
+	Status int
+	// Counted names, for a 429, what the rule whose wait is RetryAfter
+	// counted: the client id, the address, `header X-Tenant "acme"`... as
+	// the problem detail does; never an access key. Empty otherwise.
+	Counted string
+	// RetryAfter is the Retry-After of a 429 or 503.
+	RetryAfter time.Duration
+	// Rules has one result per matching rule.
+	Rules []RuleResult
+	// Latency is the time spent deciding.
+	Latency time.Duration
+	// Err is the store's error, if it failed.
+	Err error
+	// Throttled is true when Settings.Throttle decided the request (it
+	// passed the rules); Priority is then its priority, Refusal why the
+	// throttle refused it (throttle.ReasonNone: admitted) and QueueWait
+	// how long it waited in the throttle's queue.
+	Throttled bool
+	Priority  throttle.Priority
+	Refusal   throttle.Reason
+	QueueWait time.Duration
+	// Held is how long the request was held for its turn by rules with a
+	// delay (the longest of their Delays, less the time deciding took),
+	// 0 when it was not; Latency leaves it out. Status is StatusClientGone
+	// when its caller left meanwhile, 503 when the server cancelled the
+	// wait.
+	Held time.Duration
+}
+
+// RuleResult is one rule's decision.
+type RuleResult struct {
+	Rule     string
+	Outcome  Outcome
+	Decision limiter.Decision
+}
+
+// clientName is what names the caller to the protected service
+// (policy.ClientHeader) and in the Report: its client id, "anonymous", or
+// "" when the policy identifies nobody by key.
+func clientName(pol *policy.Compiled, c *policy.Caller) string {
+	switch {
+	case c.ID != "":
+		return c.ID
+	case c == pol.Anonymous():
+		return policy.AnonymousPlan
+	}
+	return ""
+}
+
+// outcome is what rule's decision d says of the request, spent as in judge.
+func outcome(rule *policy.Rule, d limiter.Decision, spent bool) Outcome {
+	switch {
+	case d.Allowed && spent && d.Delay > 0:
+		return Delayed
+	case d.Allowed && spent:
+		return Allowed
+	case d.Allowed:
+		return NotSpent
+	case rule.Mode == policy.Shadow:
+		return ShadowLimited
+	}
+	return Limited
+}

@@ -1,0 +1,127 @@
+package decision
+
+import (
+	"context"
+	"net/netip"
+	"time"
+)
+
+// Headers reads a request's (or a response's) header fields, whatever the
+// transport keeps them in: net/http's map, fasthttp's byte slices, an Envoy
+// descriptor list. An implementation must not copy what it can hand over:
+// the Engine calls it a few times per request and keeps nothing it
+// returns beyond the request's Verdict.
+type Headers interface {
+	// Values appends to dst the value of every field line named name and
+	// returns the extended slice; none when there is none. name is in
+	// canonical form (textproto.CanonicalMIMEHeaderKey: X-Api-Key); an
+	// implementation matches it as its transport matches names (net/http:
+	// exactly, its keys being canonical; fasthttp: ignoring case). Field
+	// lines sent twice are two values: that is how the Engine tells that a
+	// key was sent twice.
+	Values(dst []string, name string) []string
+	// Names appends to dst the name of every field the request carries,
+	// each once, spelled as the transport keeps it: Verdict.Removed gives
+	// names back in this spelling, for the transport to delete. The Engine
+	// reads them to find other spellings of the names it counts by
+	// (policy.SameHeaderName: X_Api_Key for X-Api-Key).
+	Names(dst []string) []string
+}
+
+// Request is what the Engine decides: the request as the caller sent it,
+// taken from whatever the transport received (a request line, an
+// X-Original-URI header, an Envoy descriptor).
+type Request struct {
+	// Method is the request's method as sent; the Engine matches rules by
+	// its canonical spelling (policy.CanonicalMethod).
+	Method string
+	// Path is the request's path as sent, escaped, without the query: a
+	// request line's path, or the path part of X-Original-URI. "" reads
+	// as "/". The Engine matches rules by its clean form (policy.CleanPath)
+	// and refuses, 400, a path that has more than one reading.
+	Path string
+	// Peer is the address of the connection's other end, parsed once by
+	// the transport; the zero value when it has none or cannot read it
+	// (the caller is then counted as "caller", with no address).
+	Peer netip.AddrPort
+	// Header reads the request's header fields. Nil reads as no fields.
+	Header Headers
+	// Origin is the transport's own request, handed back to its callbacks
+	// (Options.OnDecision, OnResponse, OnSettle) and never read by the
+	// Engine: httplimit's *http.Request.
+	Origin any
+}
+
+// Field is one response header field to set, in canonical form.
+type Field struct {
+	Name  string
+	Value []byte
+}
+
+// Response is what the protected service answered, known after it did:
+// what the after steps of a request (give back leases and a throttle
+// slot, settle reserved costs) and Options.OnResponse are given by
+// Verdict.Finish.
+type Response struct {
+	// Passed is false when the request was refused (the Verdict did not
+	// pass) and the service never saw it.
+	Passed bool
+	// Status is the final status of the answer (the Verdict's own when it
+	// did not pass).
+	Status int
+	// Header reads the answer's header fields: a cost_header rule's
+	// cost, an upstream 429's or 503's Retry-After for the throttle. Nil
+	// reads as none.
+	Header Headers
+	// Latency is the time from passing the request on to the end of its
+	// answer, on the Engine's clock.
+	Latency time.Duration
+	// FirstByte is the time from passing the request on to the answer's
+	// status: the service's own latency, whatever the caller's reading
+	// speed. Latency when nothing was written.
+	FirstByte time.Duration
+	// Aborted is true when the caller went away before the answer ended,
+	// or the transport's handler broke off (a panic).
+	Aborted bool
+	// Unanswered is true when the request was Aborted before any status
+	// was written: the service may have done the work, so a reserved cost
+	// stands.
+	Unanswered bool
+	// Failure is why the answer is the transport's own and not the
+	// service's (no answer, or too late), NoFailure otherwise.
+	Failure Failure
+}
+
+// Failure says why the answer to a passed request is not the protected
+// service's.
+type Failure uint8
+
+// The failures a transport reports in Response.Failure.
+const (
+	NoFailure       Failure = iota
+	UpstreamFailed          // no answer: connection refused, reset, bad response
+	UpstreamTimeout         // no answer in time
+	CallerFailed            // the caller's side broke (its body broke off or was too slow)
+)
+
+// noHeaders is the Headers of a request or response without any.
+type noHeaders struct{}
+
+func (noHeaders) Values(dst []string, _ string) []string { return dst }
+func (noHeaders) Names(dst []string) []string            { return dst }
+
+// values is h.Values, nil reading as no fields.
+func values(h Headers, dst []string, name string) []string {
+	if h == nil {
+		return dst
+	}
+	return h.Values(dst, name)
+}
+
+// ctxOr returns ctx, or context.Background() for nil.
+func ctxOr(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
+}

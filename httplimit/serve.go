@@ -1,0 +1,123 @@
+package httplimit
+
+import (
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-rl/sluice/decision"
+)
+
+// header is an http.Header as the decision Engine reads fields: its keys
+// are canonical, as the Engine asks for them.
+type header http.Header
+
+func (h header) Values(dst []string, name string) []string { return append(dst, h[name]...) }
+
+func (h header) Names(dst []string) []string {
+	for k := range h {
+		dst = append(dst, k)
+	}
+	return dst
+}
+
+// serve decides r under set and passes it to next, then tells the Engine
+// how it was answered (Verdict.Finish). Without after steps and without
+// Options.OnResponse the handler gets w itself: nothing is recorded.
+func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, set *Settings, next http.Handler) {
+	peer, _ := netip.ParseAddrPort(r.RemoteAddr) // the zero AddrPort when it cannot be read: counted as "caller"
+	v := l.engine.Decide(r.Context(), decision.Settings{Policy: set.Policy, LegacyHeaders: set.LegacyHeaders, Throttle: set.Throttle},
+		decision.Request{Method: r.Method, Path: r.URL.EscapedPath(), Peer: peer, Header: header(r.Header), Origin: r})
+	finished := false
+	defer func() {
+		if !finished { // OnDecision panicked: give back what the request took; the panic goes on
+			l.finishRefused(w, r, v, &Response{Status: http.StatusInternalServerError, Header: w.Header(), Aborted: true})
+		}
+	}()
+	for _, name := range v.Removed {
+		delete(r.Header, name)
+	}
+	r = cleaned(r, v)
+	if l.opts.OnDecision != nil {
+		l.opts.OnDecision(r, &v.Report)
+	}
+	if !v.Pass {
+		writeAnswer(w, v)
+		finished = true
+		l.finishRefused(w, r, v, &Response{Status: v.Status, Header: w.Header()})
+		return
+	}
+	setFields(w.Header(), v.Header)
+	if v.Client != "" {
+		r.Header[ClientHeader] = []string{v.Client}
+	}
+	finished = true
+	if !v.NeedsResponse() && l.opts.OnResponse == nil {
+		v.Finish(nil) // nothing reads the answer
+		next.ServeHTTP(w, r)
+		return
+	}
+	l.passRecorded(w, r, v, next)
+}
+
+// cleaned returns r with the method and path that rules matched and the
+// handler receives (Verdict.Method, Path): r itself when they are spelled
+// so already, else a shallow copy of r with its own URL, and a RequestURI
+// (when r has one) to match, so that a handler that proxies by RequestURI
+// sends on what was counted.
+func cleaned(r *http.Request, v *decision.Verdict) *http.Request {
+	if !v.Cleaned {
+		return r
+	}
+	c := *r
+	u := *r.URL
+	u.Path, u.RawPath = v.DecodedPath, v.Path
+	c.URL, c.Method = &u, v.Method
+	if r.RequestURI != "" {
+		c.RequestURI = u.RequestURI()
+	}
+	return &c
+}
+
+// setFields sets the Verdict's fields on h, copied (h outlives the
+// Verdict) into one string that their values share.
+func setFields(h http.Header, fields []decision.Field) {
+	n := 0
+	for _, f := range fields {
+		n += len(f.Value)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, f := range fields {
+		b.Write(f.Value)
+	}
+	all := b.String()
+	for _, f := range fields {
+		h[f.Name] = []string{all[:len(f.Value)]}
+		all = all[len(f.Value):]
+	}
+}
+
+// writeAnswer writes the Verdict's refusal: nothing for a caller that
+// went away.
+func writeAnswer(w http.ResponseWriter, v *decision.Verdict) {
+	if v.Status == StatusClientGone {
+		return
+	}
+	h := w.Header()
+	setFields(h, v.Header)
+	h["Content-Length"] = []string{strconv.Itoa(len(v.Body))}
+	w.WriteHeader(v.Status)
+	_, _ = w.Write(v.Body)
+}
+
+// finishRefused finishes a request the handler never saw: the Verdict's
+// after steps, then Options.OnResponse with resp.
+func (l *Limiter) finishRefused(w http.ResponseWriter, r *http.Request, v *decision.Verdict, resp *Response) {
+	d := decision.Response{Status: resp.Status, Header: header(w.Header()), Aborted: resp.Aborted}
+	v.Finish(&d)
+	if l.opts.OnResponse != nil {
+		l.opts.OnResponse(r, resp)
+	}
+}
