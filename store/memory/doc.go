@@ -8,16 +8,19 @@
 // Keys are spread over a power-of-two number of shards by a seeded
 // hash/maphash of the key (fast, no allocation, and a per-store seed so
 // callers cannot aim many keys at one shard). Each shard is a sync.Mutex and
-// an open-addressing hash table of small fixed-size entries: the key, the
-// two integers of limiter.State, the limit they were written under (an index
-// into the shard's table of limits: every key of one limit shares one copy),
-// the second at which the state expires and a last-use tick, 40 bytes; with
-// the table's slots an idle key costs about 60 bytes besides its own bytes
-// (BenchmarkIdleKeyMemory). A decision locks one shard, looks the key up,
-// reinterprets its state if its limit changed (limiter.Reinterpret), runs
-// limiter.Decide and writes the new state in place: one hash and no
-// allocation when the key exists. A new key's string is copied once, so the
-// store never retains a caller's buffer. sliding_log's entries live in a
+// an open-addressing hash table whose positions hold small fixed-size
+// entries: a pointer to the key, half its hash, the two integers of
+// limiter.State, the limit they were written under (an index into the
+// shard's table of limits: every key of one limit shares one copy), the
+// second at which the state expires and a last-use tick, 40 bytes. The
+// table is kept 70% to 87.5% full, so an idle key costs about 56 bytes
+// besides its own bytes (bench/run.sh core, BenchmarkSluiceIdleKeyMemory,
+// over 1M keys). A decision locks one shard, looks the key up at the
+// position its hash gives (one random memory access for the entry, one
+// for the key's bytes), reinterprets its state if its limit changed
+// (limiter.Reinterpret), runs limiter.Decide and writes the new state in
+// place: one hash and no allocation when the key exists. A new key's
+// string is copied once, so the store never retains a caller's buffer. sliding_log's entries live in a
 // separate per-shard map, only while the key has some: up to 16 bytes per
 // request admitted in the last period (at most the rate), and at most
 // Options.MaxLogEntries of them across the store's keys (see below).
@@ -31,7 +34,7 @@
 // can then no longer change a decision and the key may be forgotten.
 // A background sweeper, one goroutine ticking on Options.Clock, removes such
 // expired keys shard by shard, holding each shard's lock for at most 1024
-// entries at a time. Expiry is judged by the sweeper's clock, so the times
+// table positions at a time. Expiry is judged by the sweeper's clock, so the times
 // given to Decide should come from the same clock.
 //
 // # Eviction order
@@ -87,7 +90,7 @@
 // the lookup and the algorithm only; the hashing and the caller's clock
 // read happen outside it. Eviction and sweeping do their work under the
 // same lock: eviction walks one shard, in amortised constant time per new
-// key; the sweeper releases the lock every 1024 keys.
+// key; the sweeper releases the lock every 1024 table positions.
 //
 // # Concurrency leases
 //

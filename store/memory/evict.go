@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// sweepBatch is how many entries the sweeper looks at per lock of a shard,
+// sweepBatch is how many positions the sweeper looks at per lock of a shard,
 // so that deciders on that shard never wait long behind it.
 const sweepBatch = 1024
 
@@ -23,13 +23,13 @@ func (sh *shardState) makeRoom(now time.Time) bool {
 	if sh.roomTried == sec {
 		return false
 	}
-	sh.dropExpired(sec, sh.tab.n, 0)
+	sh.dropExpired(sec, sh.tab.end(), 0)
 	if sh.tab.n-sh.reserved < sh.max {
 		return true
 	}
 	ages := make([]uint32, 0, sh.tab.n-sh.reserved)
-	for i := range sh.tab.n {
-		if e := sh.tab.at(i); e.use&(limitedBit|reservedBit) == 0 {
+	for i := range sh.tab.end() {
+		if e := sh.tab.at(i); e.inUse() && e.use&(limitedBit|reservedBit) == 0 {
 			ages = append(ages, sh.age(e))
 		}
 	}
@@ -38,30 +38,30 @@ func (sh *shardState) makeRoom(now time.Time) bool {
 		return false
 	}
 	oldest := kthLargest(ages, max(1, len(ages)/8))
-	for i := sh.tab.n - 1; i >= 0; i-- {
-		if e := sh.tab.at(i); e.use&(limitedBit|reservedBit) == 0 && sh.age(e) >= oldest {
+	for i := sh.tab.end() - 1; i >= 0; i-- {
+		if e := sh.tab.at(i); e.inUse() && e.use&(limitedBit|reservedBit) == 0 && sh.age(e) >= oldest {
 			sh.removeAt(i)
 		}
 	}
 	return true
 }
 
-// dropExpired removes the entries among indices [lo, hi) that have expired
-// at second now (an entry expires at its expiry second), walking from the
-// last to the first.
+// dropExpired removes the entries among positions [lo, hi) that have
+// expired at second now (an entry expires at its expiry second), walking
+// from the last to the first.
 func (sh *shardState) dropExpired(now uint32, hi, lo int) {
-	for i := min(hi, sh.tab.n) - 1; i >= lo; i-- {
-		if sh.tab.at(i).expiry <= now {
+	for i := min(hi, sh.tab.end()) - 1; i >= lo; i-- {
+		if e := sh.tab.at(i); e.inUse() && e.expiry <= now {
 			sh.removeAt(i)
 		}
 	}
 }
 
-// sweep removes the shard's expired entries at second now, sweepBatch
-// entries per lock. Entries that move while the lock is released may be
-// missed until the next sweep; none is removed before it expires. It also
-// caps the age of old entries (see maxAge) and gives back memory that
-// removals freed.
+// sweep removes the shard's expired entries at second now, looking at
+// sweepBatch positions per lock. Entries that move while the lock is
+// released may be missed until the next sweep; none is removed before it
+// expires. It also caps the age of old entries (see maxAge) and gives back
+// memory that removals freed.
 func (sh *shardState) sweep(now uint32) {
 	for hi := math.MaxInt; hi > 0; {
 		sh.mu.Lock()
@@ -69,10 +69,10 @@ func (sh *shardState) sweep(now uint32) {
 			sh.mu.Unlock()
 			return
 		}
-		hi = min(hi, sh.tab.n)
+		hi = min(hi, sh.tab.end())
 		lo := max(hi-sweepBatch, 0)
 		sh.dropExpired(now, hi, lo)
-		sh.capAges(min(hi, sh.tab.n), lo)
+		sh.capAges(min(hi, sh.tab.end()), lo)
 		if lo == 0 {
 			sh.tab.shrink()
 		}
@@ -85,7 +85,7 @@ func (sh *shardState) sweep(now uint32) {
 // old, keeping their order among younger entries.
 func (sh *shardState) capAges(hi, lo int) {
 	for i := lo; i < hi; i++ {
-		if e := sh.tab.at(i); sh.age(e) > maxAge {
+		if e := sh.tab.at(i); e.inUse() && sh.age(e) > maxAge {
 			e.use = (sh.tick-maxAge)&tickMask<<flagBits | e.use&flagMask
 		}
 	}

@@ -11,8 +11,8 @@ import (
 )
 
 // TestEntrySize: an entry, with the limit its state was written under, is
-// 40 bytes: 256 of them fill a 10 KiB chunk, and an idle key costs about
-// 60 bytes besides its own (BenchmarkIdleKeyMemory).
+// 40 bytes, so that an idle key costs about 56 bytes besides its own
+// (BenchmarkIdleKeyMemory).
 func TestEntrySize(t *testing.T) {
 	if size := unsafe.Sizeof(entry{}); size != 40 {
 		t.Errorf("an entry is %d bytes, want 40", size)

@@ -51,13 +51,15 @@ func (sh *shardState) makeLogRoom(now time.Time) {
 	if sh.bound.fits(1) || sh.logTried == sec {
 		return
 	}
-	sh.dropExpired(sec, sh.tab.n, 0)
+	sh.dropExpired(sec, sh.tab.end(), 0)
 	if sh.bound.fits(1) {
 		return
 	}
-	evictable := func(e *entry) bool { return e.use&(limitedBit|reservedBit) == 0 && len(sh.logs[e.key()]) > 0 }
+	evictable := func(e *entry) bool {
+		return e.inUse() && e.use&(limitedBit|reservedBit) == 0 && len(sh.logs[e.key()]) > 0
+	}
 	ages := make([]uint32, 0, len(sh.logs))
-	for i := range sh.tab.n {
+	for i := range sh.tab.end() {
 		if e := sh.tab.at(i); evictable(e) {
 			ages = append(ages, sh.age(e))
 		}
@@ -67,7 +69,7 @@ func (sh *shardState) makeLogRoom(now time.Time) {
 		return
 	}
 	oldest := kthLargest(ages, max(1, len(ages)/8))
-	for i := sh.tab.n - 1; i >= 0; i-- {
+	for i := sh.tab.end() - 1; i >= 0; i-- {
 		if e := sh.tab.at(i); evictable(e) && sh.age(e) >= oldest {
 			sh.removeAt(i)
 		}

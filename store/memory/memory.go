@@ -20,7 +20,7 @@ const (
 	DefaultSweepInterval = 10 * time.Second
 	minDefaultShards     = 64
 	maxShards            = 1 << 16
-	maxShardKeys         = 1 << 31 // entry indices are 32-bit
+	maxShardKeys         = 1 << 31
 )
 
 // Options configures a Store. The zero Options is valid: every field has a
@@ -105,7 +105,6 @@ func newStore(opts Options, afterSweep func()) *Store {
 	s.shards = make([]shard, opts.Shards)
 	s.bound.max = int64(opts.MaxLogEntries)
 	s.mask = uint64(opts.Shards - 1)
-	hash := func(key string) uint64 { return maphash.String(s.seed, key) }
 	per, extra := opts.MaxKeys/opts.Shards, opts.MaxKeys%opts.Shards
 	for i := range s.shards {
 		sh := &s.shards[i]
@@ -113,7 +112,6 @@ func newStore(opts Options, afterSweep func()) *Store {
 		if i < extra {
 			sh.max++
 		}
-		sh.tab.hash = hash
 		sh.bound = &s.bound
 	}
 	ticker := opts.Clock.NewTicker(opts.SweepInterval)

@@ -63,14 +63,14 @@ var errNoRoom = errors.New("memory store: no room")
 // request) is not remembered, so it needs no room. A reserved key is
 // stored without counting towards the shard's max; another key needs
 // room, and without it decideNew returns errNoRoom, having changed
-// nothing, as it does for a key too long to store (maxKeyLen).
+// nothing.
 func (sh *shardState) decideNew(h uint64, key string, l limiter.Limit, now time.Time, cost int64, reserved bool) (limiter.Decision, error) {
 	var next limiter.State
 	d := l.Apply(&next, now, cost)
 	if d.Reset == 0 {
 		return d, nil
 	}
-	if len(key) >= maxKeyLen || !reserved && sh.tab.n-sh.reserved >= sh.max && !sh.makeRoom(now) {
+	if !reserved && sh.tab.n-sh.reserved >= sh.max && !sh.makeRoom(now) {
 		return limiter.Decision{}, errNoRoom
 	}
 	if !reserved && len(next.Log) > 0 && !sh.bound.fits(int64(len(next.Log))) {

@@ -1,31 +1,28 @@
 package memory
 
 import (
-	"math"
-	"strings"
+	"encoding/binary"
+	"math/bits"
 	"unsafe"
 )
 
-// chunkLen is how many entries one chunk of a table holds. 256 entries of
-// 40 bytes fill a 10 KiB allocation, which is a size class of its own, so
-// no memory is lost to rounding.
-const (
-	chunkBits = 8
-	chunkLen  = 1 << chunkBits
-	minSlots  = 16
-)
+// minHomes is the fewest home positions a table that holds a key has.
+const minHomes = 16
 
 // entry is everything the store keeps about one key besides a sliding_log's
-// entries, in 40 bytes: the key itself, the algorithm's state (A and B of
-// limiter.State) and the limit it was written under, when that state
-// becomes equivalent to a fresh one, and when the key was last used.
+// entries, in 40 bytes: the key itself and its hash, the algorithm's state
+// (A and B of limiter.State) and the limit it was written under, when that
+// state becomes equivalent to a fresh one, and when the key was last used.
 type entry struct {
-	// k and n are the store's copy of the key, its bytes and its length
-	// (see key): half a string header, which would make the entry 48
-	// bytes. A key of 4 GiB or more is never stored.
+	// k is the store's copy of the key: its length as a uvarint, then its
+	// bytes (see key). A string header would take 8 more bytes.
 	k    *byte
 	a, b int64
-	n    uint32
+	// hash is the upper half of the key's hash with its lowest bit set
+	// (table.hashOf): it places the entry, so the table moves entries
+	// without reading their keys, and tells almost every other key apart
+	// without reading theirs. 0 marks a free position.
+	hash uint32
 	// limit is the index, in the shard's limits, of the limit the state
 	// was written under: a decision under another limit reinterprets the
 	// state first (limiter.Reinterpret).
@@ -38,165 +35,191 @@ type entry struct {
 	use uint32
 }
 
-// maxKeyLen is the length from which a key is too long to be stored
-// (entry.n): its requests are decided on its overflow counter.
-const maxKeyLen = math.MaxUint32
+// inUse reports whether the position holds a key.
+func (e *entry) inUse() bool { return e.hash != 0 }
 
 // key returns the key of e, which must be in use, without copying it.
-func (e *entry) key() string { return unsafe.String(e.k, e.n) }
+func (e *entry) key() string {
+	if n := *e.k; n < 0x80 { // a key shorter than 128 bytes, its length in one byte
+		return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(e.k), 1)), n)
+	}
+	return e.longKey()
+}
 
-// table is an open-addressing hash table from key to entry, one per shard.
-// It exists instead of a Go map for two reasons. It is smaller: over 1M
-// keys it costs about 60 bytes per key besides the key's own bytes
-// (BenchmarkIdleKeyMemory), where sharded Go maps of the same 24 bytes of
-// state, without the limit, cost about 77 (measured the same way with Go
-// 1.26, the table swapped for a map[string]struct{a, b int64; expiry, use
-// uint32}). And a map overwrites its stored key on every assignment, which
-// would retain the caller's string instead of the store's copy.
+// longKey is key for a key of 128 bytes or more, whose length takes
+// several bytes to write: its copy holds more than MaxVarintLen64 bytes.
+func (e *entry) longKey() string {
+	n, w := binary.Uvarint(unsafe.Slice(e.k, binary.MaxVarintLen64))
+	return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(e.k), w)), n)
+}
+
+// copyKey returns the store's copy of key, as entry.k holds it. The copy
+// of the empty key has a byte to spare, so that the pointer to its bytes
+// that key makes points inside it.
+func copyKey(key string) *byte {
+	var n [binary.MaxVarintLen64]byte
+	w := binary.PutUvarint(n[:], uint64(len(key)))
+	b := make([]byte, max(w+len(key), 2))
+	copy(b[copy(b, n[:w]):], key)
+	return &b[0]
+}
+
+// table is an open-addressing hash table from key to entry, one per shard,
+// with the entries themselves in the positions (linear probing). It
+// exists instead of a Go map for three reasons. A lookup is one random
+// memory access, to the key's home position: the entry there (or just
+// after it) holds the hash that tells the key apart, the state and the
+// limit, and only the key's own bytes are read besides. It is small: the
+// load is kept between 7/10 and 7/8 by growing by a quarter, so over 1M
+// keys an idle key costs about 55 bytes besides its own bytes (bench/run.sh
+// core, BenchmarkSluiceIdleKeyMemory), where sharded Go maps of the same
+// 24 bytes of state, without the limit, cost about 77 (measured the same
+// way with Go 1.26, the table swapped for a map[string]struct{a, b int64;
+// expiry, use uint32}). And a map overwrites its stored key on every
+// assignment, which would retain the caller's string instead of the
+// store's copy.
 //
-// Entries are kept dense in fixed-size chunks, so that removing one moves
-// the last entry into the hole and iteration is a loop over indices. Slots
-// use linear probing; each holds the upper 32 bits of the key's hash (to
-// place it and to skip most non-matching keys without touching the entry)
-// and the entry's index plus one (0 marks an empty slot). Deletion shifts
-// the following slots back, so there are no tombstones.
+// A key's home is among the first homes positions, scaled from its hash;
+// the positions after them are a tail that the last homes' runs spill
+// into, so that probing never wraps around. Removing an entry shifts back
+// the entries after it in its run that may sit closer to their home, so
+// there are no tombstones, and entries only ever move to lower positions:
+// a walk that removes entries must walk from the last position to the
+// first.
 type table struct {
-	slots  []uint64
-	chunks []*[chunkLen]entry
-	n      int                 // entries in use: indices 0 to n-1
-	hash   func(string) uint64 // the hash that placed each key
+	ents  []entry
+	homes int // positions a key's home can be: len(ents) less the tail
+	n     int // positions in use
 }
 
-// at returns entry i, 0 <= i < t.n.
-func (t *table) at(i int) *entry {
-	return &t.chunks[i>>chunkBits][i&(chunkLen-1)]
+// hashOf returns the hash an entry keeps of a key whose store hash is h.
+// The lower half of h picks the shard.
+func hashOf(h uint64) uint32 { return uint32(h>>32) | 1 }
+
+// home returns the home position of an entry's hash.
+func (t *table) home(hash uint32) int {
+	hi, _ := bits.Mul64(uint64(hash)<<32, uint64(t.homes))
+	return int(hi)
 }
 
-// find returns the index of key's entry, or -1. h is hash(key).
+// end returns the number of positions: every entry is at a position below.
+func (t *table) end() int { return len(t.ents) }
+
+// at returns the entry at position i, 0 <= i < t.end().
+func (t *table) at(i int) *entry { return &t.ents[i] }
+
+// find returns the position of key's entry, or -1. h is the key's hash.
 func (t *table) find(h uint64, key string) int {
-	if len(t.slots) == 0 {
+	if t.homes == 0 {
 		return -1
 	}
-	mask := uint64(len(t.slots) - 1)
-	tag := h >> 32
-	for i := tag & mask; ; i = (i + 1) & mask {
-		v := t.slots[i]
-		if v == 0 {
+	hash := hashOf(h)
+	for i := t.home(hash); i < len(t.ents); i++ {
+		e := &t.ents[i]
+		if e.hash == hash && e.key() == key {
+			return i
+		}
+		if e.hash == 0 {
 			return -1
 		}
-		if v>>32 == tag {
-			if idx := int(uint32(v)) - 1; t.at(idx).key() == key {
-				return idx
-			}
-		}
 	}
+	return -1
 }
 
-// insert adds an entry for a copy of key, which must not be present and
-// must be shorter than maxKeyLen, and returns it. h is hash(key).
+// insert adds an entry for a copy of key, which must not be present, and
+// returns it. h is the key's hash.
 func (t *table) insert(h uint64, key string) *entry {
-	if (t.n+1)*4 > len(t.slots)*3 {
-		t.resize(max(minSlots, len(t.slots)*2))
+	if (t.n+1)*8 > t.homes*7 {
+		t.resize(max(minHomes, t.homes+t.homes/4))
 	}
-	if t.n == len(t.chunks)*chunkLen {
-		t.chunks = append(t.chunks, new([chunkLen]entry))
+	e := entry{k: copyKey(key), hash: hashOf(h)}
+	i := t.place(&e)
+	for i < 0 { // the key's run is longer than the tail
+		t.rebuild(t.homes, 2*t.tail())
+		i = t.place(&e)
 	}
-	idx := t.n
 	t.n++
-	t.place(h>>32<<32 | uint64(idx+1))
-	e := t.at(idx)
-	e.k, e.n = unsafe.StringData(strings.Clone(key)), uint32(len(key))
-	return e
+	return &t.ents[i]
 }
 
-// place puts slot value v in the first free slot from its home position.
-func (t *table) place(v uint64) {
-	mask := uint64(len(t.slots) - 1)
-	i := v >> 32 & mask
-	for t.slots[i] != 0 {
-		i = (i + 1) & mask
-	}
-	t.slots[i] = v
-}
-
-// slotOf returns the position of the slot pointing at entry idx.
-func (t *table) slotOf(idx int) uint64 {
-	mask := uint64(len(t.slots) - 1)
-	want := uint32(idx + 1)
-	for i := t.hash(t.at(idx).key()) >> 32 & mask; ; i = (i + 1) & mask {
-		if uint32(t.slots[i]) == want {
+// place copies *e to the first free position from its home and returns
+// that position, or -1 if there is none before the end.
+func (t *table) place(e *entry) int {
+	for i := t.home(e.hash); i < len(t.ents); i++ {
+		if t.ents[i].hash == 0 {
+			t.ents[i] = *e
 			return i
 		}
 	}
+	return -1
 }
 
-// remove deletes entry idx. The last entry moves into its place, so a
-// caller walking the entries must walk them from the last to the first.
-func (t *table) remove(idx int) {
-	t.deleteSlot(t.slotOf(idx))
-	last := t.n - 1
-	if idx != last {
-		j := t.slotOf(last)
-		t.slots[j] = t.slots[j]>>32<<32 | uint64(idx+1)
-		*t.at(idx) = *t.at(last)
-	}
-	*t.at(last) = entry{} // let the key's bytes be collected
+// remove deletes the entry at position i. Entries after it in its run
+// move back (see table), so a caller walking the positions must walk them
+// from the last to the first.
+func (t *table) remove(i int) {
 	t.n--
-}
-
-// deleteSlot empties slot j and shifts back the slots after it that would
-// otherwise no longer be found from their home position.
-func (t *table) deleteSlot(j uint64) {
-	mask := uint64(len(t.slots) - 1)
 	for {
-		t.slots[j] = 0
-		k := j
-		for {
-			k = (k + 1) & mask
-			v := t.slots[k]
-			if v == 0 {
+		t.ents[i] = entry{} // let the key's bytes be collected
+		j := i + 1
+		for ; j < len(t.ents); j++ {
+			hash := t.ents[j].hash
+			if hash == 0 {
 				return
 			}
-			// v may move to j unless its home lies cyclically in (j, k].
-			home := v >> 32 & mask
-			if (k-home)&mask >= (k-j)&mask {
-				t.slots[j] = v
-				j = k
+			// The entry at j can fill i if its home is at i or before;
+			// one whose home is in (i, j] must stay.
+			if t.home(hash) <= i {
 				break
 			}
 		}
+		if j == len(t.ents) {
+			return
+		}
+		t.ents[i] = t.ents[j]
+		i = j
 	}
 }
 
-// resize rebuilds the slots with n positions (a power of two).
-func (t *table) resize(n int) {
-	old := t.slots
-	t.slots = make([]uint64, n)
-	for _, v := range old {
-		if v != 0 {
-			t.place(v)
+// tail returns the number of positions after the homes.
+func (t *table) tail() int { return len(t.ents) - t.homes }
+
+// resize rebuilds the table with the given number of homes and a tail of
+// up to 64 positions, enough for the runs of a good hash.
+func (t *table) resize(homes int) { t.rebuild(homes, min(homes, 64)) }
+
+// rebuild moves the entries to new positions: homes, then a tail of at
+// least tail positions, more if the runs need it (a hash that places many
+// keys at one home).
+func (t *table) rebuild(homes, tail int) {
+	old := t.ents
+	for {
+		t.ents, t.homes = make([]entry, homes+tail), homes
+		if t.placeAll(old) {
+			return
+		}
+		tail *= 2
+	}
+}
+
+// placeAll places every entry of old in the table and reports whether they
+// all found a position.
+func (t *table) placeAll(old []entry) bool {
+	for i := range old {
+		if old[i].hash != 0 && t.place(&old[i]) < 0 {
+			return false
 		}
 	}
+	return true
 }
 
-// shrink gives memory back after many removals: chunks past the entries in
-// use (keeping one spare) and slots that are less than 1/8 full.
+// shrink gives memory back after many removals: when at most an eighth of
+// the homes are in use, the table is rebuilt half full.
 func (t *table) shrink() {
-	need := (t.n + chunkLen - 1) / chunkLen
-	for len(t.chunks) > need+1 {
-		t.chunks[len(t.chunks)-1] = nil
-		t.chunks = t.chunks[:len(t.chunks)-1]
-	}
-	if len(t.slots) > minSlots && t.n*8 < len(t.slots) {
-		n := minSlots
-		for n*3 < t.n*8 { // load at most 3/8 after shrinking
-			n *= 2
-		}
-		t.resize(n)
+	if t.homes > minHomes && t.n*8 <= t.homes {
+		t.resize(max(minHomes, 2*t.n))
 	}
 }
 
 // reset forgets every entry and releases the memory.
-func (t *table) reset() {
-	t.slots, t.chunks, t.n = nil, nil, 0
-}
+func (t *table) reset() { *t = table{} }

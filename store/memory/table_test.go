@@ -5,28 +5,30 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
 // TestTableMatchesMap runs random inserts, lookups and removals on a table
 // and on a Go map side by side, with a good hash and with hashes that
-// collide a lot (long probe runs, wrap-around at the end of the slots).
+// collide a lot (long runs, and runs that spill past the tail when every
+// key's home is the last one).
 func TestTableMatchesMap(t *testing.T) {
 	seed := maphash.MakeSeed()
 	hashes := map[string]func(string) uint64{
 		"maphash":  func(s string) uint64 { return maphash.String(seed, s) },
-		"3 homes":  func(s string) uint64 { return uint64(len(s)%3) << 32 },
+		"3 homes":  func(s string) uint64 { return uint64(len(s)%3) << 33 },
 		"last":     func(s string) uint64 { return uint64(1<<32-1) << 32 },
 		"same tag": func(s string) uint64 { return 7 << 32 },
 	}
 	for name, hash := range hashes {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
-			tab := table{hash: hash}
+			var tab table
 			model := map[string]int64{}
 			steps := 20_000
 			if name != "maphash" {
-				steps = 5_000 // every lookup walks a long run of slots
+				steps = 5_000 // every lookup walks a long run
 			}
 			for step := range steps {
 				key := strconv.Itoa(rng.IntN(600))
@@ -47,39 +49,98 @@ func TestTableMatchesMap(t *testing.T) {
 					tab.shrink()
 				}
 			}
-			checkTable(t, &tab, model)
+			checkTable(t, &tab, model, hash)
 			for key := range model {
 				tab.remove(tab.find(hash(key), key))
 				delete(model, key)
 			}
 			tab.shrink()
-			checkTable(t, &tab, model)
-			if len(tab.slots) != minSlots || len(tab.chunks) != 1 {
-				t.Errorf("empty table kept %d slots, %d chunks", len(tab.slots), len(tab.chunks))
+			checkTable(t, &tab, model, hash)
+			if tab.homes != minHomes || tab.end() > 2*minHomes {
+				t.Errorf("empty table kept %d homes, %d positions", tab.homes, tab.end())
 			}
 		})
 	}
 }
 
-func checkTable(t *testing.T, tab *table, model map[string]int64) {
+// TestTableRemoveWhileWalking: a walk from the last position to the first
+// that removes some entries (as dropExpired and makeRoom do) sees every
+// entry once, however the removals shift the others back.
+func TestTableRemoveWhileWalking(t *testing.T) {
+	seed := maphash.MakeSeed()
+	hash := func(s string) uint64 { return maphash.String(seed, s) }
+	var tab table
+	for i := range 5000 {
+		key := strconv.Itoa(i)
+		tab.insert(hash(key), key).a = int64(i)
+	}
+	seen := map[int64]int{}
+	for i := tab.end() - 1; i >= 0; i-- {
+		if e := tab.at(i); e.inUse() {
+			if seen[e.a]++; e.a%3 != 0 {
+				tab.remove(i)
+			}
+		}
+	}
+	model := map[string]int64{}
+	for i := range int64(5000) {
+		if seen[i] != 1 {
+			t.Fatalf("the walk saw entry %d %d times", i, seen[i])
+		}
+		if i%3 == 0 {
+			model[strconv.FormatInt(i, 10)] = i
+		}
+	}
+	checkTable(t, &tab, model, hash)
+}
+
+// TestTableKeys: keys of every length, the empty one and ones whose length
+// takes several bytes to write, are stored and found as they are.
+func TestTableKeys(t *testing.T) {
+	seed := maphash.MakeSeed()
+	var tab table
+	model := map[string]int64{}
+	for i, n := range []int{0, 1, 127, 128, 300, 16383, 16384, 70000} {
+		key := strings.Repeat("k", n)
+		tab.insert(maphash.String(seed, key), key).a = int64(i)
+		model[key] = int64(i)
+	}
+	checkTable(t, &tab, model, func(s string) uint64 { return maphash.String(seed, s) })
+	for i := range tab.end() {
+		if e := tab.at(i); e.inUse() && model[e.key()] != e.a {
+			t.Fatalf("entry %d holds a key of %d bytes", e.a, len(e.key()))
+		}
+	}
+}
+
+// checkTable checks that tab holds exactly model's keys, each where a
+// lookup finds it: at or after its home, with no free position between.
+func checkTable(t *testing.T, tab *table, model map[string]int64, hash func(string) uint64) {
 	t.Helper()
 	if tab.n != len(model) {
 		t.Fatalf("table has %d entries, model %d", tab.n, len(model))
 	}
 	used := 0
-	for _, v := range tab.slots {
-		if v != 0 {
-			used++
-			if idx := int(uint32(v)) - 1; idx >= tab.n {
-				t.Fatalf("slot points at entry %d of %d", idx, tab.n)
+	for i := range tab.end() {
+		e := tab.at(i)
+		if !e.inUse() {
+			continue
+		}
+		used++
+		if e.hash != hashOf(hash(e.key())) {
+			t.Fatalf("position %d: entry hash %#x, its key's %#x", i, e.hash, hashOf(hash(e.key())))
+		}
+		for j := tab.home(e.hash); j < i; j++ {
+			if !tab.at(j).inUse() {
+				t.Fatalf("position %d: a free position %d lies between it and its home %d", i, j, tab.home(e.hash))
 			}
 		}
 	}
 	if used != tab.n {
-		t.Fatalf("%d slots used for %d entries", used, tab.n)
+		t.Fatalf("%d positions used for %d entries", used, tab.n)
 	}
 	for key, want := range model {
-		i := tab.find(tab.hash(key), key)
+		i := tab.find(hash(key), key)
 		if i < 0 || tab.at(i).a != want {
 			t.Fatalf("find(%q) = %d, want the entry holding %d", key, i, want)
 		}
