@@ -51,17 +51,24 @@ func ExampleLimiter_Wait() {
 	defer lim.Close()
 
 	ctx := context.Background()
+	start := time.Now()
 	for range 3 {
-		if err := lim.Wait(ctx, "partner-api"); err != nil { // the 2nd and 3rd wait 50ms each
+		if err := lim.Wait(ctx, "partner-api"); err != nil { // the 2nd and 3rd wait for their turn
 			log.Fatal(err)
 		}
 	}
-	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	fmt.Println("waited 100ms or more:", time.Since(start) >= 100*time.Millisecond)
+
+	hourly := sluice.New(limiter.MustNew(limiter.GCRA, 1, time.Hour, 1), sluice.Options{})
+	defer hourly.Close()
+	hourly.Allow(ctx, "report") // the next turn is in an hour
+	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	err := lim.Wait(short, "partner-api")
-	fmt.Println(errors.Is(err, sluice.ErrDeadline))
+	err := hourly.Wait(short, "report")
+	fmt.Println("refused at once:", errors.Is(err, sluice.ErrDeadline))
 	// Output:
-	// true
+	// waited 100ms or more: true
+	// refused at once: true
 }
 
 // Reserve grants a turn ahead, its cost counted at once; Cancel gives it

@@ -22,6 +22,7 @@ package sluice
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/sluice-rl/sluice/clock"
@@ -51,8 +52,10 @@ type Options struct {
 	Clock clock.Clock
 	// OnFailure is what Allow and AllowN answer when the store cannot
 	// decide (Redis unreachable): store.FailOpen (the default) allows,
-	// store.FailClosed and store.FailLocal refuse. Decide, Reserve and
-	// Wait return the store's error instead.
+	// store.FailClosed and store.FailLocal refuse. A store that asks for
+	// refusals itself (a *store.UnavailableError: store/failover with
+	// on_failure closed) is refused whatever OnFailure says. DecideN,
+	// Reserve and Wait return the store's error instead.
 	OnFailure store.FailurePolicy
 	// OnError, if set, is called with each error that Allow and AllowN
 	// answered by OnFailure, so that a program can log or count them.
@@ -111,15 +114,17 @@ func (l *Limiter) Allow(ctx context.Context, key string) bool { return l.AllowN(
 
 // AllowN reports whether a request of cost n on key may pass now, and
 // counts it if so; a request refused counts nothing. When the store cannot
-// decide it answers by Options.OnFailure (allowing, by default) and hands
-// the error to Options.OnError.
+// decide it answers by Options.OnFailure (allowing, by default; refusing
+// when the store says so with a *store.UnavailableError) and hands the
+// error to Options.OnError.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) bool {
 	d, err := l.DecideN(ctx, key, n)
 	if err != nil {
 		if l.opts.OnError != nil {
 			l.opts.OnError(err)
 		}
-		return !l.opts.OnFailure.Refuses()
+		var unavailable *store.UnavailableError // the store's own policy: refuse (failover, on_failure closed)
+		return !l.opts.OnFailure.Refuses() && !errors.As(err, &unavailable)
 	}
 	return d.Allowed
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/store/failover"
 	"github.com/sluice-rl/sluice/store/memory"
 )
 
@@ -177,5 +178,25 @@ func TestOwnStoreClosed(t *testing.T) {
 	}
 	if lim.Allow(context.Background(), "k2") != true { // fails open on a closed store
 		t.Error("a closed limiter's Allow should fail open")
+	}
+}
+
+// A store that refuses while it cannot decide (on_failure: closed behind
+// the failover store) is obeyed whatever OnFailure says, as httplimit
+// obeys it.
+func TestStoreUnavailableRefuses(t *testing.T) {
+	shared := memory.New(memory.Options{})
+	fs, err := failover.New(failover.Options{Shared: shared, OnFailure: store.FailClosed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	_ = shared.Close() // the shared store is gone: every call fails
+	var seen []error
+	lim := sluice.New(limiter.MustNew(limiter.GCRA, 1, time.Second, 1), sluice.Options{Store: fs, OnError: func(err error) { seen = append(seen, err) }})
+	for i := range 5 { // through the failover's circuit opening
+		if lim.Allow(context.Background(), "k") {
+			t.Fatalf("request %d allowed while the store asks for refusals (%v)", i, seen)
+		}
 	}
 }
