@@ -6,14 +6,21 @@ GO ?= go
 
 test: deps vet unit
 
-# Tests start real redis-server processes (standalone and cluster); install
-# Debian's redis-server when it is missing.
+# Tests start real redis-server processes (standalone and cluster) and a
+# real nginx; install Debian's redis-server and nginx when they are missing.
 deps:
 	@command -v redis-server >/dev/null || { \
 		echo "installing redis-server"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
 	@# Debian starts a system redis on 6379; the tests never use it.
 	@command -v redis-server >/dev/null || { echo "redis-server still missing" >&2; exit 1; }
+	@# The /check end-to-end test runs a real nginx (auth_request) on its own
+	@# ports and prefix; nginx-light is enough where Debian still has it.
+	@PATH="$$PATH:/usr/sbin" command -v nginx >/dev/null || { \
+		echo "installing nginx"; \
+		apt-get update -qq && { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null 2>&1 || \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; }; }
+	@PATH="$$PATH:/usr/sbin" command -v nginx >/dev/null || { echo "nginx still missing" >&2; exit 1; }
 
 # go.mod and go.sum must be tidy: `go mod tidy -diff` prints what tidying
 # would change and fails (it needs the module proxy or a warm module cache).
