@@ -3,7 +3,10 @@ package gateway
 import (
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // Limit returns next behind the gateway's limiter: each request is decided
@@ -23,3 +26,12 @@ func (g *Gateway) Limit(next http.Handler) http.Handler {
 // a program that serves the admin endpoints without Run (the decision
 // service alone) calls it when it starts to shut down.
 func (g *Gateway) Stopping() { g.ready.Store(false) }
+
+// Store is the gateway's store: the decision service's Envoy gRPC server
+// (package rls) decides on it too, so that its counts live beside the
+// gateway's, under the same on_failure policy.
+func (g *Gateway) Store() store.Store { return g.store }
+
+// Registerer is the registry the admin port's /metrics serves, for the
+// decision service's own series.
+func (g *Gateway) Registerer() prometheus.Registerer { return g.metrics.registry }

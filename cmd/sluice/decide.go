@@ -13,6 +13,7 @@ import (
 	checkhttp "github.com/sluice-rl/sluice/check" // /check; main has its own check command
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/gateway"
+	"github.com/sluice-rl/sluice/rls"
 )
 
 // service is one server of the decision service (/check; Envoy's gRPC),
@@ -22,6 +23,9 @@ type service struct {
 	ln    net.Listener
 	serve func(net.Listener) error    // until stop; returns nil after a stop
 	stop  func(context.Context) error // graceful: questions in flight are answered
+	// reload, if set, rereads what the service reads besides the
+	// configuration file (Envoy's rule files) on SIGHUP.
+	reload func() error
 }
 
 // listenDecide listens on the decide block's addresses and returns its
@@ -45,7 +49,57 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 		srv := decisionServer(h, cfg.Server, log)
 		svcs = append(svcs, service{name: "check", ln: ln, serve: httpServe(srv), stop: srv.Shutdown})
 	}
+	if d.GRPC != "" {
+		svc, err := listenGRPC(d, g, log)
+		if err != nil {
+			closeAll(svcs)
+			return nil, err
+		}
+		svcs = append(svcs, svc)
+	}
 	return svcs, nil
+}
+
+// listenGRPC listens for Envoy's rate limit service on decide.grpc,
+// deciding envoyproxy/ratelimit's rule files (decide.envoy_config) on the
+// gateway's store, with its series on the admin port's /metrics.
+func listenGRPC(d *config.Decide, g *gateway.Gateway, log *slog.Logger) (service, error) {
+	rules, err := loadEnvoyRules(d.EnvoyConfig)
+	if err != nil {
+		return service{}, err
+	}
+	srv, err := rls.NewServer(rls.Options{Store: g.Store(), Rules: rules, Registerer: g.Registerer(), Logger: log})
+	if err != nil {
+		return service{}, err
+	}
+	ln, err := net.Listen("tcp", d.GRPC)
+	if err != nil {
+		return service{}, fmt.Errorf("decide.grpc listen: %w", err)
+	}
+	reload := func() error {
+		rules, err := loadEnvoyRules(d.EnvoyConfig)
+		if err != nil {
+			log.Error("envoy rule files refused; the old rules stay", "err", err.Error())
+			return err
+		}
+		srv.SetRules(rules)
+		log.Info("envoy rule files reloaded", "domains", len(rules.Domains()))
+		return nil
+	}
+	return service{name: "grpc", ln: ln, serve: srv.Serve, stop: srv.Shutdown, reload: reload}, nil
+}
+
+// loadEnvoyRules reads and compiles envoyproxy/ratelimit's rule files
+// (none: no rules, every domain unknown).
+func loadEnvoyRules(paths []string) (*rls.Rules, error) {
+	if len(paths) == 0 {
+		return rls.Compile(nil), nil
+	}
+	doms, err := config.LoadEnvoy(paths)
+	if err != nil {
+		return nil, err
+	}
+	return rls.Compile(doms), nil
 }
 
 // decisionServer is the http.Server of /check: its questions are small

@@ -254,7 +254,7 @@ func serveConfig(cfg *config.File, log *slog.Logger) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // before serving: a SIGHUP must never kill the process
 	defer signal.Stop(hup)
-	reloaders.Go(func() { reloadOnHangup(ctx, g, hup) })
+	reloaders.Go(func() { reloadOnHangup(ctx, g, svcs, hup) })
 	reloaders.Go(func() {
 		if err := g.WatchConfig(ctx, 200*time.Millisecond); err != nil {
 			log.Warn("not watching the configuration file", "err", err.Error())
@@ -279,13 +279,18 @@ func servingAttrs(cfg *config.File, ln, adm net.Listener, svcs []service) []any 
 	return append(attrs, "rules", cfg.Compiled.Rules())
 }
 
-func reloadOnHangup(ctx context.Context, g *gateway.Gateway, hup <-chan os.Signal) {
+func reloadOnHangup(ctx context.Context, g *gateway.Gateway, svcs []service, hup <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
 			_ = g.Reload() // a refused reload is logged by the gateway
+			for _, s := range svcs {
+				if s.reload != nil {
+					_ = s.reload() // logged by the service
+				}
+			}
 		}
 	}
 }

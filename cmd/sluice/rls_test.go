@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// grpcAddr returns the Envoy gRPC address of the "sluice serving" log line.
+func grpcAddr(logs string) string {
+	sc := bufio.NewScanner(strings.NewReader(logs))
+	for sc.Scan() {
+		var l struct{ Msg, Grpc string }
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "sluice serving" {
+			return l.Grpc
+		}
+	}
+	return ""
+}
+
+// With decide.grpc and envoy_config, `sluice serve` answers Envoy's
+// ShouldRateLimit from envoyproxy/ratelimit's rule files, its series are
+// on the admin port, and SIGHUP rereads the rule files.
+func TestServeEnvoyRateLimitService(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "ratelimit")
+	if err := os.Mkdir(rules, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	replace(t, filepath.Join(rules, "edge.yaml"), "domain: edge\ndescriptors:\n  - {key: remote_address, rate_limit: {unit: minute, requests_per_unit: 1}}\n")
+	path := filepath.Join(dir, "sluice.yaml")
+	replace(t, path, "decide:\n  grpc: 127.0.0.1:0\n  envoy_config: [ratelimit]\nadmin: 127.0.0.1:0\nrules: []\n")
+	p := startServe(t, path)
+	addr := grpcAddr(p.logs.String())
+	if addr == "" {
+		t.Fatalf("no grpc address in the serving line:\n%s", p.logs.String())
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := pb.NewRateLimitServiceClient(conn)
+	ask := func(ip string) pb.RateLimitResponse_Code {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := client.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{
+			{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "remote_address", Value: ip}}}}})
+		if err != nil {
+			t.Fatalf("ShouldRateLimit: %v", err)
+		}
+		return resp.GetOverallCode()
+	}
+	if a, b := ask("10.0.0.1"), ask("10.0.0.1"); a != pb.RateLimitResponse_OK || b != pb.RateLimitResponse_OVER_LIMIT {
+		t.Fatalf("two calls at 1/minute: %v then %v, want OK then OVER_LIMIT", a, b)
+	}
+	c := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+	defer c.CloseIdleConnections()
+	metrics := fetch(t, c, http.MethodGet, "http://"+p.admin+"/metrics", "").body
+	if !strings.Contains(metrics, `sluice_rls_descriptors_total{decision="over_limit",descriptor="remote_address",domain="edge"} 1`) {
+		t.Errorf("/metrics has no over_limit for edge's remote_address:\n%s", metrics)
+	}
+
+	replace(t, filepath.Join(rules, "edge.yaml"), "domain: edge\ndescriptors:\n  - {key: remote_address, rate_limit: {unit: minute, requests_per_unit: 100}}\n")
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the new rule files (100/minute)", func() bool {
+		return ask("10.0.0.2") == pb.RateLimitResponse_OK && ask("10.0.0.2") == pb.RateLimitResponse_OK
+	})
+	conn.Close()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		p.stopped = true
+		if err != nil {
+			t.Errorf("after SIGTERM: %v, want exit code 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("sluice did not exit within 10s of SIGTERM")
+	}
+}
