@@ -1,11 +1,12 @@
 // Package check answers /check: nginx's auth_request and Traefik's
 // forwardAuth ask it whether a request they received may pass, and it
-// decides under the same policy, store and counters as sluice's gateway.
+// decides under the same policy, store and counters as sluice's gateway:
+// it is one more transport over package decision, as httplimit is.
 //
 // The request asked about is rebuilt from the headers the proxy adds to
 // its question: its method from X-Original-Method (nginx) or
-// X-Forwarded-Method (Traefik), its path and query from X-Original-URI or
-// X-Forwarded-Uri. The caller is recognised from the same headers as at
+// X-Forwarded-Method (Traefik), its path from X-Original-URI or
+// X-Forwarded-Uri (the query is not matched by rules). The caller is recognised from the same headers as at
 // the gateway (the key header; the address through trusted proxies'
 // X-Forwarded-For or Forwarded). /check answers 200 with the RateLimit
 // headers and X-Sluice-Client, or what a caller of the gateway would get
@@ -13,18 +14,23 @@
 // becomes Options.DenyStatus. A question without the original request's
 // headers, or with two different ones, is answered 400 problem+json:
 // nothing is counted.
+//
+// /check never learns how the request it allowed ended: the cost it
+// reserved stands, and rules that need the end or the response
+// (concurrency, count, cost_header) are refused by package config when
+// decide.http is set.
 package check
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
 	"net/http"
-	"net/url"
+	"net/netip"
 	"strconv"
 	"strings"
 
-	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // The headers /check reads the original request from, canonical.
@@ -45,10 +51,10 @@ const Path = "/check"
 
 // Options configure a Handler.
 type Options struct {
-	// Limit puts the limiter in front of a handler, deciding each request
-	// as the gateway decides its callers' (gateway.Gateway.Limit, or an
-	// httplimit.Limiter's Handler). Required.
-	Limit func(http.Handler) http.Handler
+	// Decide decides a request under the policy in force, as the gateway
+	// decides its callers' (gateway.Decider's Decide, or an Engine's
+	// Decide under fixed Settings). Required.
+	Decide func(context.Context, decision.Request) *decision.Verdict
 	// DenyStatus replaces 429 in the answer to a request over a limit:
 	// 429 (the default) or 403 (nginx auth_request, which passes on only
 	// 401 and 403; its recipe maps 403 back to 429).
@@ -57,14 +63,14 @@ type Options struct {
 
 // Handler answers /check.
 type Handler struct {
-	deny    int
-	limited http.Handler // Limit in front of allowed
+	deny   int
+	decide func(context.Context, decision.Request) *decision.Verdict
 }
 
 // New returns a Handler.
 func New(opts Options) (*Handler, error) {
-	if opts.Limit == nil {
-		return nil, fmt.Errorf("check: no Limit")
+	if opts.Decide == nil {
+		return nil, fmt.Errorf("check: no Decide")
 	}
 	switch opts.DenyStatus {
 	case 0:
@@ -73,99 +79,122 @@ func New(opts Options) (*Handler, error) {
 	default:
 		return nil, fmt.Errorf("check: DenyStatus %d (want 429 or 403)", opts.DenyStatus)
 	}
-	return &Handler{deny: opts.DenyStatus, limited: opts.Limit(http.HandlerFunc(allowed))}, nil
-}
-
-// allowed answers a request the limiter let through: 200, with the
-// RateLimit headers the limiter set and the caller's id.
-func allowed(w http.ResponseWriter, r *http.Request) {
-	if id := r.Header.Get(httplimit.ClientHeader); id != "" {
-		w.Header().Set(httplimit.ClientHeader, id)
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
+	return &Handler{deny: opts.DenyStatus, decide: opts.Decide}, nil
 }
 
 // ServeHTTP answers a question about the request the proxy describes.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != Path {
-		h.problem(w, http.StatusNotFound, "Not Found", "sluice's decision service answers "+Path+" only")
+		h.problem(w, http.StatusNotFound, "sluice's decision service answers "+Path+" only")
 		return
 	}
-	orig, detail := original(r)
-	if orig == nil {
-		h.problem(w, http.StatusBadRequest, "Bad Request", detail)
+	method, path, detail := original(r.Header)
+	if detail != "" {
+		h.problem(w, http.StatusBadRequest, detail)
 		return
 	}
-	ans := &answer{header: w.Header()}
-	h.limited.ServeHTTP(ans, orig)
-	h.write(w, ans)
+	peer, _ := netip.ParseAddrPort(r.RemoteAddr) // the zero AddrPort if not an address: no caller address
+	v := h.decide(r.Context(), decision.Request{Method: method, Path: path, Peer: peer, Header: header(r.Header), Origin: r})
+	if v.Pass {
+		h.allowed(w, v)
+		// The request goes on without sluice: its end is never known,
+		// so what it reserved stands (nothing is settled).
+		v.Finish(&decision.Response{Passed: true, Unanswered: true})
+		return
+	}
+	h.refused(w, v)
+	v.Finish(nil)
 }
 
-// write sends what the limiter answered, with DenyStatus for 429; with
-// DenyStatus 403 an answer other than 200 also carries its body in
-// ProblemHeader.
-func (h *Handler) write(w http.ResponseWriter, a *answer) {
-	status := a.status
-	if status == 0 {
-		status = http.StatusOK
+// allowed answers 200 with the RateLimit headers and the caller's id.
+func (h *Handler) allowed(w http.ResponseWriter, v *decision.Verdict) {
+	out := w.Header()
+	setFields(out, v.Header)
+	if v.Client != "" {
+		out[policy.ClientHeader] = []string{v.Client}
+	}
+	out["Cache-Control"] = []string{"no-store"}
+	w.WriteHeader(http.StatusOK)
+}
+
+// refused sends the Verdict's answer, with DenyStatus for 429; with
+// DenyStatus 403 its body also goes in ProblemHeader. A caller gone while
+// its request was held gets nothing.
+func (h *Handler) refused(w http.ResponseWriter, v *decision.Verdict) {
+	status := v.Status
+	if status == decision.StatusClientGone {
+		return
 	}
 	if status == http.StatusTooManyRequests {
 		status = h.deny
 	}
-	if h.deny == http.StatusForbidden && status != http.StatusOK && a.body.Len() > 0 {
-		w.Header().Set(ProblemHeader, headerSafe(a.body.Bytes()))
+	out := w.Header()
+	setFields(out, v.Header)
+	if h.deny == http.StatusForbidden && len(v.Body) > 0 {
+		out[ProblemHeader] = []string{headerSafe(v.Body)}
 	}
-	w.Header().Del("Connection") // the limiter's close after an early answer: the question has no body
 	w.WriteHeader(status)
-	_, _ = w.Write(a.body.Bytes())
+	_, _ = w.Write(v.Body)
+}
+
+// setFields sets the Verdict's fields on h, a later one replacing an
+// earlier one of the same name. The values are copied: the Verdict's
+// bytes are not valid after Finish.
+func setFields(h http.Header, fields []decision.Field) {
+	for _, f := range fields {
+		h[f.Name] = []string{string(f.Value)}
+	}
 }
 
 // problem answers a question /check cannot take with a problem+json body.
-func (h *Handler) problem(w http.ResponseWriter, status int, title, detail string) {
-	body, _ := json.Marshal(map[string]any{"type": "about:blank", "title": title, "status": status, "detail": detail})
+func (h *Handler) problem(w http.ResponseWriter, status int, detail string) {
+	body := decision.AppendProblem(make([]byte, 0, 256), status, http.StatusText(status), detail)
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	if h.deny == http.StatusForbidden {
 		w.Header().Set(ProblemHeader, headerSafe(body))
 	}
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(body)
 }
 
-// original rebuilds the request the proxy asks about from r, or says why
-// it cannot. The copy keeps r's headers (the key, X-Forwarded-For) and its
-// peer address, without the headers that described it.
-func original(r *http.Request) (*http.Request, string) {
-	method, detail := pick(r.Header, OriginalMethod, ForwardedMethod)
-	if detail != "" {
-		return nil, detail
+// header reads an http.Header for the decision Engine.
+type header http.Header
+
+func (h header) Values(dst []string, name string) []string { return append(dst, h[name]...) }
+
+func (h header) Names(dst []string) []string {
+	for name := range h {
+		dst = append(dst, name)
 	}
-	uri, detail := pick(r.Header, OriginalURI, ForwardedURI)
+	return dst
+}
+
+// original reads the method and escaped path of the request the proxy
+// asks about from its headers, or says why it cannot.
+func original(h http.Header) (method, path, detail string) {
+	method, detail = pick(h, OriginalMethod, ForwardedMethod)
 	if detail != "" {
-		return nil, detail
+		return "", "", detail
+	}
+	uri, detail := pick(h, OriginalURI, ForwardedURI)
+	if detail != "" {
+		return "", "", detail
 	}
 	switch {
 	case method == "" && uri == "":
-		return nil, "no original request: send its method and URI in X-Original-Method and X-Original-URI (nginx) or X-Forwarded-Method and X-Forwarded-Uri (Traefik)"
+		return "", "", "no original request: send its method and URI in X-Original-Method and X-Original-URI (nginx) or X-Forwarded-Method and X-Forwarded-Uri (Traefik)"
 	case method == "":
-		return nil, "no original method: send it in X-Original-Method (nginx: proxy_set_header X-Original-Method $request_method) or X-Forwarded-Method (Traefik)"
+		return "", "", "no original method: send it in X-Original-Method (nginx: proxy_set_header X-Original-Method $request_method) or X-Forwarded-Method (Traefik)"
 	case uri == "":
-		return nil, "no original URI: send it in X-Original-URI (nginx: proxy_set_header X-Original-URI $request_uri) or X-Forwarded-Uri (Traefik)"
+		return "", "", "no original URI: send it in X-Original-URI (nginx: proxy_set_header X-Original-URI $request_uri) or X-Forwarded-Uri (Traefik)"
 	case !validMethod(method):
-		return nil, fmt.Sprintf("the original method %s is not an HTTP method token", strconv.Quote(clip(method)))
+		return "", "", fmt.Sprintf("the original method %s is not an HTTP method token", strconv.Quote(clip(method)))
+	case uri[0] != '/' || strings.IndexFunc(uri, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0:
+		return "", "", fmt.Sprintf("the original URI %s is not a path with an optional query (such as /claims/7?full=1)", strconv.Quote(clip(uri)))
 	}
-	u, err := url.ParseRequestURI(uri)
-	if err != nil || !strings.HasPrefix(uri, "/") {
-		return nil, fmt.Sprintf("the original URI %s is not a path with an optional query (such as /claims/7?full=1)", strconv.Quote(clip(uri)))
-	}
-	o := r.Clone(r.Context())
-	o.Method, o.URL, o.RequestURI = method, u, uri
-	for _, name := range []string{OriginalMethod, OriginalURI, ForwardedMethod, ForwardedURI} {
-		delete(o.Header, name)
-	}
-	o.Body, o.ContentLength = http.NoBody, 0
-	return o, ""
+	path, _, _ = strings.Cut(uri, "?")
+	return method, path, ""
 }
 
 // pick returns the one value the request's headers a (nginx's) and b
@@ -241,33 +270,3 @@ func clip(s string) string {
 	}
 	return s
 }
-
-// answer records what the limiter answers, so that its status can be
-// replaced and its body copied into a header before anything is sent.
-type answer struct {
-	header http.Header // the real writer's: the limiter's headers go straight there
-	status int
-	body   bytes.Buffer
-}
-
-func (a *answer) Header() http.Header { return a.header }
-
-func (a *answer) WriteHeader(status int) {
-	if a.status == 0 && status >= 200 {
-		a.status = status
-	}
-}
-
-func (a *answer) Write(p []byte) (int, error) {
-	if a.status == 0 {
-		a.status = http.StatusOK
-	}
-	if a.body.Len()+len(p) > maxBody {
-		return 0, fmt.Errorf("check: answer over %d bytes", maxBody)
-	}
-	return a.body.Write(p)
-}
-
-// maxBody bounds an answer's body: the limiter's problem+json is far
-// shorter.
-const maxBody = 64 << 10

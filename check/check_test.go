@@ -2,6 +2,7 @@ package check_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -16,7 +17,7 @@ import (
 	"github.com/sluice-rl/sluice/check"
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
-	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/store/memory"
 )
 
@@ -48,11 +49,14 @@ func server(t *testing.T, deny int) *httptest.Server {
 	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	st := memory.New(memory.Options{Clock: clk})
 	t.Cleanup(func() { st.Close() })
-	lim, err := httplimit.New(httplimit.Options{Policy: f.Compiled, Store: st, Clock: clk})
+	e, err := decision.New(decision.Options{Store: st, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := check.New(check.Options{Limit: lim.Handler, DenyStatus: deny})
+	decide := func(ctx context.Context, req decision.Request) *decision.Verdict {
+		return e.Decide(ctx, decision.Settings{Policy: f.Compiled}, req)
+	}
+	h, err := check.New(check.Options{Decide: decide, DenyStatus: deny})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,11 +282,11 @@ func TestOtherPaths(t *testing.T) {
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
-	limit := func(h http.Handler) http.Handler { return h }
-	if _, err := check.New(check.Options{Limit: limit, DenyStatus: 503}); err == nil || !strings.Contains(err.Error(), "want 429 or 403") {
+	decide := func(context.Context, decision.Request) *decision.Verdict { return nil }
+	if _, err := check.New(check.Options{Decide: decide, DenyStatus: 503}); err == nil || !strings.Contains(err.Error(), "want 429 or 403") {
 		t.Errorf("DenyStatus 503: %v", err)
 	}
 	if _, err := check.New(check.Options{}); err == nil {
-		t.Error("no Limit accepted")
+		t.Error("no Decide accepted")
 	}
 }

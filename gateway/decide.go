@@ -1,25 +1,52 @@
 package gateway
 
 import (
+	"cmp"
+	"context"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/store"
 )
 
-// Limit returns next behind the gateway's limiter: each request is decided
-// under the policy in force when it arrives, with the gateway's store,
-// counters, metrics and logs, as a caller of the gateway is. protect's
-// throttle is not applied: nothing is proxied. It is what the decision
-// service's /check (package check) decides with.
-func (g *Gateway) Limit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cfg := g.config()
-		settings := httplimit.Settings{Policy: cfg.Compiled, LegacyHeaders: cfg.LegacyHeaders}
-		g.limiter.HandlerWith(settings, next).ServeHTTP(w, r)
-	})
+// Decider decides the decision service's requests (/check, package check)
+// under the gateway's configuration in force, with its store, clock,
+// metrics and logs, as the gateway decides its callers' requests: one
+// caller has one counter per rule, whichever way its requests come.
+// protect's throttle is not applied: nothing is proxied.
+type Decider struct {
+	g      *Gateway
+	engine *decision.Engine
+}
+
+// Decider returns a Decider over g's store.
+func (g *Gateway) Decider() (*Decider, error) {
+	opts := decision.Options{Store: g.store, Clock: g.opts.Clock, OnFailure: g.opts.Config.Store.OnFailure,
+		LeaseTTL:   cmp.Or(g.opts.Config.Store.LeaseTTL, store.DefaultLeaseTTL),
+		OnDecision: func(req *decision.Request, rep *decision.Report) { g.observe(origin(req), rep) }}
+	if g.renewer != nil {
+		opts.Leaser = g.renewer
+	}
+	e, err := decision.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Decider{g: g, engine: e}, nil
+}
+
+// Decide decides req under the policy in force; the Verdict must be given
+// back with Finish (decision.Engine.Decide).
+func (d *Decider) Decide(ctx context.Context, req decision.Request) *decision.Verdict {
+	cfg := d.g.config()
+	return d.engine.Decide(ctx, decision.Settings{Policy: cfg.Compiled, LegacyHeaders: cfg.LegacyHeaders}, req)
+}
+
+// origin is the *http.Request a transport handed the Engine, if any.
+func origin(req *decision.Request) *http.Request {
+	r, _ := req.Origin.(*http.Request)
+	return r
 }
 
 // Stopping makes /readyz answer 503, as Run does when its context ends:

@@ -37,7 +37,11 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 	}
 	var svcs []service
 	if d.HTTP != "" {
-		h, err := checkhttp.New(checkhttp.Options{Limit: g.Limit, DenyStatus: d.HTTPDenyStatus})
+		dec, err := g.Decider()
+		if err != nil {
+			return nil, err
+		}
+		h, err := checkhttp.New(checkhttp.Options{Decide: dec.Decide, DenyStatus: d.HTTPDenyStatus})
 		if err != nil {
 			return nil, err
 		}
