@@ -24,7 +24,7 @@ import (
 // are then looks). A single batch spends whatever it allows.
 func (e *Engine) decideAll(ctx context.Context, v *Verdict, now time.Time) (res []store.Result, spent bool, err error) {
 	if enforcing(v.reqs) < 2 {
-		res, err = e.opts.Store.DecideBatch(ctx, v.reqs, now)
+		res, err = e.batch(ctx, &v.resA, v.reqs, now)
 		return res, true, err
 	}
 	if all, ok := e.opts.Store.(store.AllOrNothing); ok {
@@ -37,7 +37,7 @@ func (e *Engine) decideAll(ctx context.Context, v *Verdict, now time.Time) (res 
 	for k := range v.again {
 		v.again[k].Cost = 0
 	}
-	looks, err := e.opts.Store.DecideBatch(ctx, v.again, now)
+	looks, err := e.batch(ctx, &v.resA, v.again, now)
 	if err != nil || len(looks) != len(v.reqs) {
 		return looks, false, err
 	}
@@ -57,10 +57,10 @@ func (e *Engine) decideAll(ctx context.Context, v *Verdict, now time.Time) (res 
 		return e.spendHeld(ctx, v, looks, now)
 	}
 	if !blocked { // a shadow rule without room stops nothing: spend, and it reports its denial
-		res, err = e.opts.Store.DecideBatch(ctx, v.reqs, now)
+		res, err = e.batch(ctx, &v.resB, v.reqs, now)
 		return res, true, err
 	}
-	again, err := e.opts.Store.DecideBatch(ctx, v.again, now)
+	again, err := e.batch(ctx, &v.resB, v.again, now)
 	if err != nil || len(again) != len(v.again) {
 		return again, false, err
 	}
@@ -68,6 +68,17 @@ func (e *Engine) decideAll(ctx context.Context, v *Verdict, now time.Time) (res 
 		looks[k] = again[j]
 	}
 	return looks, false, nil
+}
+
+// batch is the store's DecideBatch, into *buf when the store can append
+// (store.BatchAppender): a Verdict's pooled memory.
+func (e *Engine) batch(ctx context.Context, buf *[]store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	if e.appender == nil {
+		return e.opts.Store.DecideBatch(ctx, reqs, now)
+	}
+	res, err := e.appender.AppendDecideBatch(ctx, (*buf)[:0], reqs, now)
+	*buf = res
+	return res, err
 }
 
 // enforcedDenial reports whether an enforcing request was denied.

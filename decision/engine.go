@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-rl/sluice/clock"
@@ -78,8 +79,10 @@ type Settings struct {
 // Engine decides requests. It is safe for concurrent use and holds no
 // policy of its own: each Decide names the Settings it decides under.
 type Engine struct {
-	opts Options
-	pool sync.Pool
+	opts     Options
+	appender store.BatchAppender // opts.Store, when it is one
+	keys     atomic.Pointer[keyCache]
+	pool     sync.Pool
 }
 
 // ErrNoLeaser is CanDecide's answer for a policy with concurrency rules
@@ -101,6 +104,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("decision: LeaseTTL: %w", err)
 	}
 	e := &Engine{opts: opts}
+	e.appender, _ = opts.Store.(store.BatchAppender)
 	e.pool.New = func() any { return new(Verdict) }
 	return e, nil
 }

@@ -13,7 +13,7 @@ import (
 // nothing counted). Concurrency rules go to v.leaseIndex, decided later.
 func (v *Verdict) requests(pol *policy.Compiled, caller *policy.Caller, addr netip.Addr) {
 	v.reqs, v.index, v.leaseIndex, v.leaseKeys = v.reqs[:0], v.index[:0], v.leaseIndex[:0], v.leaseKeys[:0]
-	ip := ipGroup{pol: pol, addr: addr}
+	ip := ipGroup{pol: pol, addr: addr, keys: v.e.keysFor(pol)}
 	for _, i := range v.match {
 		rule := pol.Rule(i)
 		if rule.Classifies() {

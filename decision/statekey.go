@@ -19,6 +19,27 @@ import (
 // rate), so that callers on different limits count apart.
 func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, v *Verdict) string {
 	rule := pol.Rule(i)
+	switch rule.Key.Kind {
+	case policy.KeyClient, policy.KeyIP:
+		id := keyID{caller: caller, rule: i}
+		if rule.Key.Kind == policy.KeyIP || caller.ID == "" { // a caller without an id is counted by IP
+			id.addr = ip.addr
+		}
+		return ip.keys.key(id, func() string { return makeKey(pol, caller, i, ip, "") })
+	case policy.KeyHeader:
+		val, missing := headerValue(pol, i, v)
+		if missing && rule.Key.Missing == policy.MissingIP {
+			return ip.keys.key(keyID{addr: ip.addr, caller: caller, rule: i}, func() string { return makeKey(pol, caller, i, ip, "") })
+		}
+		return makeKey(pol, caller, i, ip, val)
+	}
+	return ip.keys.key(keyID{caller: caller, rule: i}, func() string { return makeKey(pol, caller, i, ip, "") })
+}
+
+// makeKey makes stateKey's key; val is the value of a header:NAME rule's
+// header, whose key does not count by address.
+func makeKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, val string) string {
+	rule := pol.Rule(i)
 	tag := caller.StateTag(i)
 	// A key counting one caller is in that caller's group, so that a
 	// store can keep all of a caller's keys together (Redis Cluster: one
@@ -31,22 +52,17 @@ func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, v
 	if src := caller.LimitSource(i); src != "" {
 		shared = append(shared, src)
 	}
-	switch rule.Key.Kind {
-	case policy.KeyClient, policy.KeyIP: // a caller without an id is counted by IP
-		return store.GroupKey(ip.group(), rule.Name, shared...)
-	case policy.KeyHeader:
-		v, missing := headerValue(pol, i, v)
-		if missing && rule.Key.Missing == policy.MissingIP {
-			return store.GroupKey(ip.group(), rule.Name, shared...)
-		}
+	switch {
+	case rule.Key.Kind == policy.KeyHeader && (val != "" || rule.Key.Missing != policy.MissingIP):
 		// Without the header (missing_header: shared) a request counts on
 		// the value "", one counter for them all, so leaving it out is no
 		// way around the limit. Long values are hashed, so a caller cannot
 		// make a counter cost more than a short key.
-		return store.GroupKey(store.Key("header", boundedValue(v)), rule.Name, shared...)
-	default:
+		return store.GroupKey(store.Key("header", boundedValue(val)), rule.Name, shared...)
+	case rule.Key.Kind == policy.KeyGlobal:
 		return store.Key(rule.Name, append(shared, "global")...)
 	}
+	return store.GroupKey(ip.group(), rule.Name, shared...) // client without an id, ip, header missing under missing_header: ip
 }
 
 // ipGroup is the store group of the keys that count a caller's address,
@@ -55,7 +71,8 @@ func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, v
 type ipGroup struct {
 	pol  *policy.Compiled
 	addr netip.Addr
-	key  string // "" until group is called
+	keys *keyCache // the policy's
+	key  string    // "" until group is called
 }
 
 func (g *ipGroup) group() string {

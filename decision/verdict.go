@@ -80,6 +80,7 @@ type Verdict struct {
 	leaseKeys  []string
 	headers    []ruleHeader
 	again      []store.Request
+	resA, resB []store.Result // the store's results, when it appends them (Engine.batch)
 	denied     []int
 	held       []int       // requests that may be held for their turn (delay.go)
 	after      []afterStep // run by Finish (after.go)
@@ -164,6 +165,8 @@ func (v *Verdict) recycle() {
 	clear(v.Removed)
 	clear(v.reqs)
 	clear(v.again)
+	clear(v.resA)
+	clear(v.resB)
 	clear(v.leaseKeys)
 	clear(v.Header)
 	v.req, v.ctx, v.e, v.resp = Request{}, nil, nil, Response{}
