@@ -13,6 +13,8 @@
 #   protect  sluice's protect block against nginx limit_conn in front of a
 #            service of fixed capacity at 3x its capacity (bench/protect.sh),
 #            about 70 s
+#   check    /check behind nginx (auth_request) against nginx limit_req alone
+#            (bench/check.sh), about 60 s
 #
 # Environment: ROUNDS (core: rounds of every benchmark, default 9),
 # BENCHTIME (go test -benchtime per benchmark and round, default 250ms).
@@ -22,7 +24,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 name=bench
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh" # median, and $tmp: a scratch directory removed on exit
-targets=(core gateway redis protect) # add a target: a run_NAME function and its name here
+targets=(core gateway redis protect check) # add a target: a run_NAME function and its name here
 
 usage() {
 	local IFS='|'
@@ -87,6 +89,7 @@ run_core() {
 run_gateway() { bash "$here/gateway.sh"; }
 run_redis() { bash "$here/redis.sh"; }
 run_protect() { bash "$here/protect.sh"; }
+run_check() { bash "$here/check.sh"; }
 
 main() {
 	(($# > 0)) || set -- "${targets[@]}"
