@@ -119,10 +119,11 @@ func (v *Verdict) NeedsResponse() bool { return len(v.after) > 0 || v.e.opts.OnR
 // and gives v back to the pool. resp is what the service answered (read
 // during the call, not kept); nil for a request v refused (or one the
 // transport did not pass on after all), or one passed whose answer nothing
-// reads (NeedsResponse is false). Call it exactly once per Verdict, also when a handler panics (as
-// Aborted); v must not be used after it. Steps run last taken first: the
-// throttle slot is given back before the store's round trips to release
-// leases and settle costs.
+// reads (NeedsResponse is false). Call it exactly once per Verdict, also
+// when a handler panics (as Aborted); v must not be used after it (a
+// second call panics while the pool has not handed v out again). Steps
+// run last taken first: the throttle slot is given back before the
+// store's round trips to release leases and settle costs.
 func (v *Verdict) Finish(resp *Response) {
 	if v.finished {
 		panic("decision: Verdict.Finish called twice")
