@@ -46,6 +46,13 @@ type Request struct {
 	Peer netip.AddrPort
 	// Header reads the request's header fields. Nil reads as no fields.
 	Header Headers
+	// Key, if set, gives the key rule counts this request by, in place of
+	// the rule's own (policy.Rule.Key): requests with the same key count
+	// together on that rule, whoever sent them. ok false leaves the rule's
+	// own key in force. It is called once per matching rule that counts;
+	// a transport sets it from its own hook (httplimit.Options.Key). Nil:
+	// every rule counts by its own key.
+	Key func(rule string) (key string, ok bool)
 	// Origin is the transport's own request, handed back to its callbacks
 	// (Options.OnDecision, OnResponse, OnSettle) and never read by the
 	// Engine: httplimit's *http.Request.

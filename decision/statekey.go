@@ -19,6 +19,11 @@ import (
 // rate), so that callers on different limits count apart.
 func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, v *Verdict) string {
 	rule := pol.Rule(i)
+	if v.req.Key != nil { // the transport's key: never cached, it is the program's
+		if k, ok := v.req.Key(rule.Name); ok {
+			return customKey(caller, i, rule.Name, caller.StateTag(i), k)
+		}
+	}
 	switch rule.Key.Kind {
 	case policy.KeyClient, policy.KeyIP:
 		id := keyID{caller: caller, rule: i}
@@ -63,6 +68,19 @@ func makeKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, va
 		return store.Key(rule.Name, append(shared, "global")...)
 	}
 	return store.GroupKey(ip.group(), rule.Name, shared...) // client without an id, ip, header missing under missing_header: ip
+}
+
+// customKey is the store key of rule i for a request the transport's key
+// hook gave key k (Request.Key): in k's own group, apart from every
+// client, address and header group, and, as any key that may count
+// several callers together, naming where the caller's limit comes from.
+// Long keys are hashed, as header values are.
+func customKey(caller *policy.Caller, i int, rule, tag, k string) string {
+	group := store.Key("key", boundedValue(k))
+	if src := caller.LimitSource(i); src != "" {
+		return store.GroupKey(group, rule, tag, src)
+	}
+	return store.GroupKey(group, rule, tag)
 }
 
 // ipGroup is the store group of the keys that count a caller's address,

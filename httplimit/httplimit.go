@@ -98,6 +98,24 @@ type Options struct {
 	// stands as it was decided. Log it at a bounded rate: a broken
 	// upstream calls it on every response.
 	OnSettle func(r *http.Request, rule string, err error)
+	// Key, if set, gives the key each rule counts a request by, in place
+	// of the rule's own (client, ip, header:NAME, global): see KeyFunc.
+	// Default nil: every rule counts by its own key.
+	Key KeyFunc
+	// Skip, if set, lets the requests it returns true for go to the
+	// handler undecided: nothing counted, no RateLimit headers, no
+	// OnDecision or OnResponse (health checks, a trusted internal caller).
+	// They still lose a caller-sent X-Sluice-Client and the
+	// method-override headers. Default nil: every request is decided.
+	Skip func(r *http.Request) bool
+	// Reject, if set, writes the Limiter's refusals (429, 401, 400, 503;
+	// Refusal.Status says which) in place of its problem+json body: its
+	// own status and body. The response's header already holds the
+	// RateLimit fields, Retry-After and Cache-Control: no-store; a Reject
+	// that writes nothing answers the Limiter's status with an empty body.
+	// A caller that went away (StatusClientGone) is answered nothing, as
+	// ever. Default nil: the problem+json body.
+	Reject func(w http.ResponseWriter, r *http.Request, ref *Refusal)
 }
 
 // Settings are what a request is decided under: the policy and whether

@@ -26,9 +26,17 @@ func (h header) Names(dst []string) []string {
 // how it was answered (Verdict.Finish). Without after steps and without
 // Options.OnResponse the handler gets w itself: nothing is recorded.
 func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, set *Settings, next http.Handler) {
+	if l.opts.Skip != nil && l.opts.Skip(r) {
+		scrubSkipped(r.Header)
+		next.ServeHTTP(w, r)
+		return
+	}
 	peer, _ := netip.ParseAddrPort(r.RemoteAddr) // the zero AddrPort when it cannot be read: counted as "caller"
-	v := l.engine.Decide(r.Context(), decision.Settings{Policy: set.Policy, LegacyHeaders: set.LegacyHeaders, Throttle: set.Throttle},
-		decision.Request{Method: r.Method, Path: r.URL.EscapedPath(), Peer: peer, Header: header(r.Header), Origin: r})
+	req := decision.Request{Method: r.Method, Path: r.URL.EscapedPath(), Peer: peer, Header: header(r.Header), Origin: r}
+	if key := l.opts.Key; key != nil {
+		req.Key = func(rule string) (string, bool) { return key(r, rule) }
+	}
+	v := l.engine.Decide(r.Context(), decision.Settings{Policy: set.Policy, LegacyHeaders: set.LegacyHeaders, Throttle: set.Throttle}, req)
 	finished := false
 	defer func() {
 		if !finished { // OnDecision panicked: give back what the request took; the panic goes on
@@ -43,9 +51,9 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, set *Settings, n
 		l.opts.OnDecision(r, &v.Report)
 	}
 	if !v.Pass {
-		writeAnswer(w, v)
+		status := l.writeAnswer(w, r, v)
 		finished = true
-		l.finishRefused(w, r, v, &Response{Status: v.Status, Header: w.Header()})
+		l.finishRefused(w, r, v, &Response{Status: status, Header: w.Header()})
 		return
 	}
 	setFields(w.Header(), v.Header)
@@ -99,17 +107,23 @@ func setFields(h http.Header, fields []decision.Field) {
 	}
 }
 
-// writeAnswer writes the Verdict's refusal: nothing for a caller that
-// went away.
-func writeAnswer(w http.ResponseWriter, v *decision.Verdict) {
+// writeAnswer writes the Verdict's refusal, by Options.Reject when it is
+// set, and returns the status written: nothing for a caller that went
+// away.
+func (l *Limiter) writeAnswer(w http.ResponseWriter, r *http.Request, v *decision.Verdict) int {
 	if v.Status == StatusClientGone {
-		return
+		return v.Status
+	}
+	if l.opts.Reject != nil {
+		ref := Refusal{Status: v.Status, RetryAfter: v.Report.RetryAfter, Report: &v.Report, Problem: v.Body}
+		return l.reject(w, r, &ref, v.Header)
 	}
 	h := w.Header()
 	setFields(h, v.Header)
 	h["Content-Length"] = []string{strconv.Itoa(len(v.Body))}
 	w.WriteHeader(v.Status)
 	_, _ = w.Write(v.Body)
+	return v.Status
 }
 
 // finishRefused finishes a request the handler never saw: the Verdict's
