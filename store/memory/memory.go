@@ -157,12 +157,13 @@ func (o Options) withDefaults() Options {
 func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
+	log := limit.Algorithm() == limiter.SlidingLog
 	sh.mu.Lock()
 	if sh.closed {
 		sh.mu.Unlock()
 		return d, store.ErrClosed
 	}
-	if limit.Algorithm() == limiter.SlidingLog && !s.bound.fits(1) {
+	if log && !s.bound.fits(1) {
 		sh.makeLogRoom(now) // before find: it may evict this key
 	}
 	i := sh.tab.find(h, key)
@@ -174,7 +175,7 @@ func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now t
 	switch {
 	case i < 0:
 		d, err = sh.decideNew(h, key, limit, now, cost, s.reserved != nil && s.reserved(key))
-	case limit.Algorithm() == limiter.SlidingLog:
+	case log:
 		d, err = sh.decideLog(sh.tab.at(i), limit, now, cost)
 	default:
 		// The common case, written out here: a key the shard holds, with

@@ -110,10 +110,7 @@ func (t *table) at(i int) *entry { return &t.ents[i] }
 
 // find returns the position of key's entry, or -1. h is the key's hash.
 func (t *table) find(h uint64, key string) int {
-	if t.homes == 0 {
-		return -1
-	}
-	hash := hashOf(h)
+	hash := hashOf(h) // an empty table has no positions: home 0 is the end
 	for i := t.home(hash); i < len(t.ents); i++ {
 		e := &t.ents[i]
 		if e.hash == hash && e.key() == key {
