@@ -65,27 +65,26 @@ func copyKey(key string) *byte {
 }
 
 // table is an open-addressing hash table from key to entry, one per shard,
-// with the entries themselves in the positions (linear probing). It
-// exists instead of a Go map for three reasons. A lookup is one random
-// memory access, to the key's home position: the entry there (or just
-// after it) holds the hash that tells the key apart, the state and the
-// limit, and only the key's own bytes are read besides. It is small: the
-// load is kept between 7/10 and 7/8 by growing by a quarter, so over 1M
-// keys an idle key costs about 55 bytes besides its own bytes (bench/run.sh
-// core, BenchmarkSluiceIdleKeyMemory), where sharded Go maps of the same
-// 24 bytes of state, without the limit, cost about 77 (measured the same
-// way with Go 1.26, the table swapped for a map[string]struct{a, b int64;
-// expiry, use uint32}). And a map overwrites its stored key on every
-// assignment, which would retain the caller's string instead of the
-// store's copy.
+// with the entries themselves in the positions (linear probing). It exists
+// instead of a Go map for three reasons. A lookup is one random memory
+// access, to the key's home position: the entry there (or just after it)
+// holds the hash that tells the key apart, the state and the limit, and
+// only the key's own bytes are read besides. It is small: the table grows
+// by a quarter when 7/8 full, so a growing table is 70% to 87.5% full, and
+// over 1M keys an idle key costs about 56 bytes besides its own bytes
+// (bench/run.sh core, BenchmarkSluiceIdleKeyMemory), where sharded Go maps
+// of the same 24 bytes of state, without the limit, cost about 77 (measured
+// the same way with Go 1.26, the table swapped for a map[string]struct{a, b
+// int64; expiry, use uint32}). And a map overwrites its stored key on every
+// assignment, which would retain the caller's string instead of the store's
+// copy.
 //
 // A key's home is among the first homes positions, scaled from its hash;
-// the positions after them are a tail that the last homes' runs spill
-// into, so that probing never wraps around. Removing an entry shifts back
-// the entries after it in its run that may sit closer to their home, so
-// there are no tombstones, and entries only ever move to lower positions:
-// a walk that removes entries must walk from the last position to the
-// first.
+// the positions after them are a tail that the last homes' runs spill into,
+// so that probing never wraps around. Removing an entry shifts back the
+// entries after it in its run that may sit closer to their home, so there
+// are no tombstones, and entries only ever move to lower positions: a walk
+// that removes entries must walk from the last position to the first.
 type table struct {
 	ents  []entry
 	homes int // positions a key's home can be: len(ents) less the tail
