@@ -1,0 +1,212 @@
+package fastproxy
+
+import (
+	"bytes"
+	"net/netip"
+	"unsafe"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluice-rl/sluice/policy"
+)
+
+// Forwarding says how one caller's request goes on to the upstream.
+type Forwarding struct {
+	// Peer is the caller's address: the connection's far end.
+	Peer netip.Addr
+	// Trusted reports whether Peer is a trusted proxy: its forwarding
+	// header (Header) is believed and goes on, Peer added.
+	Trusted bool
+	// Header is the forwarding header sluice reads callers from: from a
+	// trusted peer it goes on as the peer wrote it, Peer added; from
+	// another it never goes on. X-Forwarded-For always names Peer last
+	// (after a trusted peer's list); Forwarded goes on only when it is
+	// Header. X-Forwarded-Host and -Proto are sluice's own.
+	Header policy.ForwardedHeader
+	// Method is the method that goes on (policy.CanonicalMethod); empty:
+	// the caller's.
+	Method []byte
+	// URI is the request target that goes on: path and query; empty: the
+	// caller's.
+	URI []byte
+	// Drop reports whether a caller's field must not go on (sluice's own
+	// header, a respelled access key, method override headers), beside
+	// the hop-by-hop and forwarding fields that never go on.
+	Drop func(name string) bool
+	// Kept are fields a caller may not remove by naming them in
+	// Connection (the access key, counted headers), in canonical spelling.
+	Kept []string
+	// Set are fields sluice adds after the caller's (X-Sluice-Client,
+	// Sluice-Loop-Mark).
+	Set []Field
+}
+
+// Field is one header field.
+type Field struct{ Name, Value string }
+
+// hopByHop are the fields that describe one connection, never the request
+// (RFC 9110 7.6.1, and those net/http's ReverseProxy removes), with
+// Content-Length (the body sets it) and Expect (sluice has read or streams
+// the body already): none of them goes on from the caller, nor back from
+// the upstream.
+var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", "Expect"}
+
+// forwarding are the fields Build writes itself; a caller's never go on.
+var forwarding = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Host"}
+
+// Build writes into out the request that goes on for the caller's request
+// in: its method, target, Host and fields, without the hop-by-hop ones,
+// those the caller named in Connection (but Kept), those Drop refuses and
+// the forwarding headers; then the forwarding headers as Forwarding says,
+// then Set. tls is whether the caller came over TLS (X-Forwarded-Proto).
+func (f *Forwarding) Build(in, out *fasthttp.RequestHeader, tls bool) {
+	out.SetMethodBytes(orBytes(f.Method, in.Method()))
+	out.SetRequestURIBytes(orBytes(f.URI, in.RequestURI()))
+	out.SetHostBytes(in.Host())
+	conn := connectionTokens(in)
+	for k, v := range in.All() {
+		name := b2s(k)
+		if oneOf(name, hopByHop) || oneOf(name, forwarding) ||
+			(f.Drop != nil && f.Drop(name)) || (tokenIn(conn, k) && !oneOf(name, f.Kept)) {
+			continue
+		}
+		out.AddBytesKV(k, v)
+	}
+	f.forwardingHeaders(in, out, tls)
+	for _, fl := range f.Set {
+		out.Add(fl.Name, fl.Value)
+	}
+}
+
+// forwardingHeaders writes X-Forwarded-For (or Forwarded),
+// X-Forwarded-Host and X-Forwarded-Proto, as net/http's ReverseProxy
+// with SetXForwarded and the gateway's Rewrite did.
+func (f *Forwarding) forwardingHeaders(in, out *fasthttp.RequestHeader, tls bool) {
+	var buf [256]byte
+	b := buf[:0]
+	peer := f.Peer.Unmap().WithZone("")
+	if f.Header == policy.Forwarded {
+		if f.Trusted {
+			for k, v := range in.All() {
+				if b2s(k) == "Forwarded" {
+					out.AddBytesKV(k, v)
+				}
+			}
+		}
+		if peer.IsValid() {
+			out.AddBytesV("Forwarded", appendForwardedFor(b, peer))
+		}
+	} else if f.Trusted {
+		for k, v := range in.All() {
+			if b2s(k) == "X-Forwarded-For" {
+				b = append(append(b, v...), ", "...)
+			}
+		}
+	}
+	if peer.IsValid() {
+		out.AddBytesV("X-Forwarded-For", peer.AppendTo(b))
+	}
+	out.AddBytesV("X-Forwarded-Host", in.Host())
+	if tls {
+		out.Add("X-Forwarded-Proto", "https")
+	} else {
+		out.Add("X-Forwarded-Proto", "http")
+	}
+}
+
+// appendForwardedFor appends the RFC 7239 element naming addr:
+// for=192.0.2.1, or for="[2001:db8::1]" (an IPv6 address is quoted).
+func appendForwardedFor(b []byte, addr netip.Addr) []byte {
+	if addr.Is6() {
+		return append(addr.AppendTo(append(b, `for="[`...)), `]"`...)
+	}
+	return addr.AppendTo(append(b, "for="...))
+}
+
+// CopyResponse copies the upstream's status and fields in to the caller's
+// answer out, without hop-by-hop fields, those the upstream named in
+// Connection and those drop refuses (nil: none).
+func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, drop func(name string) bool) {
+	out.SetStatusCode(in.StatusCode())
+	var conn [][]byte
+	for _, v := range in.PeekAll("Connection") {
+		conn = appendTokens(conn, v)
+	}
+	for k, v := range in.All() {
+		name := b2s(k)
+		if oneOf(name, hopByHop) || tokenIn(conn, k) || (drop != nil && drop(name)) {
+			continue
+		}
+		out.AddBytesKV(k, v)
+	}
+}
+
+// connectionTokens returns the field names the caller's Connection
+// fields list, as written.
+func connectionTokens(h *fasthttp.RequestHeader) [][]byte {
+	var toks [][]byte
+	for k, v := range h.All() {
+		if b2s(k) == "Connection" {
+			toks = appendTokens(toks, v)
+		}
+	}
+	return toks
+}
+
+func appendTokens(toks [][]byte, v []byte) [][]byte {
+	for len(v) > 0 {
+		var tok []byte
+		tok, v, _ = bytes.Cut(v, []byte{','})
+		if tok = bytes.TrimSpace(tok); len(tok) > 0 {
+			toks = append(toks, tok)
+		}
+	}
+	return toks
+}
+
+func tokenIn(toks [][]byte, name []byte) bool {
+	for _, t := range toks {
+		if bytes.EqualFold(t, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// oneOf reports whether name is one of names, in any case.
+func oneOf(name string, names []string) bool {
+	for _, n := range names {
+		if len(n) == len(name) && equalFold(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalFold(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func orBytes(a, b []byte) []byte {
+	if len(a) > 0 {
+		return a
+	}
+	return b
+}
+
+// b2s views b as a string without copying; the string must not outlive
+// b's next change (every use here ends before the header changes).
+func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

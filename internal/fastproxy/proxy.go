@@ -1,0 +1,219 @@
+package fastproxy
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Proxy sends callers' requests on to one upstream over pooled keep-alive
+// connections and streams the answers back. It is safe for concurrent use.
+type Proxy struct {
+	client *fasthttp.HostClient
+	// DropResponse reports whether a field of the upstream's answer must
+	// not reach the caller (nil: none but the hop-by-hop fields).
+	DropResponse func(name string) bool
+}
+
+// New returns a Proxy to the upstream at u (http or https; its path and
+// query are the gateway's to join, Forwarding.URI). timeout bounds
+// connecting and each read and write on an upstream connection.
+func New(u *url.URL, timeout time.Duration) *Proxy {
+	return &Proxy{client: newClient(u, timeout)}
+}
+
+// Close closes the idle upstream connections.
+func (p *Proxy) Close() { p.client.CloseIdleConnections() }
+
+// Outcome says how a request Serve handled ended.
+type Outcome int
+
+// The outcomes of Serve. All but Answered and CallerAborted have been
+// answered with a problem+json body of sluice's own.
+const (
+	Answered        Outcome = iota // the upstream's status and fields are on ctx.Response, its body streaming
+	CallerAborted                  // the caller went away while its body was read: nobody reads an answer
+	CallerTimeout                  // 408: the body did not arrive within the body timeout
+	CallerMalformed                // 400: the body's chunked encoding is broken
+	UpstreamTimeout                // 504: no answer within the upstream timeout
+	UpstreamSlow                   // 504: the upstream took the body too slowly
+	UpstreamFailed                 // 502: the upstream could not be reached, or broke off
+)
+
+// Serve sends the request ctx serves on as f says, streaming its body,
+// and puts the upstream's answer on ctx.Response: status and fields at
+// once, the body as a stream the server copies after the handler returns.
+// done (nil: none) runs once that copy has ended, or at once when there is
+// no body to copy. bodyStart is when the body timeout started (the
+// deadline is the caller's: SetBodyDeadline): a timeout reading the body
+// is the upstream's fault (504) when sluice spent less than half the time
+// since waiting for the caller. err is what failed, nil when Answered.
+func (p *Proxy) Serve(ctx *fasthttp.RequestCtx, f *Forwarding, bodyStart time.Time, done func()) (Outcome, error) {
+	req := fasthttp.AcquireRequest()
+	f.Build(&ctx.Request.Header, &req.Header, ctx.IsTLS())
+	var body *callerBody
+	if n := ctx.Request.Header.ContentLength(); n > 0 || n == -1 {
+		if st := ctx.RequestBodyStream(); st != nil {
+			body = &callerBody{src: st, start: bodyStart}
+			req.SetBodyStream(body, n)
+		}
+	}
+	resp := fasthttp.AcquireResponse()
+	resp.SkipBody = ctx.IsHead()
+	err := p.client.Do(req, resp)
+	fasthttp.ReleaseRequest(req)
+	if err != nil {
+		fasthttp.ReleaseResponse(resp)
+		if done != nil {
+			done()
+		}
+		return failed(ctx, body, err)
+	}
+	p.answer(ctx, resp, done)
+	return Answered, nil
+}
+
+// answer puts resp on ctx.Response; resp is released once its body has
+// gone to the caller.
+func (p *Proxy) answer(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, done func()) {
+	CopyResponse(&resp.Header, &ctx.Response.Header, p.DropResponse)
+	n := resp.Header.ContentLength()
+	st := resp.BodyStream()
+	if ctx.IsHead() || st == nil {
+		if ctx.IsHead() && n >= 0 {
+			ctx.Response.Header.SetContentLength(n)
+			ctx.Response.SkipBody = true
+		} else {
+			ctx.Response.SetBody(resp.Body())
+		}
+		fasthttp.ReleaseResponse(resp)
+		if done != nil {
+			done()
+		}
+		return
+	}
+	if n < 0 {
+		n = -1 // chunked to the caller, whatever the upstream framed it with
+	}
+	b := bodies.Get().(*upstreamBody)
+	b.resp, b.done = resp, done
+	ctx.Response.SetBodyStream(b, n)
+}
+
+// bodies recycles upstreamBody: one fewer allocation per proxied request.
+var bodies = sync.Pool{New: func() any { return new(upstreamBody) }}
+
+// upstreamBody is the upstream's response body on its way to the caller;
+// closing it (the server does, once, after the copy) releases the
+// response and its connection.
+type upstreamBody struct {
+	resp *fasthttp.Response
+	done func()
+}
+
+func (b *upstreamBody) Read(p []byte) (int, error) { return b.resp.BodyStream().Read(p) }
+
+func (b *upstreamBody) Close() error {
+	resp, done := b.resp, b.done
+	if resp == nil {
+		return nil // closed already
+	}
+	*b = upstreamBody{}
+	bodies.Put(b)
+	_ = resp.CloseBodyStream()
+	fasthttp.ReleaseResponse(resp)
+	if done != nil {
+		done()
+	}
+	return nil
+}
+
+// failed answers a request the upstream did not answer, blaming the side
+// that failed.
+func failed(ctx *fasthttp.RequestCtx, body *callerBody, err error) (Outcome, error) {
+	var bodyErr error
+	if body != nil {
+		bodyErr = body.ended()
+	}
+	slow := body != nil && isTimeout(bodyErr) && body.upstreamSlow()
+	switch {
+	case bodyErr != nil && bodyErr != io.EOF && !slow:
+		return callerFailed(ctx, bodyErr)
+	case slow:
+		WriteProblem(ctx, fasthttp.StatusGatewayTimeout, "the upstream service did not take the request in time")
+		return UpstreamSlow, bodyErr
+	case isTimeout(err) || errors.Is(err, fasthttp.ErrNoFreeConns):
+		WriteProblem(ctx, fasthttp.StatusGatewayTimeout, "the upstream service did not answer in time")
+		return UpstreamTimeout, err
+	default:
+		WriteProblem(ctx, fasthttp.StatusBadGateway, "the upstream service could not be reached")
+		return UpstreamFailed, err
+	}
+}
+
+// callerFailed answers a request whose body could not be read: 408 when it
+// was too slow, 400 when it was malformed, nothing when the caller went.
+func callerFailed(ctx *fasthttp.RequestCtx, err error) (Outcome, error) {
+	ctx.SetConnectionClose() // the rest of the body is not read
+	switch {
+	case isTimeout(err):
+		WriteProblem(ctx, fasthttp.StatusRequestTimeout, "the request body did not arrive within the body timeout")
+		return CallerTimeout, err
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET):
+		return CallerAborted, err
+	default:
+		WriteProblem(ctx, fasthttp.StatusBadRequest, "the request body is malformed")
+		return CallerMalformed, err
+	}
+}
+
+// isTimeout reports whether err is a timeout: a net.Error's, or
+// fasthttp.ErrTimeout (which has Timeout but not net.Error's Temporary).
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}
+
+// callerBody is a request body that remembers how reading it ended, and
+// how long it kept the reader waiting.
+type callerBody struct {
+	src    io.Reader
+	start  time.Time // when the body timeout started
+	waited time.Duration
+	mu     sync.Mutex
+	err    error // io.EOF once read to the end
+}
+
+func (b *callerBody) Read(p []byte) (int, error) {
+	t0 := time.Now()
+	n, err := b.src.Read(p)
+	b.mu.Lock()
+	b.waited += time.Since(t0)
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	b.mu.Unlock()
+	return n, err
+}
+
+// upstreamSlow reports whether the body timeout passed while sluice had
+// spent less than half of it waiting for the caller, the rest waiting for
+// the upstream to take what was read.
+func (b *callerBody) upstreamSlow() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return 2*b.waited < time.Since(b.start)
+}
+
+func (b *callerBody) ended() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}

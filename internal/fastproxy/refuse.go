@@ -1,0 +1,67 @@
+package fastproxy
+
+import (
+	"bytes"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Refuse reports whether the request h heads must be refused although
+// fasthttp read it, and with what status and problem detail. fasthttp
+// itself refuses (400) a signed, listed or repeated Content-Length, a
+// Transfer-Encoding other than chunked or repeated, Transfer-Encoding on
+// HTTP/1.0, a space before a field's colon, a second Host, bare CR and NUL
+// in fields, and headers over MaxHeaderBytes (431). It is more lenient than
+// net/http, and than a careful upstream, in two places that Refuse closes:
+//
+//   - any protocol but HTTP/1.0 and HTTP/1.1 (fasthttp serves "HTTP/1.2"
+//     and "HTTP/2.0" request lines as HTTP/1.1): 505;
+//   - Content-Length beside Transfer-Encoding: chunked (RFC 9112 6.1 lets
+//     a server refuse it; fasthttp drops Content-Length and reads chunks,
+//     and a proxy behind that reads Content-Length would see another
+//     request in the body): 400.
+func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
+	if p := h.Protocol(); !bytes.Equal(p, http11) && !bytes.Equal(p, http10) {
+		return fasthttp.StatusHTTPVersionNotSupported, "only HTTP/1.0 and HTTP/1.1 are served here"
+	}
+	// fasthttp reads a chunked body as ContentLength -1; only then can a
+	// Content-Length field have been dropped beside it.
+	if h.ContentLength() == -1 && hasField(h.RawHeaders(), contentLength) {
+		return fasthttp.StatusBadRequest, "the request has both Content-Length and Transfer-Encoding"
+	}
+	return 0, ""
+}
+
+var (
+	http11        = []byte("HTTP/1.1")
+	http10        = []byte("HTTP/1.0")
+	contentLength = []byte("content-length")
+)
+
+// hasField reports whether raw, a request's header block as received,
+// has a field named name (lower case), in any case.
+func hasField(raw, name []byte) bool {
+	for len(raw) > 0 {
+		line, rest, _ := bytes.Cut(raw, []byte{'\n'})
+		raw = rest
+		if k, _, ok := bytes.Cut(line, []byte{':'}); ok && asciiEqualFold(k, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func asciiEqualFold(a, lower []byte) bool {
+	if len(a) != len(lower) {
+		return false
+	}
+	for i, c := range a {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,77 @@
+// Package fastproxy is the gateway's HTTP/1.1 transport on fasthttp: a
+// server for callers that streams request bodies, a pooled keep-alive
+// client for the upstream that streams response bodies, the checks that
+// refuse what fasthttp's parser accepts and net/http does not (Refuse),
+// and the header rules of a reverse proxy (hop-by-hop fields, the
+// forwarding headers, the fields a caller may not remove). It decides
+// nothing about limits: the gateway asks the decision core first and hands
+// a passed request to Proxy.Serve.
+package fastproxy
+
+import (
+	"errors"
+	"net"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// MaxHeaderBytes bounds a request's line and header fields, as net/http's
+// Server.MaxHeaderBytes did before: longer ones are answered 431.
+const MaxHeaderBytes = 64 << 10
+
+// Timeouts are the server block's timeouts (config.Server).
+type Timeouts struct {
+	// ReadHeader bounds the wait for a request's line and headers, counted
+	// from the connection's start or, on a kept-alive connection, from the
+	// request's first byte.
+	ReadHeader time.Duration
+	// Idle bounds the wait for the next request on a kept-alive connection.
+	Idle time.Duration
+}
+
+// NewServer returns a fasthttp server for callers: bodies streamed to the
+// handler (ctx.RequestBodyStream), never buffered whole; multipart bodies
+// never parsed; no Server header and no default Content-Type added to what
+// the upstream answered; Connection: close on answers while shutting down.
+// A request fasthttp cannot parse is answered with a problem+json body
+// (400, 431 for headers over MaxHeaderBytes, 408 for headers too slow).
+// Body timeouts are the handler's: SetBodyDeadline.
+func NewServer(h fasthttp.RequestHandler, t Timeouts, log fasthttp.Logger) *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:                      h,
+		ErrorHandler:                 parseFailed,
+		ReadTimeout:                  t.ReadHeader,
+		IdleTimeout:                  t.Idle,
+		ReadBufferSize:               MaxHeaderBytes,
+		StreamRequestBody:            true,
+		MaxRequestBodySize:           1, // at most a body's first byte is read before the handler runs
+		DisablePreParseMultipartForm: true,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		CloseOnShutdown:              true,
+		Logger:                       log,
+	}
+}
+
+// SetBodyDeadline gives the request ctx serves until at to arrive in full.
+// The server read at most the body's first byte before the handler ran
+// (under the header timeout); the rest is read while the handler streams it.
+func SetBodyDeadline(ctx *fasthttp.RequestCtx, at time.Time) {
+	_ = ctx.Conn().SetReadDeadline(at)
+}
+
+// parseFailed answers a request the server could not read.
+func parseFailed(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.As(err, &small):
+		WriteProblem(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "the request's header fields are larger than 64 KiB")
+	case errors.As(err, &ne) && ne.Timeout():
+		WriteProblem(ctx, fasthttp.StatusRequestTimeout, "the request did not arrive within the header timeout")
+	default:
+		WriteProblem(ctx, fasthttp.StatusBadRequest, "the request is malformed")
+	}
+	ctx.SetConnectionClose()
+}
