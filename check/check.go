@@ -53,7 +53,11 @@ const Path = "/check"
 type Options struct {
 	// Decide decides a request under the policy in force, as the gateway
 	// decides its callers' (gateway.Decider's Decide, or an Engine's
-	// Decide under fixed Settings). Required.
+	// Decide under fixed Settings). Required. The Handler finishes each
+	// Verdict as soon as it has answered: a concurrency rule's lease is
+	// given back at once, and count and cost_header rules settle nothing,
+	// so a policy for /check has none of them (package config refuses
+	// them with decide.http).
 	Decide func(context.Context, decision.Request) *decision.Verdict
 	// DenyStatus replaces 429 in the answer to a request over a limit:
 	// 429 (the default) or 403 (nginx auth_request, which passes on only

@@ -191,6 +191,28 @@ func TestTraefikForwardAuth(t *testing.T) {
 	}
 }
 
+// The original URI is read as the gateway reads a request line: nginx's
+// $request_uri is the raw target, which the upstream resolves, so a dot
+// segment cannot take a request out of its rule, and the query is not
+// part of the path.
+func TestOriginalPathCleaned(t *testing.T) {
+	srv := server(t, 429)
+	for _, tc := range []struct {
+		uri       string
+		status    int
+		rateLimit string
+	}{
+		{"/public/../claims/7", 200, `"claims";r=1`},
+		{"/claims/./7?x=/public", 200, `"claims";r=0`},
+		{"/%63laims/7", 429, `"claims";r=0`}, // partner-a's third: over its 2
+	} {
+		resp := ask(t, srv, nginxAsks("GET", tc.uri, "key-a"))
+		if got := resp.Header.Get("RateLimit"); resp.StatusCode != tc.status || !strings.HasPrefix(got, tc.rateLimit) {
+			t.Errorf("%s: %d, RateLimit %q, want %d and %s", tc.uri, resp.StatusCode, got, tc.status, tc.rateLimit)
+		}
+	}
+}
+
 // Questions /check cannot take are answered 400 problem+json and count
 // nothing.
 func TestBadQuestions(t *testing.T) {
