@@ -34,8 +34,8 @@
 // body that can be sent again (GetBody, which http.NewRequest sets for the
 // usual bodies), and a retry budget that allows it (RetryBudget: about a
 // tenth more requests than the callers make, however many fail). The
-// wait is the answer's Retry-After (seconds or an HTTP date) plus up to a
-// tenth more at random, so that callers told the same moment do not all
+// wait is the answer's Retry-After (seconds or an HTTP date), or the t of
+// its RateLimit item with r=0, plus up to a tenth more at random, so that callers told the same moment do not all
 // come back at once; and the Retry-After holds the host's other requests
 // too. Without a usable Retry-After (none, negative, garbage, a date in
 // the past) the wait is an exponential backoff from MinBackoff, half of it

@@ -71,6 +71,9 @@ func TestRetryBadInput(t *testing.T) {
 		{"zero", http.Header{"Retry-After": {"0"}}, backoff, 200},
 		{"malformed RateLimit", http.Header{"Ratelimit": {`"a";r=-1;t=9`}, "Ratelimit-Policy": {`garbage(`}}, backoff, 200},
 		{"huge: returned at once", http.Header{"Retry-After": {"99999999999999999999"}}, nil, 429},
+		{"RateLimit's t stands in for it", http.Header{"Ratelimit": {`"a";r=0;t=2`}},
+			[]time.Duration{2100 * time.Millisecond, 2100 * time.Millisecond, 2100 * time.Millisecond}, 200},
+		{"RateLimit's t past MaxWait: returned at once", http.Header{"Ratelimit": {`"a";r=0;t=3600`}}, nil, 429},
 		{"past MaxWait: returned at once", http.Header{"Retry-After": {"31"}}, nil, 429},
 	} {
 		t.Run(c.name, func(t *testing.T) {

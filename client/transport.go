@@ -231,7 +231,7 @@ func (s *state) waitTurn(ctx context.Context, host string) (uint64, error) {
 // the deadline of ctx.
 func (s *state) retryWait(ctx context.Context, resp *http.Response, attempt int) (time.Duration, bool) {
 	var wait time.Duration
-	if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), s.clk.Now()); ok && ra > 0 {
+	if ra, ok := whenToRetry(resp.Header, s.clk.Now()); ok {
 		if ra > s.maxWait {
 			return 0, false // the server asks for more than the caller allows
 		}
@@ -245,6 +245,22 @@ func (s *state) retryWait(ctx context.Context, resp *http.Response, attempt int)
 	}
 	wait = min(wait, s.maxWait)
 	return wait, wait <= untilDeadline(ctx)
+}
+
+// whenToRetry is the answer's Retry-After, or, without a usable one, the
+// longest t of its RateLimit items with r=0 (the hold that the pacer keeps
+// anyway); ok is false when it says neither.
+func whenToRetry(h http.Header, now time.Time) (time.Duration, bool) {
+	if ra, ok := parseRetryAfter(h.Get("Retry-After"), now); ok && ra > 0 {
+		return ra, true
+	}
+	var t time.Duration
+	for _, q := range parseQuotas(h, now) {
+		if q.remaining == 0 {
+			t = max(t, q.next)
+		}
+	}
+	return t, t > 0
 }
 
 // untilDeadline is the time left before ctx's deadline, or the longest
