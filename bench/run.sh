@@ -15,6 +15,9 @@
 #            about 70 s
 #   check    /check behind nginx (auth_request) against nginx limit_req alone
 #            (bench/check.sh), about 60 s
+#   client   sluice's client.Transport against a plain retry loop and
+#            hashicorp/go-retryablehttp behind sluice serve at 50/s
+#            (bench/client.sh, module bench/client), about 2 minutes
 #
 # Environment: ROUNDS (core: rounds of every benchmark, default 9),
 # BENCHTIME (go test -benchtime per benchmark and round, default 250ms).
@@ -24,7 +27,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 name=bench
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh" # median, and $tmp: a scratch directory removed on exit
-targets=(core gateway redis protect check) # add a target: a run_NAME function and its name here
+targets=(core gateway redis protect check client) # add a target: a run_NAME function and its name here
 
 usage() {
 	local IFS='|'
@@ -90,6 +93,7 @@ run_gateway() { bash "$here/gateway.sh"; }
 run_redis() { bash "$here/redis.sh"; }
 run_protect() { bash "$here/protect.sh"; }
 run_check() { bash "$here/check.sh"; }
+run_client() { bash "$here/client.sh"; }
 
 main() {
 	(($# > 0)) || set -- "${targets[@]}"
