@@ -15,11 +15,14 @@ deps:
 	@# Debian starts a system redis on 6379; the tests never use it.
 	@command -v redis-server >/dev/null || { echo "redis-server still missing" >&2; exit 1; }
 	@# The /check end-to-end test runs a real nginx (auth_request) on its own
-	@# ports and prefix; nginx-light is enough where Debian still has it.
+	@# ports and prefix; nginx-light is enough where Debian still has it. No
+	@# system nginx may start on *:80 on install (policy-rc.d answering 101).
 	@PATH="$$PATH:/usr/sbin" command -v nginx >/dev/null || { \
-		echo "installing nginx"; \
+		echo "installing nginx"; made=; \
+		[ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && made=1; }; \
 		apt-get update -qq && { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null 2>&1 || \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; }; }
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; }; \
+		[ -z "$$made" ] || rm -f /usr/sbin/policy-rc.d; }
 	@PATH="$$PATH:/usr/sbin" command -v nginx >/dev/null || { echo "nginx still missing" >&2; exit 1; }
 
 # go.mod and go.sum must be tidy: `go mod tidy -diff` prints what tidying
