@@ -182,9 +182,14 @@ func TestTraefikForwardAuth(t *testing.T) {
 			t.Fatalf("question %d: %d", i, resp.StatusCode)
 		}
 	}
-	resp := ask(t, srv, traefikAsks("GET", "/public/b", "198.51.100.7"))
+	// The caller sent its own X-Forwarded-For; Traefik appended the
+	// address it came from, which is what counts.
+	resp := ask(t, srv, traefikAsks("GET", "/public/b?page=2", "203.0.113.9, 198.51.100.7"))
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || !strings.HasPrefix(resp.Header.Get("RateLimit"), `"public";r=0`) {
 		t.Errorf("4th from one address: %d, Retry-After %q, RateLimit %q", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("RateLimit"))
+	}
+	if p := readProblem(t, resp.Body); p.Status != 429 || !strings.Contains(p.Detail, "198.51.100.7") {
+		t.Errorf("problem %+v, want the 429 naming the address counted", p)
 	}
 	if resp := ask(t, srv, traefikAsks("GET", "/public/a", "198.51.100.8")); resp.StatusCode != 200 {
 		t.Errorf("another address: %d", resp.StatusCode)
