@@ -81,10 +81,15 @@ func copyKey(key string) *byte {
 //
 // A key's home is among the first homes positions, scaled from its hash;
 // the positions after them are a tail that the last homes' runs spill into,
-// so that probing never wraps around. Removing an entry shifts back the
-// entries after it in its run that may sit closer to their home, so there
-// are no tombstones, and entries only ever move to lower positions: a walk
-// that removes entries must walk from the last position to the first.
+// so that probing never wraps around. The entries of a run (positions in
+// use, one after the other) are in the order of their homes (Robin Hood
+// hashing), so a lookup stops at the first entry whose home is after the
+// key's: a key that is absent costs about as few probes as one that is
+// present, where plain linear probing would walk the rest of the run,
+// dozens of entries at 7/8 full. Removing an entry shifts back the entries
+// after it in its run that are past their home, so there are no
+// tombstones, and entries only ever move to lower positions: a walk that
+// removes entries must walk from the last position to the first.
 type table struct {
 	ents  []entry
 	homes int // positions a key's home can be: len(ents) less the tail
@@ -109,13 +114,14 @@ func (t *table) at(i int) *entry { return &t.ents[i] }
 
 // find returns the position of key's entry, or -1. h is the key's hash.
 func (t *table) find(h uint64, key string) int {
-	hash := hashOf(h) // an empty table has no positions: home 0 is the end
-	for i := t.home(hash); i < len(t.ents); i++ {
+	hash := hashOf(h)
+	home := t.home(hash) // an empty table has no positions: home 0 is the end
+	for i := home; i < len(t.ents); i++ {
 		e := &t.ents[i]
 		if e.hash == hash && e.key() == key {
 			return i
 		}
-		if e.hash == 0 {
+		if e.hash == 0 || t.home(e.hash) > home { // key would sit before e
 			return -1
 		}
 	}
@@ -138,43 +144,38 @@ func (t *table) insert(h uint64, key string) *entry {
 	return &t.ents[i]
 }
 
-// place copies *e to the first free position from its home and returns
-// that position, or -1 if there is none before the end.
+// place copies *e into its run, after the entries whose home is at or
+// before its own and before the others, which move up one position, and
+// returns its position, or -1 if the run would pass the end.
 func (t *table) place(e *entry) int {
-	for i := t.home(e.hash); i < len(t.ents); i++ {
-		if t.ents[i].hash == 0 {
-			t.ents[i] = *e
-			return i
-		}
+	home := t.home(e.hash)
+	i := home
+	for i < len(t.ents) && t.ents[i].hash != 0 && t.home(t.ents[i].hash) <= home {
+		i++
 	}
-	return -1
+	free := i
+	for free < len(t.ents) && t.ents[free].hash != 0 {
+		free++
+	}
+	if free == len(t.ents) {
+		return -1
+	}
+	copy(t.ents[i+1:free+1], t.ents[i:free])
+	t.ents[i] = *e
+	return i
 }
 
-// remove deletes the entry at position i. Entries after it in its run
-// move back (see table), so a caller walking the positions must walk them
-// from the last to the first.
+// remove deletes the entry at position i. The entries after it in its run
+// that are past their home move back one position (see table), so a
+// caller walking the positions must walk them from the last to the first.
 func (t *table) remove(i int) {
 	t.n--
-	for {
-		t.ents[i] = entry{} // let the key's bytes be collected
-		j := i + 1
-		for ; j < len(t.ents); j++ {
-			hash := t.ents[j].hash
-			if hash == 0 {
-				return
-			}
-			// The entry at j can fill i if its home is at i or before;
-			// one whose home is in (i, j] must stay.
-			if t.home(hash) <= i {
-				break
-			}
-		}
-		if j == len(t.ents) {
-			return
-		}
-		t.ents[i] = t.ents[j]
-		i = j
+	j := i + 1
+	for j < len(t.ents) && t.ents[j].hash != 0 && t.home(t.ents[j].hash) < j {
+		j++
 	}
+	copy(t.ents[i:j-1], t.ents[i+1:j])
+	t.ents[j-1] = entry{} // let the key's bytes be collected
 }
 
 // tail returns the number of positions after the homes.

@@ -114,7 +114,8 @@ func TestTableKeys(t *testing.T) {
 }
 
 // checkTable checks that tab holds exactly model's keys, each where a
-// lookup finds it: at or after its home, with no free position between.
+// lookup finds it: at or after its home, with no free position between,
+// and after the entries of its run whose home is before its own.
 func checkTable(t *testing.T, tab *table, model map[string]int64, hash func(string) uint64) {
 	t.Helper()
 	if tab.n != len(model) {
@@ -134,6 +135,9 @@ func checkTable(t *testing.T, tab *table, model map[string]int64, hash func(stri
 			if !tab.at(j).inUse() {
 				t.Fatalf("position %d: a free position %d lies between it and its home %d", i, j, tab.home(e.hash))
 			}
+		}
+		if i > 0 && tab.at(i-1).inUse() && tab.home(tab.at(i-1).hash) > tab.home(e.hash) {
+			t.Fatalf("position %d: home %d, after an entry whose home is %d", i, tab.home(e.hash), tab.home(tab.at(i-1).hash))
 		}
 	}
 	if used != tab.n {
