@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: test deps vet unit fuzz bench demo
+.PHONY: test deps vet unit fuzz bench demo compat
 
 test: deps vet unit
 
@@ -45,3 +45,9 @@ bench:
 
 demo:
 	$(GO) run ./cmd/sluice demo
+
+# envoyproxy/ratelimit and sluice side by side on that service's own rule
+# files; not part of `make test` (its tables are, in rls's tests). Needs a
+# checkout of github.com/envoyproxy/ratelimit: make compat RATELIMIT_SRC=DIR
+compat:
+	RATELIMIT_SRC="$(RATELIMIT_SRC)" bash rls/compat/compat.sh

@@ -187,6 +187,12 @@ func TestHungStoreNeverHoldsEnvoy(t *testing.T) {
 	if n := testutil.ToFloat64(hung.srv.metrics.storeErrors.WithLabelValues("rl")); n != 1 {
 		t.Errorf("store errors %v, want 1", n)
 	}
+	closed := startWith(t, rulesFrom(t, rlRules), blockingStore{h.srv.opts.Store}, h.clk,
+		Options{Timeout: 50 * time.Millisecond, OnStoreError: store.FailClosed})
+	resp := closed.ask(request("rl", desc("foo=x")))
+	if got := brief(resp); got != "OVER_LIMIT OVER_LIMIT/0/1s" || headerMap(resp)["Retry-After"] != "1" {
+		t.Errorf("on_failure closed: got %q, Retry-After %q, want OVER_LIMIT for 1s", got, headerMap(resp)["Retry-After"])
+	}
 }
 
 func TestShutdownWaitsForCallsThenStops(t *testing.T) {

@@ -285,6 +285,9 @@ func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domai
 	switch {
 	case errors.As(err, &unavailable):
 		return s.over(sl, 0, unavailable.RetryAfter)
+	case err != nil && s.opts.OnStoreError.Refuses():
+		dom.storeErrors.Inc()
+		return s.over(sl, 0, storeErrorRetry)
 	case err != nil: // as on_failure: open: the request passes, uncounted
 		dom.storeErrors.Inc()
 		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: sl.current}}
@@ -292,19 +295,30 @@ func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domai
 	d := results[sl.req].Decision
 	if !d.Allowed {
 		o := s.over(sl, d.Remaining, d.RetryAfter)
-		if d.RetryAfter == limiter.Never {
+		if d.RetryAfter == limiter.Never { // no wait cures it: say when the limit resets
 			o.wait = d.Refill
+			o.status.DurationUntilReset = seconds(s.reset(sl, d))
 		}
 		return o
 	}
 	sl.stats.ok.Inc()
-	reset := d.Reset
-	if reset == 0 && sl.limit.Algorithm() == limiter.FixedWindow {
-		reset = windowLeft(s.opts.Clock.Now(), sl.period)
-	}
 	st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: sl.current,
-		LimitRemaining: clampUint32(d.Remaining), DurationUntilReset: seconds(reset)}
+		LimitRemaining: clampUint32(d.Remaining), DurationUntilReset: seconds(s.reset(sl, d))}
 	return outcome{status: st, item: true, remaining: d.Remaining, wait: d.Refill}
+}
+
+// storeErrorRetry is the Retry-After of a refusal for a store error, as
+// the failover store's on_failure: closed answers by default.
+const storeErrorRetry = time.Second
+
+// reset is the time until d's key is back at its full limit; for a
+// fixed window never used, the end of the current window, as
+// envoyproxy/ratelimit says.
+func (s *Server) reset(sl *slot, d limiter.Decision) time.Duration {
+	if d.Reset == 0 && sl.limit.Algorithm() == limiter.FixedWindow {
+		return windowLeft(s.opts.Clock.Now(), sl.period)
+	}
+	return d.Reset
 }
 
 // over is the outcome of a descriptor over its limit: OVER_LIMIT, or OK

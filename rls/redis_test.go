@@ -72,7 +72,8 @@ func TestHungRedis(t *testing.T) {
 	srv := redistest.StartServer(t)
 	clk := clock.NewFake(epoch)
 	open := startWith(t, rulesFrom(t, hourRules), openRedis(t, []string{srv.Addr}, redistest.KeyPrefix(t), store.FailOpen), clk, Options{})
-	closed := startWith(t, rulesFrom(t, hourRules), openRedis(t, []string{srv.Addr}, redistest.KeyPrefix(t), store.FailClosed), clk, Options{})
+	closed := startWith(t, rulesFrom(t, hourRules), openRedis(t, []string{srv.Addr}, redistest.KeyPrefix(t), store.FailClosed), clk,
+		Options{OnStoreError: store.FailClosed})
 	open.ask(request("rl", desc("foo=warm"))) // both connected before the freeze
 	closed.ask(request("rl", desc("foo=warm")))
 	srv.Pause()

@@ -23,11 +23,16 @@ import (
 // the default its doc states.
 type Options struct {
 	// Store decides the limits: memory, or Redis behind the failover
-	// store whose on_failure policy answers while Redis does not. A store
-	// error answers OK for the descriptors it concerns, as on_failure:
-	// open lets a request pass; *store.UnavailableError (on_failure:
-	// closed) answers OVER_LIMIT with its Retry-After.
+	// store whose on_failure policy answers while Redis does not.
+	// *store.UnavailableError (on_failure: closed) answers OVER_LIMIT with
+	// its Retry-After; another error as OnStoreError says.
 	Store store.Store
+	// OnStoreError is the answer for descriptors the store could not
+	// decide in time (Timeout) or at all: store.FailOpen (the default)
+	// answers OK, as on_failure: open lets a request pass; FailClosed and
+	// FailLocal answer OVER_LIMIT with a Retry-After of 1s, as a store
+	// that refuses while it cannot decide. Give it the store's on_failure.
+	OnStoreError store.FailurePolicy
 	// Rules are the rule files' limits. Default: none, so that every
 	// domain is unknown and every descriptor is answered OK (a descriptor
 	// with its own limit override included, as envoyproxy/ratelimit does).

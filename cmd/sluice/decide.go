@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/gateway"
 	"github.com/sluice-rl/sluice/rls"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // service is one server of the decision service (/check; Envoy's gRPC),
@@ -54,7 +55,7 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 		svcs = append(svcs, service{name: "check", ln: ln, serve: httpServe(srv), stop: srv.Shutdown})
 	}
 	if d.GRPC != "" {
-		svc, err := listenGRPC(d, g, log)
+		svc, err := listenGRPC(d, cfg.Store.OnFailure, g, log)
 		if err != nil {
 			closeAll(svcs)
 			return nil, err
@@ -67,12 +68,12 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 // listenGRPC listens for Envoy's rate limit service on decide.grpc,
 // deciding envoyproxy/ratelimit's rule files (decide.envoy_config) on the
 // gateway's store, with its series on the admin port's /metrics.
-func listenGRPC(d *config.Decide, g *gateway.Gateway, log *slog.Logger) (service, error) {
+func listenGRPC(d *config.Decide, onFailure store.FailurePolicy, g *gateway.Gateway, log *slog.Logger) (service, error) {
 	rules, err := loadEnvoyRules(d.EnvoyConfig)
 	if err != nil {
 		return service{}, err
 	}
-	srv, err := rls.NewServer(rls.Options{Store: g.Store(), Rules: rules, Registerer: g.Registerer(), Logger: log})
+	srv, err := rls.NewServer(rls.Options{Store: g.Store(), OnStoreError: onFailure, Rules: rules, Registerer: g.Registerer(), Logger: log})
 	if err != nil {
 		return service{}, err
 	}
