@@ -6,8 +6,10 @@
 # rls/compat/main.go), their answers printed side by side, and for the
 # files that service refuses, whether sluice refuses them too. Each file
 # gets fresh servers: envoyproxy/ratelimit on its own Redis, sluice on its
-# memory store. The tables of rls's TestCompatTables hold what it
-# established; this script is not part of make test.
+# memory store. With COMPAT_RECORD=DIR it also writes each accepted file
+# and envoyproxy/ratelimit's answers (FILE.answers) to DIR: rls's
+# TestCompatTables replays them in make test (rls/testdata/compat); this
+# script is not part of make test.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -72,7 +74,12 @@ YAML
 		stop_all
 		return 1
 	fi
-	"$tmp/compat" -rules "$file" -envoy "127.0.0.1:$envoy_port" -sluice "127.0.0.1:$sluice_port" || true
+	local record=()
+	if [[ -n ${COMPAT_RECORD:-} ]]; then
+		cp "$file" "$COMPAT_RECORD/"
+		record=(-record "$COMPAT_RECORD/$(basename "$file").answers")
+	fi
+	"$tmp/compat" -rules "$file" -envoy "127.0.0.1:$envoy_port" -sluice "127.0.0.1:$sluice_port" "${record[@]}" || true
 	stop_all
 	echo
 }
