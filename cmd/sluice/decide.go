@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	checkhttp "github.com/sluice-rl/sluice/check" // /check; main has its own check command
@@ -133,27 +135,25 @@ func httpServe(srv *http.Server) func(net.Listener) error {
 // endpoints alone) and the decision services until ctx ends or one of
 // them fails, then stops them gracefully: /readyz answers 503 at once,
 // the services keep answering for server.shutdown_delay, then stop
-// taking questions and answer those in flight within drain_timeout.
+// taking questions and answer those in flight within drain_timeout, all
+// at once; the admin endpoints stop last.
 func runServices(ctx context.Context, cfg *config.File, g *gateway.Gateway, ln, admin net.Listener, svcs []service) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, len(svcs)+1)
+	all := slices.Clip(svcs)
+	var adm *http.Server // the admin endpoints, when no gateway serves them
+	if ln == nil {
+		adm = decisionServer(g.AdminHandler(), cfg.Server, slog.Default())
+		all = append(all, service{name: "admin", ln: admin, serve: httpServe(adm), stop: adm.Shutdown})
+	}
+	errc := make(chan error, len(all)+1)
 	if ln != nil {
 		go func() { errc <- g.Run(ctx, ln, admin) }()
-	} else {
-		adm := decisionServer(g.AdminHandler(), cfg.Server, slog.Default())
-		svcs = append(svcs, service{name: "admin", ln: admin, serve: httpServe(adm), stop: adm.Shutdown})
 	}
-	for _, s := range svcs {
-		go func() {
-			if err := s.serve(s.ln); err != nil {
-				errc <- fmt.Errorf("%s: serve %s: %w", s.name, s.ln.Addr(), err)
-				return
-			}
-			errc <- nil
-		}()
+	for _, s := range all {
+		go func() { errc <- s.run() }()
 	}
-	running := len(svcs) + b2i(ln != nil)
+	running := len(all) + b2i(ln != nil)
 	var err error
 	select {
 	case <-ctx.Done():
@@ -167,9 +167,9 @@ func runServices(ctx context.Context, cfg *config.File, g *gateway.Gateway, ln, 
 	}
 	sctx, stop := context.WithTimeout(context.Background(), cmp.Or(cfg.Server.DrainTimeout, config.DefaultDrainTimeout))
 	defer stop()
-	var stopErr error
-	for i := len(svcs) - 1; i >= 0; i-- { // the admin server (readyz 503) last
-		stopErr = errors.Join(stopErr, svcs[i].stop(sctx))
+	stopErr := stopAll(sctx, svcs)
+	if adm != nil { // last: /readyz answers 503 while the others drain
+		stopErr = errors.Join(stopErr, adm.Shutdown(sctx))
 	}
 	for ; running > 0; running-- {
 		err = cmp.Or(err, <-errc)
@@ -178,6 +178,26 @@ func runServices(ctx context.Context, cfg *config.File, g *gateway.Gateway, ln, 
 		err = fmt.Errorf("decision service: shutdown: %w", stopErr)
 	}
 	return err
+}
+
+// run serves s until it is stopped (nil) or fails.
+func (s service) run() error {
+	if err := s.serve(s.ln); err != nil {
+		return fmt.Errorf("%s: serve %s: %w", s.name, s.ln.Addr(), err)
+	}
+	return nil
+}
+
+// stopAll stops the services at once, each answering its questions in
+// flight until ctx ends.
+func stopAll(ctx context.Context, svcs []service) error {
+	errs := make([]error, len(svcs))
+	var wg sync.WaitGroup
+	for i, s := range svcs {
+		wg.Go(func() { errs[i] = s.stop(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func b2i(b bool) int {
