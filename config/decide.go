@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -43,7 +44,7 @@ func (d *Decide) Equal(o *Decide) bool {
 		return d == o
 	}
 	return d.GRPC == o.GRPC && d.HTTP == o.HTTP && d.HTTPDenyStatus == o.HTTPDenyStatus &&
-		strings.Join(d.EnvoyConfig, "\x00") == strings.Join(o.EnvoyConfig, "\x00")
+		slices.Equal(d.EnvoyConfig, o.EnvoyConfig)
 }
 
 var decideFields = []string{"grpc", "http", "http_deny_status", "envoy_config"}
