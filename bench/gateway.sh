@@ -7,6 +7,9 @@
 #   direct          wrk straight to the upstream (the ceiling)
 #   sluice          sluice serve, memory store, one gcra rule so generous
 #                   that every request is allowed: the allowed path
+#   sluice_prot     the allowed path with protect switched on (an in-flight
+#                   limit of 1024 with a queue, never reached at 64
+#                   connections): what admission costs every request
 #   nginx           nginx limit_req keyed by X-API-Key at a huge rate,
 #                   keepalive to the same upstream
 #   sluice_rej      sluice with fixed_window 1/d: after the first request
@@ -15,16 +18,18 @@
 #
 # and prints a table of medians and, as its last line,
 #
-#   gateway: allowed=<rps> nginx_allowed=<rps> ratio_allowed=<r> rejected=<rps> nginx_rejected=<rps> ratio_rejected=<r> direct=<rps> p99_ms=<ms> nginx_p99_ms=<ms>
+#   gateway: allowed=<rps> nginx_allowed=<rps> ratio_allowed=<r> rejected=<rps> nginx_rejected=<rps> ratio_rejected=<r> direct=<rps> p99_ms=<ms> nginx_p99_ms=<ms> protect=<rps> ratio_protect=<r> protect_p99_ms=<ms>
 #
 # where the ratios are sluice/nginx of the medians and the p99s are wrk's
-# (--latency) on the allowed paths. Run it from anywhere in the repository:
+# (--latency) on the allowed paths. The gateway on the Redis store is
+# bench/redis.sh's line (bench/run.sh redis). Run it from anywhere in the
+# repository:
 #
 #   bash bench/gateway.sh
 #
 # Environment: GATEWAY_ROUNDS (default 3), GATEWAY_DURATION (seconds per
 # wrk run, default 5), GATEWAY_THREADS and GATEWAY_CONNS (wrk -t and -c,
-# default 2 and 64). About 80 seconds with the defaults.
+# default 2 and 64). About 95 seconds with the defaults.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -58,7 +63,14 @@ sluice_config allowed gcra 1000000000/s
 sl_port=$listen
 sluice_config rejected fixed_window 1/d
 rej_port=$listen
-for cfg in allowed rejected; do
+sluice_config protected gcra 1000000000/s
+prot_port=$listen
+cat >>"$tmp/protected.yaml" <<EOF
+protect:
+  max_in_flight: 1024
+  queue: { max_wait: 1s, max_length: 1000 }
+EOF
+for cfg in allowed rejected protected; do
 	"$tmp/sluice" serve --config "$tmp/$cfg.yaml" 2>"$tmp/sluice-$cfg.log" &
 	pids+=($!)
 done
@@ -90,7 +102,7 @@ start_nginx 4096 <<EOF
     }
 EOF
 
-for p in "$up_port" "$sl_port" "$rej_port" "$ng_port" "$ngrej_port"; do wait_port "$p"; done
+for p in "$up_port" "$sl_port" "$rej_port" "$prot_port" "$ng_port" "$ngrej_port"; do wait_port "$p"; done
 
 # exhaust PORT sends requests until one is answered 429 (20 at most).
 exhaust() {
@@ -103,13 +115,14 @@ exhaust() {
 }
 exhaust "$rej_port"
 exhaust "$ngrej_port"
-for p in "$sl_port" "$ng_port"; do
+for p in "$sl_port" "$prot_port" "$ng_port"; do
 	code=$(status "$p")
 	[[ $code == 200 ]] || { echo "gateway: 127.0.0.1:$p answered $code, want 200" >&2; exit 1; }
 done
 
-targets=(direct sluice nginx sluice_rej nginx_rej)
-declare -A ports=([direct]=$up_port [sluice]=$sl_port [nginx]=$ng_port [sluice_rej]=$rej_port [nginx_rej]=$ngrej_port)
+targets=(direct sluice sluice_prot nginx sluice_rej nginx_rej)
+declare -A ports=([direct]=$up_port [sluice]=$sl_port [sluice_prot]=$prot_port [nginx]=$ng_port [sluice_rej]=$rej_port
+	[nginx_rej]=$ngrej_port)
 
 # run TARGET runs wrk once against TARGET and appends its requests per
 # second and p99 (ms) to $tmp/TARGET.rps and $tmp/TARGET.p99. It warns when
@@ -140,7 +153,8 @@ for t in "${targets[@]}"; do
 done
 awk -v a="$(median "$tmp/sluice.rps")" -v na="$(median "$tmp/nginx.rps")" \
 	-v j="$(median "$tmp/sluice_rej.rps")" -v nj="$(median "$tmp/nginx_rej.rps")" \
-	-v d="$(median "$tmp/direct.rps")" -v p="$(median "$tmp/sluice.p99")" -v np="$(median "$tmp/nginx.p99")" 'BEGIN {
-	printf "gateway: allowed=%.0f nginx_allowed=%.0f ratio_allowed=%.2f rejected=%.0f nginx_rejected=%.0f ratio_rejected=%.2f direct=%.0f p99_ms=%.2f nginx_p99_ms=%.2f\n",
-		a, na, a / na, j, nj, j / nj, d, p, np
+	-v d="$(median "$tmp/direct.rps")" -v p="$(median "$tmp/sluice.p99")" -v np="$(median "$tmp/nginx.p99")" \
+	-v pr="$(median "$tmp/sluice_prot.rps")" -v pp="$(median "$tmp/sluice_prot.p99")" 'BEGIN {
+	printf "gateway: allowed=%.0f nginx_allowed=%.0f ratio_allowed=%.2f rejected=%.0f nginx_rejected=%.0f ratio_rejected=%.2f direct=%.0f p99_ms=%.2f nginx_p99_ms=%.2f protect=%.0f ratio_protect=%.2f protect_p99_ms=%.2f\n",
+		a, na, a / na, j, nj, j / nj, d, p, np, pr, pr / na, pp
 }'

@@ -7,7 +7,7 @@
 #   core     the memory store against golang.org/x/time/rate and
 #            github.com/sethvargo/go-limiter (module bench/core), 1 to 2 minutes
 #   gateway  sluice serve against nginx limit_req with wrk (bench/gateway.sh),
-#            about 80 s
+#            about 95 s
 #   redis    the Redis store against a bare Lua script, and the gateway on
 #            Redis against memory (bench/redis.sh), about 2 minutes
 #   protect  sluice's protect block against nginx limit_conn in front of a
