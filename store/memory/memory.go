@@ -20,7 +20,7 @@ const (
 	DefaultSweepInterval = 10 * time.Second
 	minDefaultShards     = 64
 	maxShards            = 1 << 16
-	maxShardKeys         = 1 << 31
+	maxShardKeys         = 1 << 31 // entry.limit indexes at most as many limits as keys in 32 bits
 )
 
 // Options configures a Store. The zero Options is valid: every field has a
