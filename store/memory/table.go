@@ -82,11 +82,11 @@ func copyKey(key string) *byte {
 // A key's home is among the first homes positions, scaled from its hash;
 // the positions after them are a tail that the last homes' runs spill into,
 // so that probing never wraps around. The entries of a run (positions in
-// use, one after the other) are in the order of their homes (Robin Hood
-// hashing), so a lookup stops at the first entry whose home is after the
-// key's: a key that is absent costs about as few probes as one that is
-// present, where plain linear probing would walk the rest of the run,
-// dozens of entries at 7/8 full. Removing an entry shifts back the entries
+// use, one after the other) are in the order of their hashes, and so of
+// their homes (as in Robin Hood hashing), so a lookup stops at the first
+// entry whose hash is above the key's: a key that is absent costs about as
+// few probes as one that is present, where plain linear probing would walk
+// the rest of the run, dozens of entries at 7/8 full. Removing an entry shifts back the entries
 // after it in its run that are past their home, so there are no
 // tombstones, and entries only ever move to lower positions: a walk that
 // removes entries must walk from the last position to the first.
@@ -114,14 +114,13 @@ func (t *table) at(i int) *entry { return &t.ents[i] }
 
 // find returns the position of key's entry, or -1. h is the key's hash.
 func (t *table) find(h uint64, key string) int {
-	hash := hashOf(h)
-	home := t.home(hash) // an empty table has no positions: home 0 is the end
-	for i := home; i < len(t.ents); i++ {
+	hash := hashOf(h) // an empty table has no positions: home 0 is the end
+	for i := t.home(hash); i < len(t.ents); i++ {
 		e := &t.ents[i]
 		if e.hash == hash && e.key() == key {
 			return i
 		}
-		if e.hash == 0 || t.home(e.hash) > home { // key would sit before e
+		if e.hash == 0 || e.hash > hash { // key would sit before e
 			return -1
 		}
 	}
@@ -144,13 +143,13 @@ func (t *table) insert(h uint64, key string) *entry {
 	return &t.ents[i]
 }
 
-// place copies *e into its run, after the entries whose home is at or
-// before its own and before the others, which move up one position, and
-// returns its position, or -1 if the run would pass the end.
+// place copies *e into its run, after the entries whose hash is at most
+// its own and before the others, which move up one position, and returns
+// its position, or -1 if the run would pass the end. The entries before
+// its home have lower hashes, their homes being lower.
 func (t *table) place(e *entry) int {
-	home := t.home(e.hash)
-	i := home
-	for i < len(t.ents) && t.ents[i].hash != 0 && t.home(t.ents[i].hash) <= home {
+	i := t.home(e.hash)
+	for i < len(t.ents) && t.ents[i].hash != 0 && t.ents[i].hash <= e.hash {
 		i++
 	}
 	free := i
