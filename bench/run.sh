@@ -13,6 +13,10 @@
 #   protect  sluice's protect block against nginx limit_conn in front of a
 #            service of fixed capacity at 3x its capacity (bench/protect.sh),
 #            about 70 s
+#   rls      sluice as Envoy's rate limit service (gRPC, 64 calls in flight on
+#            one connection) on memory and Redis, against envoyproxy/ratelimit
+#            built from RATELIMIT_SRC and a no-op server (bench/rls.sh), about
+#            2 minutes
 #   check    /check behind nginx (auth_request) against nginx limit_req alone
 #            (bench/check.sh), about 60 s
 #   client   sluice's client.Transport against a plain retry loop and
@@ -92,6 +96,7 @@ run_core() {
 run_gateway() { bash "$here/gateway.sh"; }
 run_redis() { bash "$here/redis.sh"; }
 run_protect() { bash "$here/protect.sh"; }
+run_rls() { bash "$here/rls.sh"; }
 run_check() { bash "$here/check.sh"; }
 run_client() { bash "$here/client.sh"; }
 

@@ -53,7 +53,10 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	start := time.Now()
 	defer func() { s.metrics.duration.Observe(time.Since(start).Seconds()) }()
 	rules := s.rules.Load()
-	dom := s.metrics.domain(domainLabel(rules, req.GetDomain()))
+	dom := rules.stats[req.GetDomain()]
+	if dom == nil {
+		dom = s.metrics.unknown
+	}
 	if err := s.check(req); err != nil {
 		dom.failed.Inc()
 		return nil, err
@@ -76,14 +79,6 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 		dom.ok.Inc()
 	}
 	return resp, nil
-}
-
-// domainLabel is the metrics label of domain: itself when configured.
-func domainLabel(r *Rules, domain string) string {
-	if r.domains[domain] != nil {
-		return domain
-	}
-	return unknownDomain
 }
 
 // check refuses a request envoyproxy/ratelimit refuses, and one too large
@@ -112,23 +107,27 @@ func (s *Server) check(req *pb.RateLimitRequest) error {
 func (s *Server) plan(rules *Rules, req *pb.RateLimitRequest, dom *domainStats) ([]slot, []store.Request) {
 	descs := req.GetDescriptors()
 	slots := make([]slot, len(descs))
+	root := rules.domains[req.GetDomain()]
+	if root == nil { // an unknown domain limits nothing, overrides included
+		for i := range slots {
+			slots[i].req = -1
+		}
+		return slots, nil
+	}
 	var replacing map[string]bool
-	views := make([]entryView, 0, 8)
+	var room [8]entryView
 	for i, d := range descs {
-		views = views[:0]
+		views := room[:0]
 		for _, e := range d.GetEntries() {
 			views = append(views, entryView{e.GetKey(), e.GetValue()})
 		}
 		sl := &slots[i]
 		sl.req = -1
-		if rules.domains[req.GetDomain()] == nil {
-			continue // an unknown domain limits nothing, overrides included
-		}
 		if o := d.GetLimit(); o != nil {
 			s.planOverride(sl, o, dom)
 			continue
 		}
-		r, shared := rules.lookup(req.GetDomain(), views)
+		r, shared := root.lookup(views)
 		if r == nil {
 			continue
 		}
@@ -152,7 +151,7 @@ func (s *Server) plan(rules *Rules, req *pb.RateLimitRequest, dom *domainStats) 
 			continue
 		}
 		sl.req = len(reqs)
-		reqs = append(reqs, store.Request{Key: key(req.GetDomain(), d, sl.shared), Limit: sl.limit, Cost: cost(req, d)})
+		reqs = append(reqs, store.Request{Key: key(root.prefix, d, sl.shared), Limit: sl.limit, Cost: cost(req, d)})
 	}
 	return slots, reqs
 }
@@ -214,19 +213,23 @@ func cost(req *pb.RateLimitRequest, d *rlv3.RateLimitDescriptor) int64 {
 	return int64(max(req.GetHitsAddend(), 1))
 }
 
-// key is a descriptor's store key: the domain and its entries' keys and
-// values (a share_threshold entry's value as its wildcard), length-prefixed
-// by store.Key so that no two different descriptors share one.
-func key(domain string, d *rlv3.RateLimitDescriptor, shared []sharedValue) string {
+// key is a descriptor's store key: prefix ("rls:" and the domain, which
+// no gateway rule's name can be), then per entry its key, a mark and its
+// value ("=" and the value; "#" and a long value's hash; "*" and a
+// share_threshold entry's wildcard), each length-prefixed by store.Key so
+// that no two different descriptors share one.
+func key(prefix string, d *rlv3.RateLimitDescriptor, shared []sharedValue) string {
 	entries := d.GetEntries()
-	parts := make([]string, 0, 2*len(entries))
+	var room [12]string
+	parts := room[:0]
 	for _, e := range entries {
-		parts = append(parts, keyPart(e.GetKey()), keyPart(e.GetValue()))
+		mark, v := keyPart(e.GetValue())
+		parts = append(parts, e.GetKey(), mark, v)
 	}
 	for _, sv := range shared {
-		parts[2*sv.index+1] = "*" + sv.value
+		parts[3*sv.index+1], parts[3*sv.index+2] = "*", sv.value
 	}
-	return store.Key("rls:"+domain, parts...)
+	return store.Key(prefix, parts...)
 }
 
 // answer turns the store's results into the response.

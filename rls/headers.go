@@ -13,6 +13,7 @@ import (
 // draft-10 RateLimit-Policy and RateLimit with one item per limited
 // descriptor (not in shadow_mode), and Retry-After when it is OVER_LIMIT.
 type headerSet struct {
+	room  [4]rateItem // items' first, without an allocation
 	items []rateItem
 	retry time.Duration // the longest wait among the denials
 	never bool          // a denial that no wait cures
@@ -31,6 +32,9 @@ type rateItem struct {
 // add adds the item of a descriptor decided under sl.limit.
 func (h *headerSet) add(sl *slot, remaining int64, wait time.Duration) {
 	q, w := sl.limit.Burst(), policyWindow(sl.limit, sl.period)
+	if h.items == nil {
+		h.items = h.room[:0]
+	}
 	h.items = append(h.items, rateItem{name: headerName(sl.label), q: q, w: max(ceilSeconds(w), 1),
 		r: remaining, t: ceilSeconds(wait)})
 }
@@ -44,26 +48,40 @@ func (h *headerSet) deny(retry time.Duration) {
 	h.retry = max(h.retry, retry)
 }
 
-// headers returns the fields to add; Retry-After only when over.
+// headers returns the fields to add; Retry-After only when over. The two
+// lists go into one buffer, on the stack while it fits, and become one
+// string the two fields share; the fields are allocated together.
 func (h *headerSet) headers(over bool) []*corev3.HeaderValue {
-	if len(h.items) == 0 && !over {
+	retry := over && h.retry > 0
+	if len(h.items) == 0 && !retry {
 		return nil
 	}
-	var out []*corev3.HeaderValue
+	fields := new([3]corev3.HeaderValue)
+	out := make([]*corev3.HeaderValue, 0, 3)
 	if len(h.items) > 0 {
-		var pol, rl []byte
+		var room [256]byte
+		b := room[:0]
 		for i, it := range h.items {
 			if i > 0 {
-				pol, rl = append(pol, ", "...), append(rl, ", "...)
+				b = append(b, ", "...)
 			}
-			pol = appendItem(pol, it.name, 'q', it.q, 'w', it.w)
-			rl = appendItem(rl, it.name, 'r', it.r, 't', it.t)
+			b = appendItem(b, it.name, 'q', it.q, 'w', it.w)
 		}
-		out = append(out, &corev3.HeaderValue{Key: "RateLimit-Policy", Value: string(pol)},
-			&corev3.HeaderValue{Key: "RateLimit", Value: string(rl)})
+		split := len(b)
+		for i, it := range h.items {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendItem(b, it.name, 'r', it.r, 't', it.t)
+		}
+		both := string(b)
+		fields[0].Key, fields[0].Value = "RateLimit-Policy", both[:split]
+		fields[1].Key, fields[1].Value = "RateLimit", both[split:]
+		out = append(out, &fields[0], &fields[1])
 	}
-	if over && h.retry > 0 {
-		out = append(out, &corev3.HeaderValue{Key: "Retry-After", Value: strconv.FormatInt(max(ceilSeconds(h.retry), 1), 10)})
+	if retry {
+		fields[2].Key, fields[2].Value = "Retry-After", strconv.FormatInt(max(ceilSeconds(h.retry), 1), 10)
+		out = append(out, &fields[2])
 	}
 	return out
 }

@@ -26,6 +26,7 @@ type metrics struct {
 
 	mu      sync.Mutex
 	domains map[string]*domainStats // by domain label
+	unknown *domainStats            // unknownDomain's
 }
 
 // domainStats are a domain's request counters, looked up once per request.
@@ -65,6 +66,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.requests, m.descriptors, m.storeErrors, m.duration)
 	}
+	m.unknown = m.domain(unknownDomain)
 	return m
 }
 
@@ -99,10 +101,11 @@ func (m *metrics) rule(domain, label string) *ruleStats {
 	}
 }
 
-// bind gives every rule of r its counters.
+// bind gives r its domains' counters and every rule of r its own.
 func (m *metrics) bind(r *Rules) {
+	r.stats = make(map[string]*domainStats, len(r.domains))
 	for domain, n := range r.domains {
-		m.domain(domain)
+		r.stats[domain] = m.domain(domain)
 		n.walk(func(ru *rule) { ru.stats = m.rule(domain, ru.label) })
 	}
 }

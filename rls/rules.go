@@ -16,6 +16,7 @@ import (
 // descriptor tree per domain. It is immutable; Server.SetRules swaps it.
 type Rules struct {
 	domains map[string]*node
+	stats   map[string]*domainStats // by domain, set by the Server that uses the rules
 }
 
 // node is one level of a domain's tree. A request's entry matches, in
@@ -26,6 +27,7 @@ type node struct {
 	exact     map[entry]*node
 	wildcards []wildcard
 	rule      *rule
+	prefix    string // a domain's root: "rls:" and the domain, its store keys' first part
 	// share is the wildcard value of a share_threshold descriptor: every
 	// value it matches is counted as this one.
 	share string
@@ -75,7 +77,7 @@ var unitNames = map[string]pb.RateLimitResponse_RateLimit_Unit{
 func Compile(domains []config.EnvoyDomain) *Rules {
 	r := &Rules{domains: make(map[string]*node, len(domains))}
 	for _, d := range domains {
-		root := &node{}
+		root := &node{prefix: "rls:" + d.Domain}
 		addChildren(root, d.Domain, "", d.Descriptors)
 		r.domains[d.Domain] = root
 	}
@@ -130,15 +132,11 @@ func newRule(domain, label string, d config.EnvoyDescriptor) *rule {
 	return r
 }
 
-// lookup finds the rule of a descriptor's entries in domain's tree, as
-// envoyproxy/ratelimit does: the path must end at a rule exactly at the
+// lookup finds the rule of a descriptor's entries under a domain's root,
+// as envoyproxy/ratelimit does: the path must end at a rule exactly at the
 // last entry. It also returns the entries whose value a share_threshold
 // wildcard stands for in the count.
-func (r *Rules) lookup(domain string, entries []entryView) (*rule, []sharedValue) {
-	n := r.domains[domain]
-	if n == nil {
-		return nil, nil
-	}
+func (n *node) lookup(entries []entryView) (*rule, []sharedValue) {
 	var shared []sharedValue
 	for i, e := range entries {
 		next, wild := n.child(e.key, e.value)
@@ -206,12 +204,12 @@ type entryView struct{ key, value string }
 // is bounded whatever a caller sends, yet two values never share a count.
 const maxKeyPart = 256
 
-// keyPart is s as it enters a store key: '=' and s, or '#' and the hex
-// SHA-256 of s when s is longer than maxKeyPart.
-func keyPart(s string) string {
+// keyPart is a value as it enters a store key, after its mark: "=" and
+// the value, or "#" and its hex SHA-256 when it is longer than maxKeyPart.
+func keyPart(s string) (mark, v string) {
 	if len(s) <= maxKeyPart {
-		return "=" + s
+		return "=", s
 	}
 	sum := sha256.Sum256([]byte(s))
-	return "#" + hex.EncodeToString(sum[:])
+	return "#", hex.EncodeToString(sum[:])
 }

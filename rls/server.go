@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -95,7 +96,9 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, metrics: newMetrics(opts.Registerer), health: health.NewServer()}
 	s.SetRules(opts.Rules)
-	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRequestBytes))
+	// Stream workers: a call runs on one of a few long-lived goroutines
+	// instead of a new one each (Envoy keeps one connection busy).
+	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRequestBytes), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
 	pb.RegisterRateLimitServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
