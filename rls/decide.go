@@ -38,11 +38,10 @@ type outcome struct {
 	status *pb.RateLimitResponse_DescriptorStatus
 	over   bool          // over its limit (in shadow_mode too; the status then says OK)
 	retry  time.Duration // when over: the wait before the same request would pass
-	// item reports whether the descriptor has a RateLimit item, with
-	// remaining and wait (its t).
-	item      bool
-	remaining int64
-	wait      time.Duration
+	// item reports whether the descriptor has a RateLimit item, made from
+	// decided.
+	item    bool
+	decided limiter.Decision
 }
 
 // ShouldRateLimit decides a request's descriptors: each against its own
@@ -253,7 +252,7 @@ func (s *Server) answer(slots []slot, results []store.Result, err error, dom *do
 			h.deny(o.retry)
 		}
 		if o.item && !sl.shadow {
-			h.add(sl, o.remaining, o.wait)
+			h.add(sl, o.decided)
 		}
 	}
 	over := failed > 0 || quotaTotal > 0 && quotaFailed == quotaTotal
@@ -279,7 +278,8 @@ func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domai
 		dom.unmatched.Inc()
 		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}}
 	case sl.req < 0: // requests_per_unit 0: every request is over
-		return s.over(sl, 0, windowLeft(s.opts.Clock.Now(), sl.period))
+		left := windowLeft(s.opts.Clock.Now(), sl.period)
+		return s.over(sl, limiter.Decision{RetryAfter: left, Refill: left, Reset: left})
 	}
 	if err == nil {
 		err = results[sl.req].Err
@@ -287,19 +287,18 @@ func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domai
 	var unavailable *store.UnavailableError
 	switch {
 	case errors.As(err, &unavailable):
-		return s.over(sl, 0, unavailable.RetryAfter)
+		return s.over(sl, refused(sl, unavailable.RetryAfter))
 	case err != nil && s.opts.OnStoreError.Refuses():
 		dom.storeErrors.Inc()
-		return s.over(sl, 0, storeErrorRetry)
+		return s.over(sl, refused(sl, storeErrorRetry))
 	case err != nil: // as on_failure: open: the request passes, uncounted
 		dom.storeErrors.Inc()
 		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: sl.current}}
 	}
 	d := results[sl.req].Decision
 	if !d.Allowed {
-		o := s.over(sl, d.Remaining, d.RetryAfter)
+		o := s.over(sl, d)
 		if d.RetryAfter == limiter.Never { // no wait cures it: say when the limit resets
-			o.wait = d.Refill
 			o.status.DurationUntilReset = seconds(s.reset(sl, d))
 		}
 		return o
@@ -307,7 +306,7 @@ func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domai
 	sl.stats.ok.Inc()
 	st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: sl.current,
 		LimitRemaining: clampUint32(d.Remaining), DurationUntilReset: seconds(s.reset(sl, d))}
-	return outcome{status: st, item: true, remaining: d.Remaining, wait: d.Refill}
+	return outcome{status: st, item: true, decided: d}
 }
 
 // storeErrorRetry is the Retry-After of a refusal for a store error, as
@@ -324,9 +323,15 @@ func (s *Server) reset(sl *slot, d limiter.Decision) time.Duration {
 	return d.Reset
 }
 
-// over is the outcome of a descriptor over its limit: OVER_LIMIT, or OK
-// in shadow_mode. retry is limiter.Never when no wait cures it.
-func (s *Server) over(sl *slot, remaining int64, retry time.Duration) outcome {
+// refused is the decision of a store that refuses while it cannot decide:
+// nothing left, the same request in retry.
+func refused(sl *slot, retry time.Duration) limiter.Decision {
+	return limiter.Decision{Limit: sl.limit.Burst(), RetryAfter: retry, Refill: retry}
+}
+
+// over is the outcome of a descriptor over its limit, denied by d:
+// OVER_LIMIT, or OK in shadow_mode.
+func (s *Server) over(sl *slot, d limiter.Decision) outcome {
 	code := pb.RateLimitResponse_OVER_LIMIT
 	if sl.shadow {
 		code = pb.RateLimitResponse_OK
@@ -334,13 +339,11 @@ func (s *Server) over(sl *slot, remaining int64, retry time.Duration) outcome {
 	} else {
 		sl.stats.over.Inc()
 	}
-	st := &pb.RateLimitResponse_DescriptorStatus{Code: code, CurrentLimit: sl.current, LimitRemaining: clampUint32(remaining)}
-	o := outcome{status: st, over: true, retry: retry, item: true, remaining: remaining}
-	if retry != limiter.Never {
-		st.DurationUntilReset = seconds(retry)
-		o.wait = retry
+	st := &pb.RateLimitResponse_DescriptorStatus{Code: code, CurrentLimit: sl.current, LimitRemaining: clampUint32(d.Remaining)}
+	if d.RetryAfter != limiter.Never {
+		st.DurationUntilReset = seconds(d.RetryAfter)
 	}
-	return o
+	return outcome{status: st, over: true, retry: d.RetryAfter, item: true, decided: d}
 }
 
 // windowLeft is the time from now to the end of the epoch-aligned window
