@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,5 +154,53 @@ func TestPacerInFlight(t *testing.T) {
 	p.done("h", t2, now, info(9), 0)
 	if q.level != 7 {
 		t.Errorf("level %v, want 7", q.level)
+	}
+}
+
+// Eight callers at once, on real time, against sluice's middleware: the
+// requests in flight count against what each answer says is left, so none
+// earns a 429 whatever order the server sees them in.
+func TestNo429Concurrent(t *testing.T) {
+	for _, alg := range []limiter.Algorithm{limiter.TokenBucket, limiter.GCRA} {
+		t.Run(alg.String(), func(t *testing.T) {
+			rule := policy.Rule{Name: "api", Key: policy.KeySpec{Kind: policy.KeyGlobal}, Algorithm: alg,
+				Rate: policy.Rate{N: 50, Period: time.Second}, Burst: 50}
+			pol, err := policy.Compile(policy.Policy{Rules: []policy.Rule{rule}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := memory.New(memory.Options{})
+			defer st.Close()
+			lim, err := httplimit.New(httplimit.Options{Policy: pol, Store: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(lim.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+			defer srv.Close()
+			tr := &Transport{Base: &http.Transport{}, MaxRetries: -1}
+			defer tr.CloseIdleConnections()
+			var wg sync.WaitGroup
+			codes := make(chan int, 8*20)
+			for range 8 {
+				wg.Go(func() {
+					for range 20 {
+						resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						resp.Body.Close()
+						codes <- resp.StatusCode
+					}
+				})
+			}
+			wg.Wait()
+			close(codes)
+			for c := range codes {
+				if c != http.StatusOK {
+					t.Fatalf("status %d", c)
+				}
+			}
+		})
 	}
 }
