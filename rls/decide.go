@@ -60,6 +60,9 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 		dom.failed.Inc()
 		return nil, err
 	}
+	if s.opts.Decide != nil && req.GetDomain() == s.opts.PolicyDomain && rules.domains[req.GetDomain()] == nil {
+		return s.decidePolicy(ctx, req, s.policyStats)
+	}
 	slots, reqs := s.plan(rules, req, dom)
 	var results []store.Result
 	var err error

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -38,6 +39,16 @@ type Options struct {
 	// domain is unknown and every descriptor is answered OK (a descriptor
 	// with its own limit override included, as envoyproxy/ratelimit does).
 	Rules *Rules
+	// Decide, if set, decides the calls of PolicyDomain with sluice's own
+	// policy, as the gateway decides its callers' requests
+	// (gateway.Decider's Decide): their descriptors describe one HTTP
+	// request (remote_address, method, path, header:NAME entries), so
+	// that one policy file serves the gateway, /check and Envoy.
+	Decide func(context.Context, decision.Request) *decision.Verdict
+	// PolicyDomain is the domain Decide decides. Default
+	// DefaultPolicyDomain ("sluice"). The rule files' domains are decided
+	// by them, never by Decide.
+	PolicyDomain string
 	// Clock is the local clock: the now passed to the store (the Redis
 	// store reads Redis TIME instead) and the time of requests_per_unit 0
 	// windows. Default clock.Real{}.
@@ -64,8 +75,10 @@ type Server struct {
 	opts    Options
 	rules   atomic.Pointer[Rules]
 	metrics *metrics
-	grpc    *grpc.Server
-	health  *health.Server
+	// policyStats are the policy domain's request counters.
+	policyStats *domainStats
+	grpc        *grpc.Server
+	health      *health.Server
 }
 
 var _ pb.RateLimitServiceServer = (*Server)(nil)
@@ -91,10 +104,14 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = 1 << 20
 	}
+	if opts.PolicyDomain == "" {
+		opts.PolicyDomain = DefaultPolicyDomain
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{opts: opts, metrics: newMetrics(opts.Registerer), health: health.NewServer()}
+	s.policyStats = s.metrics.domain(opts.PolicyDomain)
 	s.SetRules(opts.Rules)
 	// Stream workers: a call runs on one of a few long-lived goroutines
 	// instead of a new one each (Envoy keeps one connection busy).

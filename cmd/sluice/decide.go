@@ -75,7 +75,12 @@ func listenGRPC(d *config.Decide, onFailure store.FailurePolicy, g *gateway.Gate
 	if err != nil {
 		return service{}, err
 	}
-	srv, err := rls.NewServer(rls.Options{Store: g.Store(), OnStoreError: onFailure, Rules: rules, Registerer: g.Registerer(), Logger: log})
+	dec, err := g.Decider() // the domain "sluice": the gateway's own policy
+	if err != nil {
+		return service{}, err
+	}
+	srv, err := rls.NewServer(rls.Options{Store: g.Store(), OnStoreError: onFailure, Rules: rules, Decide: dec.Decide,
+		Registerer: g.Registerer(), Logger: log})
 	if err != nil {
 		return service{}, err
 	}

@@ -41,7 +41,8 @@ func TestServeEnvoyRateLimitService(t *testing.T) {
 	}
 	replace(t, filepath.Join(rules, "edge.yaml"), "domain: edge\ndescriptors:\n  - {key: remote_address, rate_limit: {unit: minute, requests_per_unit: 1}}\n")
 	path := filepath.Join(dir, "sluice.yaml")
-	replace(t, path, "decide:\n  grpc: 127.0.0.1:0\n  envoy_config: [ratelimit]\nadmin: 127.0.0.1:0\nrules: []\n")
+	replace(t, path, "decide:\n  grpc: 127.0.0.1:0\n  envoy_config: [ratelimit]\nadmin: 127.0.0.1:0\n"+
+		"rules: [{name: public, match: {path: /public}, key: ip, rate: 1/m}]\n")
 	p := startServe(t, path)
 	addr := grpcAddr(p.logs.String())
 	if addr == "" {
@@ -65,6 +66,17 @@ func TestServeEnvoyRateLimitService(t *testing.T) {
 	}
 	if a, b := ask("10.0.0.1"), ask("10.0.0.1"); a != pb.RateLimitResponse_OK || b != pb.RateLimitResponse_OVER_LIMIT {
 		t.Fatalf("two calls at 1/minute: %v then %v, want OK then OVER_LIMIT", a, b)
+	}
+	// The domain "sluice" is the file's own policy, the descriptors the request.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	public := &pb.RateLimitRequest{Domain: "sluice", Descriptors: []*rlv3.RateLimitDescriptor{{Entries: []*rlv3.RateLimitDescriptor_Entry{
+		{Key: "remote_address", Value: "10.0.0.9"}, {Key: ":path", Value: "/public"}}}}}
+	for i, want := range []pb.RateLimitResponse_Code{pb.RateLimitResponse_OK, pb.RateLimitResponse_OVER_LIMIT} {
+		resp, err := client.ShouldRateLimit(ctx, public)
+		if err != nil || resp.GetOverallCode() != want {
+			t.Fatalf("policy call %d: %v %v, want %v", i, resp.GetOverallCode(), err, want)
+		}
 	}
 	c := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
 	defer c.CloseIdleConnections()

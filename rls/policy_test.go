@@ -1,0 +1,104 @@
+package rls
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/store/memory"
+)
+
+// policyText is a gateway policy: one file for the gateway, /check and
+// Envoy's calls of the domain "sluice".
+const policyText = `
+listen: 127.0.0.1:8080
+upstream: http://127.0.0.1:9000
+clients:
+  unknown: anonymous
+  list:
+    - {id: partner-a, keys: [key-a]}
+rules:
+  - {name: claims, match: {path: /claims, methods: [GET]}, key: client, rate: 2/m}
+  - {name: public, match: {path: /public}, key: ip, rate: 1/m}
+`
+
+// startPolicy serves rlRules and, for the domain "sluice", policyText.
+func startPolicy(t *testing.T) *harness {
+	t.Helper()
+	f, err := config.Parse("t.yaml", []byte(policyText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(epoch)
+	st := memory.New(memory.Options{Clock: clk})
+	e, err := decision.New(decision.Options{Store: st, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func(ctx context.Context, req decision.Request) *decision.Verdict {
+		return e.Decide(ctx, decision.Settings{Policy: f.Compiled}, req)
+	}
+	return startWith(t, rulesFrom(t, rlRules), st, clk, Options{Decide: decide})
+}
+
+func TestPolicyDomain(t *testing.T) {
+	h := startPolicy(t)
+	claims := request("sluice", desc("remote_address=10.1.2.3", ":method=GET", ":path=/claims/7?full=1"), desc("header:x-api-key=key-a"))
+	for i := range 2 {
+		resp := h.ask(claims)
+		if got := brief(resp); got != "OK OK OK" {
+			t.Fatalf("call %d: %q, want OK", i, got)
+		}
+		if hs := resp.GetRequestHeadersToAdd(); len(hs) != 1 || hs[0].GetKey() != "X-Sluice-Client" || hs[0].GetValue() != "partner-a" {
+			t.Errorf("call %d: request headers %v, want X-Sluice-Client: partner-a", i, hs)
+		}
+		if got := headerMap(resp)["Ratelimit-Policy"]; got != `"claims";q=2;w=60` {
+			t.Errorf("call %d: RateLimit-Policy %q", i, got)
+		}
+	}
+	resp := h.ask(claims)
+	hm := headerMap(resp)
+	if resp.GetOverallCode() != pb.RateLimitResponse_OVER_LIMIT || hm["Retry-After"] == "" || hm["Content-Type"] != "application/problem+json" ||
+		!strings.Contains(string(resp.GetRawBody()), `"violated-policies":["claims"]`) {
+		t.Errorf("over: %q, headers %q, body %s", brief(resp), hm, resp.GetRawBody())
+	}
+	// The same client from another address is the same counter; the ip
+	// rule counts by the address Envoy sends.
+	if got := brief(h.ask(request("sluice", desc("remote_address=10.9.9.9", ":path=/claims/1", "header:X-API-Key=key-a")))); got != "OVER_LIMIT OVER_LIMIT" {
+		t.Errorf("the client from another address: %q, want OVER_LIMIT", got)
+	}
+	public := request("sluice", desc("remote_address=192.0.2.1", "path=/public"))
+	if a, b := brief(h.ask(public)), brief(h.ask(public)); a != "OK OK" || b != "OVER_LIMIT OVER_LIMIT" {
+		t.Errorf("public by address: %q then %q", a, b)
+	}
+	if got := brief(h.ask(request("sluice", desc("remote_address=192.0.2.2", "path=/public")))); got != "OK OK" {
+		t.Errorf("another address: %q, want OK", got)
+	}
+	// Rule files' domains are theirs: the policy never decides them.
+	if got := brief(h.ask(request("rl", desc("foo=x")))); got != "OK OK/1/60s" {
+		t.Errorf("a rule file's domain: %q", got)
+	}
+}
+
+func TestPolicyDomainBadInput(t *testing.T) {
+	h := startPolicy(t)
+	for _, tc := range []struct {
+		req *pb.RateLimitRequest
+		msg string
+	}{
+		{request("sluice", desc("remote_address=not-an-ip")), `rls: remote_address "not-an-ip" is not an IP address`},
+		{request("sluice", desc(":path=claims")), `rls: :path "claims" is not a path`},
+	} {
+		_, err := h.call(tc.req)
+		if st, _ := status.FromError(err); st.Code() != codes.InvalidArgument || !strings.HasPrefix(st.Message(), tc.msg) {
+			t.Errorf("got %v, want InvalidArgument %q", err, tc.msg)
+		}
+	}
+}
