@@ -9,22 +9,23 @@
 // hash/maphash of the key (fast, no allocation, and a per-store seed so
 // callers cannot aim many keys at one shard). Each shard is a sync.Mutex
 // and an open-addressing hash table whose positions hold small fixed-size
-// entries: a pointer to the key, half its hash, the two integers of
-// limiter.State, the limit they were written under (an index into the
-// shard's table of limits: every key of one limit shares one copy), the
-// second at which the state expires and a last-use tick, 40 bytes. The
-// table grows by a quarter when 7/8 full, so that, growing, it is 70% to
-// 87.5% full, and an idle key costs about 56 bytes besides its own bytes
-// (bench/run.sh core, BenchmarkSluiceIdleKeyMemory, over 1M keys). A
-// decision locks one shard, looks the key up at the position its hash gives
-// (one random memory access for the entry, one for the key's bytes),
-// reinterprets its state if its limit changed (limiter.Reinterpret), runs
-// limiter.Decide and writes the new state in place: one hash and no
-// allocation when the key exists. A new key's string is copied once, so the
-// store never retains a caller's buffer. sliding_log's entries live in a
-// separate per-shard map, only while the key has some: up to 16 bytes per
-// request admitted in the last period (at most the rate), and at most
-// Options.MaxLogEntries of them across the store's keys (see below).
+// entries: a pointer to the key, its length and 24 bits of its hash, the
+// two integers of limiter.State, the limit they were written under (an
+// index into the shard's table of limits: every key of one limit shares one
+// copy), the second at which the state expires and a last-use tick, 40
+// bytes. The table grows by a quarter when 7/8 full, so that, growing, it
+// is 70% to 87.5% full, and an idle key costs about 49 bytes besides its
+// own bytes (bench/run.sh core, BenchmarkSluiceIdleKeyMemory, over 1M
+// keys). A decision locks one shard, looks the key up at the position its
+// hash gives (one random memory access for the entry, one for the key's
+// bytes), reinterprets its state if its limit changed
+// (limiter.Reinterpret), runs limiter.Decide and writes the new state in
+// place: one hash and no allocation when the key exists. A new key's string
+// is copied once, so the store never retains a caller's buffer.
+// sliding_log's entries live in a separate per-shard map, only while the
+// key has some: up to 16 bytes per request admitted in the last period (at
+// most the rate), and at most Options.MaxLogEntries of them across the
+// store's keys (see below).
 //
 // # Bounds
 //

@@ -11,7 +11,7 @@ import (
 )
 
 // TestEntrySize: an entry, with the limit its state was written under, is
-// 40 bytes, so that an idle key costs about 56 bytes besides its own
+// 40 bytes, so that an idle key costs about 49 bytes besides its own
 // (BenchmarkIdleKeyMemory).
 func TestEntrySize(t *testing.T) {
 	if size := unsafe.Sizeof(entry{}); size != 40 {

@@ -3,6 +3,7 @@ package memory
 import (
 	"encoding/binary"
 	"math/bits"
+	"strings"
 	"unsafe"
 )
 
@@ -10,19 +11,21 @@ import (
 const minHomes = 16
 
 // entry is everything the store keeps about one key besides a sliding_log's
-// entries, in 40 bytes: the key itself and its hash, the algorithm's state
-// (A and B of limiter.State) and the limit it was written under, when that
-// state becomes equivalent to a fresh one, and when the key was last used.
+// entries, in 40 bytes: the key itself, its length and part of its hash,
+// the algorithm's state (A and B of limiter.State) and the limit it was
+// written under, when that state becomes equivalent to a fresh one, and
+// when the key was last used.
 type entry struct {
-	// k is the store's copy of the key: its length as a uvarint, then its
-	// bytes (see key). A string header would take 8 more bytes.
+	// k is the store's copy of the key's bytes; a key of longKey bytes or
+	// more has its length written before them as a uvarint (see key).
 	k    *byte
 	a, b int64
-	// hash is the upper half of the key's hash with its lowest bit set
-	// (table.hashOf): it places the entry, so the table moves entries
-	// without reading their keys, and tells almost every other key apart
-	// without reading theirs. 0 marks a free position.
-	hash uint32
+	// meta is 24 bits of the key's hash, the lowest of them set, above
+	// the key's length up to longKey (metaOf). The hash places the entry,
+	// so the table moves entries without reading their keys, and with the
+	// length it tells almost every other key apart without reading
+	// theirs. 0 marks a free position.
+	meta uint32
 	// limit is the index, in the shard's limits, of the limit the state
 	// was written under: a decision under another limit reinterprets the
 	// state first (limiter.Reinterpret).
@@ -35,31 +38,41 @@ type entry struct {
 	use uint32
 }
 
+// longKey is the length from which entry.meta does not hold a key's length
+// and the key's copy starts with it.
+const longKey = 0xff
+
+// metaOf returns entry.meta for a key of n bytes whose store hash is h. The
+// lower half of h picks the shard; metaOf takes the top 24 bits.
+func metaOf(h uint64, n int) uint32 {
+	return (uint32(h>>40)|1)<<8 | uint32(min(n, longKey))
+}
+
 // inUse reports whether the position holds a key.
-func (e *entry) inUse() bool { return e.hash != 0 }
+func (e *entry) inUse() bool { return e.meta != 0 }
 
 // key returns the key of e, which must be in use, without copying it.
 func (e *entry) key() string {
-	if n := *e.k; n < 0x80 { // a key shorter than 128 bytes, its length in one byte
-		return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(e.k), 1)), n)
+	if n := e.meta & longKey; n < longKey {
+		return unsafe.String(e.k, n)
 	}
 	return e.longKey()
 }
 
-// longKey is key for a key of 128 bytes or more, whose length takes
-// several bytes to write: its copy holds more than MaxVarintLen64 bytes.
+// longKey is key for a key of longKey bytes or more.
 func (e *entry) longKey() string {
-	n, w := binary.Uvarint(unsafe.Slice(e.k, binary.MaxVarintLen64))
+	n, w := binary.Uvarint(unsafe.Slice(e.k, binary.MaxVarintLen64)) // the copy is longer than that
 	return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(e.k), w)), n)
 }
 
-// copyKey returns the store's copy of key, as entry.k holds it. The copy
-// of the empty key has a byte to spare, so that the pointer to its bytes
-// that key makes points inside it.
+// copyKey returns the store's copy of key, as entry.k holds it.
 func copyKey(key string) *byte {
+	if len(key) < longKey {
+		return unsafe.StringData(strings.Clone(key))
+	}
 	var n [binary.MaxVarintLen64]byte
 	w := binary.PutUvarint(n[:], uint64(len(key)))
-	b := make([]byte, max(w+len(key), 2))
+	b := make([]byte, w+len(key))
 	copy(b[copy(b, n[:w]):], key)
 	return &b[0]
 }
@@ -71,7 +84,7 @@ func copyKey(key string) *byte {
 // holds the hash that tells the key apart, the state and the limit, and
 // only the key's own bytes are read besides. It is small: the table grows
 // by a quarter when 7/8 full, so a growing table is 70% to 87.5% full, and
-// over 1M keys an idle key costs about 56 bytes besides its own bytes
+// over 1M keys an idle key costs about 49 bytes besides its own bytes
 // (bench/run.sh core, BenchmarkSluiceIdleKeyMemory), where sharded Go maps
 // of the same 24 bytes of state, without the limit, cost about 77 (measured
 // the same way with Go 1.26, the table swapped for a map[string]struct{a, b
@@ -82,27 +95,26 @@ func copyKey(key string) *byte {
 // A key's home is among the first homes positions, scaled from its hash;
 // the positions after them are a tail that the last homes' runs spill into,
 // so that probing never wraps around. The entries of a run (positions in
-// use, one after the other) are in the order of their hashes, and so of
-// their homes (as in Robin Hood hashing), so a lookup stops at the first
-// entry whose hash is above the key's: a key that is absent costs about as
-// few probes as one that is present, where plain linear probing would walk
-// the rest of the run, dozens of entries at 7/8 full. Removing an entry shifts back the entries
-// after it in its run that are past their home, so there are no
-// tombstones, and entries only ever move to lower positions: a walk that
-// removes entries must walk from the last position to the first.
+// use, one after the other) are in the order of their metas (hash, then
+// length), and so of their homes (as in Robin Hood hashing), so a lookup
+// stops at the first entry whose meta is above the key's: a key that is
+// absent costs about as few probes as one that is present, where plain
+// linear probing would walk the rest of the run, dozens of entries at 7/8
+// full. Removing an entry shifts back the entries after it in its run that
+// are past their home, so there are no tombstones, and entries only ever
+// move to lower positions: a walk that removes entries must walk from the
+// last position to the first.
 type table struct {
 	ents  []entry
 	homes int // positions a key's home can be: len(ents) less the tail
 	n     int // positions in use
 }
 
-// hashOf returns the hash an entry keeps of a key whose store hash is h.
-// The lower half of h picks the shard.
-func hashOf(h uint64) uint32 { return uint32(h>>32) | 1 }
-
-// home returns the home position of an entry's hash.
-func (t *table) home(hash uint32) int {
-	hi, _ := bits.Mul64(uint64(hash)<<32, uint64(t.homes))
+// home returns the home position of an entry whose meta is meta: its
+// hash scaled to the homes. (Past 2^24 homes, not every position is a
+// home: a shard of over 14M keys would find its runs longer.)
+func (t *table) home(meta uint32) int {
+	hi, _ := bits.Mul64(uint64(meta>>8)<<40, uint64(t.homes))
 	return int(hi)
 }
 
@@ -114,13 +126,13 @@ func (t *table) at(i int) *entry { return &t.ents[i] }
 
 // find returns the position of key's entry, or -1. h is the key's hash.
 func (t *table) find(h uint64, key string) int {
-	hash := hashOf(h) // an empty table has no positions: home 0 is the end
-	for i := t.home(hash); i < len(t.ents); i++ {
+	meta := metaOf(h, len(key)) // an empty table has no positions: home 0 is the end
+	for i := t.home(meta); i < len(t.ents); i++ {
 		e := &t.ents[i]
-		if e.hash == hash && e.key() == key {
+		if e.meta == meta && e.key() == key {
 			return i
 		}
-		if e.hash == 0 || e.hash > hash { // key would sit before e
+		if e.meta == 0 || e.meta > meta { // key would sit before e
 			return -1
 		}
 	}
@@ -133,7 +145,7 @@ func (t *table) insert(h uint64, key string) *entry {
 	if (t.n+1)*8 > t.homes*7 {
 		t.resize(max(minHomes, t.homes+t.homes/4))
 	}
-	e := entry{k: copyKey(key), hash: hashOf(h)}
+	e := entry{k: copyKey(key), meta: metaOf(h, len(key))}
 	i := t.place(&e)
 	for i < 0 { // the key's run is longer than the tail
 		t.rebuild(t.homes, 2*t.tail())
@@ -143,17 +155,17 @@ func (t *table) insert(h uint64, key string) *entry {
 	return &t.ents[i]
 }
 
-// place copies *e into its run, after the entries whose hash is at most
+// place copies *e into its run, after the entries whose meta is at most
 // its own and before the others, which move up one position, and returns
 // its position, or -1 if the run would pass the end. The entries before
-// its home have lower hashes, their homes being lower.
+// its home have lower metas, their homes being lower.
 func (t *table) place(e *entry) int {
-	i := t.home(e.hash)
-	for i < len(t.ents) && t.ents[i].hash != 0 && t.ents[i].hash <= e.hash {
+	i := t.home(e.meta)
+	for i < len(t.ents) && t.ents[i].meta != 0 && t.ents[i].meta <= e.meta {
 		i++
 	}
 	free := i
-	for free < len(t.ents) && t.ents[free].hash != 0 {
+	for free < len(t.ents) && t.ents[free].meta != 0 {
 		free++
 	}
 	if free == len(t.ents) {
@@ -170,7 +182,7 @@ func (t *table) place(e *entry) int {
 func (t *table) remove(i int) {
 	t.n--
 	j := i + 1
-	for j < len(t.ents) && t.ents[j].hash != 0 && t.home(t.ents[j].hash) < j {
+	for j < len(t.ents) && t.ents[j].meta != 0 && t.home(t.ents[j].meta) < j {
 		j++
 	}
 	copy(t.ents[i:j-1], t.ents[i+1:j])
@@ -202,7 +214,7 @@ func (t *table) rebuild(homes, tail int) {
 // all found a position.
 func (t *table) placeAll(old []entry) bool {
 	for i := range old {
-		if old[i].hash != 0 && t.place(&old[i]) < 0 {
+		if old[i].meta != 0 && t.place(&old[i]) < 0 {
 			return false
 		}
 	}

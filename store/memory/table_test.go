@@ -17,7 +17,7 @@ func TestTableMatchesMap(t *testing.T) {
 	seed := maphash.MakeSeed()
 	hashes := map[string]func(string) uint64{
 		"maphash":  func(s string) uint64 { return maphash.String(seed, s) },
-		"3 homes":  func(s string) uint64 { return uint64(len(s)%3) << 33 },
+		"3 homes":  func(s string) uint64 { return uint64(len(s)%3) << 62 },
 		"last":     func(s string) uint64 { return uint64(1<<32-1) << 32 },
 		"same tag": func(s string) uint64 { return 7 << 32 },
 	}
@@ -100,7 +100,7 @@ func TestTableKeys(t *testing.T) {
 	seed := maphash.MakeSeed()
 	var tab table
 	model := map[string]int64{}
-	for i, n := range []int{0, 1, 127, 128, 300, 16383, 16384, 70000} {
+	for i, n := range []int{0, 1, 127, 128, 254, 255, 256, 300, 16383, 16384, 70000} {
 		key := strings.Repeat("k", n)
 		tab.insert(maphash.String(seed, key), key).a = int64(i)
 		model[key] = int64(i)
@@ -115,7 +115,7 @@ func TestTableKeys(t *testing.T) {
 
 // checkTable checks that tab holds exactly model's keys, each where a
 // lookup finds it: at or after its home, with no free position between,
-// and after the entries of its run whose hash is below its own.
+// and after the entries of its run whose meta is below its own.
 func checkTable(t *testing.T, tab *table, model map[string]int64, hash func(string) uint64) {
 	t.Helper()
 	if tab.n != len(model) {
@@ -128,16 +128,16 @@ func checkTable(t *testing.T, tab *table, model map[string]int64, hash func(stri
 			continue
 		}
 		used++
-		if e.hash != hashOf(hash(e.key())) {
-			t.Fatalf("position %d: entry hash %#x, its key's %#x", i, e.hash, hashOf(hash(e.key())))
+		if want := metaOf(hash(e.key()), len(e.key())); e.meta != want {
+			t.Fatalf("position %d: entry meta %#x, its key's %#x", i, e.meta, want)
 		}
-		for j := tab.home(e.hash); j < i; j++ {
+		for j := tab.home(e.meta); j < i; j++ {
 			if !tab.at(j).inUse() {
-				t.Fatalf("position %d: a free position %d lies between it and its home %d", i, j, tab.home(e.hash))
+				t.Fatalf("position %d: a free position %d lies between it and its home %d", i, j, tab.home(e.meta))
 			}
 		}
-		if i > 0 && tab.at(i-1).hash > e.hash {
-			t.Fatalf("position %d: hash %#x, after an entry whose hash is %#x", i, e.hash, tab.at(i-1).hash)
+		if i > 0 && tab.at(i-1).meta > e.meta {
+			t.Fatalf("position %d: meta %#x, after an entry whose meta is %#x", i, e.meta, tab.at(i-1).meta)
 		}
 	}
 	if used != tab.n {
