@@ -147,15 +147,22 @@ func (d *decoder) decideAlone(m map[string]*yaml.Node, f *File) {
 	}
 }
 
-// checkDecideRules refuses, when /check is served, the rules that need to
-// see the request end or its response: /check answers before the request
-// reaches the service and is never told how it ended, so it can hold no
-// slot for a concurrency rule and settle nothing for count or cost_header.
+// checkDecideRules refuses, when /check or Envoy's gRPC service is
+// served, the rules that need to see the request end or its response:
+// /check, and Envoy's calls of the domain sluice (decided by this policy),
+// answer before the request reaches the service and are never told how
+// it ended, so they can hold no slot for a concurrency rule and settle
+// nothing for count or cost_header.
 func (d *decoder) checkDecideRules(f *File) {
-	if f.Decide == nil || f.Decide.HTTP == "" {
+	if f.Decide == nil || f.Decide.HTTP == "" && f.Decide.GRPC == "" {
 		return
 	}
-	const why = "/check (decide.http) cannot apply %s: it answers before the request reaches the service and never learns %s (%s, or leave decide.http out and let sluice proxy the requests)"
+	server, field := "/check (decide.http)", "decide.http"
+	if f.Decide.HTTP == "" {
+		server, field = "Envoy's domain sluice (decide.grpc)", "decide.grpc"
+	}
+	why := server + " cannot apply %s: it answers before the request reaches the service and never learns %s (%s, or leave " +
+		field + " out and let sluice proxy the requests)"
 	for i, r := range f.Policy.Rules {
 		at := func(field string) string { return fmt.Sprintf("rules[%d].%s", i, field) }
 		switch {

@@ -106,6 +106,8 @@ func TestDecideErrors(t *testing.T) {
 			[]string{"t.yaml:4:32: rules[0].concurrency: /check (decide.http) cannot apply a concurrency rule: it answers before the request reaches the service and never learns when it ends (use a rate, or leave decide.http out and let sluice proxy the requests)"}},
 		{"count failures and /check", head + "decide: {http: 127.0.0.1:8082}\nrules: [{name: f, rate: 5/m, count: failures}]\n",
 			[]string{"t.yaml:4:37: rules[0].count: /check (decide.http) cannot apply count: failures: it answers before the request reaches the service and never learns its response (count all requests, or leave decide.http out and let sluice proxy the requests)"}},
+		{"concurrency rule and Envoy's domain sluice", head + "decide: {grpc: 127.0.0.1:8081}\nrules: [{name: c, concurrency: 5}]\n",
+			[]string{"t.yaml:4:32: rules[0].concurrency: Envoy's domain sluice (decide.grpc) cannot apply a concurrency rule: it answers before the request reaches the service and never learns when it ends (use a rate, or leave decide.grpc out and let sluice proxy the requests)"}},
 		{"cost_header and /check", head + "decide: {http: 127.0.0.1:8082}\nrules: [{name: t, rate: 5/m, cost_header: X-Tokens}]\n",
 			[]string{"t.yaml:4:43: rules[0].cost_header: /check (decide.http) cannot apply cost_header: it answers before the request reaches the service and never learns its response (charge a fixed cost, or leave decide.http out and let sluice proxy the requests)"}},
 	} {
