@@ -32,8 +32,9 @@ const maxSeconds = 1<<31 - 1
 func seconds(n int64) time.Duration { return time.Duration(min(n, maxSeconds)) * time.Second }
 
 // parseRetryAfter reads a Retry-After value at now: delay-seconds, or an
-// HTTP-date (a date in the past is 0). ok is false when v is empty or
-// neither (a negative number, a fraction, garbage).
+// HTTP-date (a date in the past is 0); either is at most maxSeconds. ok is
+// false when v is empty or neither (a negative number, a fraction,
+// garbage).
 func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -55,7 +56,7 @@ func parseRetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 	if err != nil {
 		return 0, false
 	}
-	return max(at.Sub(now), 0), true
+	return min(max(at.Sub(now), 0), maxSeconds*time.Second), true
 }
 
 // parseQuotas reads the RateLimit and RateLimit-Policy fields of h, and

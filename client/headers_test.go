@@ -20,6 +20,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Tue, 01 Jan 2030 12:00:30 GMT", 30 * time.Second, true},
 		{"Tuesday, 01-Jan-30 12:00:30 GMT", 30 * time.Second, true}, // RFC 850
 		{"Mon, 31 Dec 2029 12:00:00 GMT", 0, true},                  // a date in the past: now
+		{"Tue, 01 Jan 7000 00:00:00 GMT", maxSeconds * time.Second, true},
 		{"99999999999999999999999", maxSeconds * time.Second, true}, // huge: clamped, never overflows
 		{"", 0, false},
 		{"-5", 0, false},
