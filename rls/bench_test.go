@@ -27,6 +27,7 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			defer srv.Stop()
 			reqs := make([]*pb.RateLimitRequest, keys)
 			for i := range reqs {
 				reqs[i] = request("bench", desc("key=k"+strconv.Itoa(i)))
@@ -58,6 +59,7 @@ func BenchmarkShouldRateLimitRedis(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer srv.Stop()
 	req := request("bench", desc("key=k"))
 	b.SetParallelism(32)
 	b.ReportAllocs()

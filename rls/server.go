@@ -87,7 +87,9 @@ var _ pb.RateLimitServiceServer = (*Server)(nil)
 // reports on besides "".
 const serviceName = "envoy.service.ratelimit.v3.RateLimitService"
 
-// NewServer returns a server on opts, not yet serving.
+// NewServer returns a server on opts, not yet serving. Its stream
+// workers start at once: end a server with Stop, GracefulStop or
+// Shutdown, also one never served.
 func NewServer(opts Options) (*Server, error) {
 	if opts.Store == nil {
 		return nil, errors.New("rls: Options.Store is required")
