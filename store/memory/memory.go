@@ -154,43 +154,54 @@ func (o Options) withDefaults() Options {
 // reinterpreted under this one (limiter.Reinterpret). It returns
 // store.ErrClosed after Close. The context is not consulted: a decision
 // does no I/O and waits only for the shard's lock.
-func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
+func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
-	log := limit.Algorithm() == limiter.SlidingLog
 	sh.mu.Lock()
-	if sh.closed {
-		sh.mu.Unlock()
-		return d, store.ErrClosed
-	}
-	if log && !s.bound.fits(1) {
-		sh.makeLogRoom(now) // before find: it may evict this key
-	}
-	i := sh.tab.find(h, key)
-	if i >= 0 {
-		if e := sh.tab.at(i); !limit.Same(sh.limits.at(e.limit)) {
-			sh.reinterpret(e, limit, now)
+	// The common case, written out here: a key the shard holds under this
+	// limit, with no sliding_log to look up. The rest is decideLocked's;
+	// kept out of here, it leaves this function a small frame.
+	if i := sh.tab.find(h, key); i >= 0 && limit.Algorithm() != limiter.SlidingLog { // a log's find is cheap next to its decision
+		if e := sh.tab.at(i); limit.Same(sh.limits.at(e.limit)) {
+			var d limiter.Decision
+			st := limiter.State{A: e.a, B: e.b}
+			limit.ApplyInto(&st, now, cost, &d)
+			sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
+			sh.mu.Unlock()
+			return d, nil
 		}
 	}
-	switch {
-	case i < 0:
-		d, err = sh.decideNew(h, key, limit, now, cost, s.reserved != nil && s.reserved(key))
-	case log:
-		d, err = sh.decideLog(sh.tab.at(i), limit, now, cost)
-	default:
-		// The common case, written out here: a key the shard holds, with
-		// no sliding_log to look up. It saves copying the limit and the
-		// decision through one more call.
-		e := sh.tab.at(i)
-		st := limiter.State{A: e.a, B: e.b}
-		limit.ApplyInto(&st, now, cost, &d)
-		sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
-	}
+	d, err := s.decideLocked(sh, h, key, &limit, now, cost)
 	sh.mu.Unlock()
 	if err == errNoRoom {
 		return s.decideOverflow(key, limit, now, cost)
 	}
 	return d, err
+}
+
+// decideLocked is Decide with sh, the shard of key (whose hash is h),
+// locked: for a closed store, a key the shard does not hold, a sliding_log
+// or a state written under another limit.
+func (s *Store) decideLocked(sh *shard, h uint64, key string, l *limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	if sh.closed {
+		return limiter.Decision{}, store.ErrClosed
+	}
+	log := l.Algorithm() == limiter.SlidingLog
+	if log && !s.bound.fits(1) {
+		sh.makeLogRoom(now) // before find: it may evict this key
+	}
+	i := sh.tab.find(h, key)
+	if i < 0 {
+		return sh.decideNew(h, key, *l, now, cost, s.reserved != nil && s.reserved(key))
+	}
+	e := sh.tab.at(i)
+	if !l.Same(sh.limits.at(e.limit)) {
+		sh.reinterpret(e, *l, now)
+	}
+	if log {
+		return sh.decideLog(e, *l, now, cost)
+	}
+	return sh.apply(e, l, now, cost), nil
 }
 
 // DecideBatch decides each request in order, as Decide does. After Close

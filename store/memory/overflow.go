@@ -37,11 +37,7 @@ func (s *Store) decideOverflow(key string, limit limiter.Limit, now time.Time, c
 	case limit.Algorithm() == limiter.SlidingLog:
 		return sh.decideLog(sh.tab.at(i), limit, now, cost) // reserved: never errNoRoom
 	}
-	e := sh.tab.at(i)
-	st := limiter.State{A: e.a, B: e.b}
-	limit.ApplyInto(&st, now, cost, &d)
-	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
-	return d, nil
+	return sh.apply(sh.tab.at(i), &limit, now, cost), nil
 }
 
 // appendOverflowKey appends to b the key of the overflow counter of key's

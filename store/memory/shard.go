@@ -101,6 +101,15 @@ func (sh *shardState) reinterpret(e *entry, l limiter.Limit, now time.Time) {
 	sh.setLog(e.key(), st.Log, len(old))
 }
 
+// apply decides a request of cost at now on e's state under l, which must
+// be the limit e was written under, and records the result.
+func (sh *shardState) apply(e *entry, l *limiter.Limit, now time.Time, cost int64) (d limiter.Decision) {
+	st := limiter.State{A: e.a, B: e.b}
+	l.ApplyInto(&st, now, cost, &d)
+	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
+	return d
+}
+
 // record stores in e the state a, b that a decision at now left, whether
 // the key may still pass (allowed with some remaining), and its reset.
 func (sh *shardState) record(e *entry, open bool, reset time.Duration, a, b int64, now time.Time) {
