@@ -88,17 +88,33 @@ pids+=($!)
 addr[noop]=127.0.0.1:$noop_port
 wait_port "$noop_port"
 targets=(memory redis noop)
-if [[ -n $src ]]; then
+# start_envoy starts envoyproxy/ratelimit on fresh ports, or fails (1) if
+# it exits: a port free when chosen may be taken meanwhile, by another
+# program's outgoing connection or its own to Redis, made before it binds.
+start_envoy() {
+	local p i envoy_port http_port debug_port
 	free_port && envoy_port=$port
 	free_port && http_port=$port
 	free_port && debug_port=$port
 	RUNTIME_ROOT=$tmp/rt RUNTIME_SUBDIRECTORY=ratelimit RUNTIME_WATCH_ROOT=false USE_STATSD=false \
 		REDIS_SOCKET_TYPE=tcp REDIS_URL=127.0.0.1:$redis_port LOG_LEVEL=warn \
 		HOST=127.0.0.1 PORT=$http_port DEBUG_HOST=127.0.0.1 DEBUG_PORT=$debug_port GRPC_HOST=127.0.0.1 GRPC_PORT=$envoy_port \
-		"$tmp/ratelimit" >"$tmp/ratelimit.log" 2>&1 &
-	pids+=($!)
-	addr[envoy]=127.0.0.1:$envoy_port
-	wait_port "$envoy_port"
+		"$tmp/ratelimit" >>"$tmp/ratelimit.log" 2>&1 &
+	p=$!
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$p" 2>/dev/null || return 1
+		if (exec 3<>"/dev/tcp/127.0.0.1/$envoy_port") 2>/dev/null; then
+			pids+=("$p")
+			addr[envoy]=127.0.0.1:$envoy_port
+			return 0
+		fi
+		sleep 0.05
+	done
+	kill "$p" 2>/dev/null || true
+	return 1
+}
+if [[ -n $src ]]; then
+	start_envoy || start_envoy || start_envoy || { echo "rls: envoyproxy/ratelimit did not start:" >&2; tail -n 5 "$tmp/ratelimit.log" >&2; exit 1; }
 	targets+=(envoy)
 fi
 
