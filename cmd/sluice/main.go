@@ -147,6 +147,12 @@ func check(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	if cfg.Decide != nil && len(cfg.Decide.EnvoyConfig) > 0 { // read by serve as it starts: checked now
+		if _, err := config.LoadEnvoy(cfg.Decide.EnvoyConfig); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(stderr, warningText(w))
 	}

@@ -106,3 +106,21 @@ func TestServeEnvoyRateLimitService(t *testing.T) {
 		t.Fatal("sluice did not exit within 10s of SIGTERM")
 	}
 }
+
+// TestCheckEnvoyRuleFiles: `sluice check` reads decide.envoy_config's rule
+// files as serve will, and reports their problems at file:line:col.
+func TestCheckEnvoyRuleFiles(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "edge.yaml")
+	replace(t, rules, "domain: edge\ndescriptors:\n  - {key: remote_address, rate_limit: {unit: minutes, requests_per_unit: 1}}\n")
+	path := filepath.Join(dir, "sluice.yaml")
+	replace(t, path, "decide:\n  grpc: 127.0.0.1:8081\n  envoy_config: [edge.yaml]\nrules: []\n")
+	code, _, errs := runCmd("check", "--config", path)
+	if want := rules + `:3:46: descriptors[0].rate_limit.unit: unknown unit "minutes"`; code != 1 || !strings.HasPrefix(errs, want) {
+		t.Fatalf("exit %d, stderr %q; want 1 and %q", code, errs, want)
+	}
+	replace(t, rules, "domain: edge\ndescriptors:\n  - {key: remote_address, rate_limit: {unit: minute, requests_per_unit: 1}}\n")
+	if code, out, errs := runCmd("check", "--config", path); code != 0 {
+		t.Fatalf("a good rule file: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
