@@ -39,10 +39,16 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "how long to drive")
 	flag.Parse()
 	var err error
-	if *noop != "" {
+	switch {
+	case *noop != "":
 		err = serveNoop(*noop)
-	} else {
-		err = drive(*addr, *concurrency, *keys, *duration)
+	case *addr == "" || *concurrency < 1 || *keys < 1 || *duration <= 0:
+		err = fmt.Errorf("want -addr, and -concurrency, -keys and -duration above 0 (or -noop ADDR)")
+	default:
+		var r result
+		if r, err = drive(*addr, *concurrency, *keys, *duration); err == nil {
+			fmt.Printf("calls=%d per_s=%.0f p99_ms=%.3f errors=%d over_limit=%d\n", r.calls, r.perSecond, r.p99ms, r.errors, r.over)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rlsload:", err)
@@ -69,8 +75,7 @@ func serveNoop(addr string) error {
 	if err != nil {
 		return err
 	}
-	srv := grpc.NewServer()
-	pb.RegisterRateLimitServiceServer(srv, noopServer{})
+	srv := newNoop()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
@@ -80,11 +85,24 @@ func serveNoop(addr string) error {
 	return srv.Serve(ln)
 }
 
+// newNoop returns a gRPC server of noopServer.
+func newNoop() *grpc.Server {
+	srv := grpc.NewServer()
+	pb.RegisterRateLimitServiceServer(srv, noopServer{})
+	return srv
+}
+
+// result is what one drive measured.
+type result struct {
+	calls, errors, over int64
+	perSecond, p99ms    float64
+}
+
 // drive runs concurrency callers on one connection for duration.
-func drive(addr string, concurrency, keys int, duration time.Duration) error {
+func drive(addr string, concurrency, keys int, duration time.Duration) (result, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	defer conn.Close()
 	client := pb.NewRateLimitServiceClient(conn)
@@ -96,7 +114,7 @@ func drive(addr string, concurrency, keys int, duration time.Duration) error {
 	// Warm up: the connection, and the server's first calls.
 	for i := range min(keys, 100) {
 		if _, err := client.ShouldRateLimit(context.Background(), reqs[i]); err != nil {
-			return fmt.Errorf("warm-up call: %w", err)
+			return result{}, fmt.Errorf("warm-up call: %w", err)
 		}
 	}
 	var next, errs, over atomic.Int64
@@ -133,7 +151,6 @@ func drive(addr string, concurrency, keys int, duration time.Duration) error {
 	if len(all) > 0 {
 		p99 = all[len(all)*99/100]
 	}
-	fmt.Printf("calls=%d per_s=%.0f p99_ms=%.3f errors=%d over_limit=%d\n",
-		len(all), float64(len(all))/elapsed.Seconds(), float64(p99)/float64(time.Millisecond), errs.Load(), over.Load())
-	return nil
+	return result{calls: int64(len(all)), errors: errs.Load(), over: over.Load(),
+		perSecond: float64(len(all)) / elapsed.Seconds(), p99ms: float64(p99) / float64(time.Millisecond)}, nil
 }
