@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"net/textproto"
+	"slices"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -123,14 +124,22 @@ func (h entryHeaders) Values(dst []string, name string) []string {
 	return dst
 }
 
-// Names appends each field's name once.
+// Names appends each field's name once. A call's entries are few, but a
+// raw one of 1 MiB holds some 60,000: past a few, the names seen are
+// kept in a map, so that the work stays linear.
 func (h entryHeaders) Names(dst []string) []string {
-	for i, f := range h {
-		seen := false
-		for _, g := range h[:i] {
-			seen = seen || g.name == f.name
+	if len(h) > 8 {
+		seen := make(map[string]bool, len(h))
+		for _, f := range h {
+			if !seen[f.name] {
+				seen[f.name] = true
+				dst = append(dst, f.name)
+			}
 		}
-		if !seen {
+		return dst
+	}
+	for i, f := range h {
+		if !slices.ContainsFunc(h[:i], func(g field) bool { return g.name == f.name }) {
 			dst = append(dst, f.name)
 		}
 	}
