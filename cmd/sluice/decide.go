@@ -38,12 +38,12 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 	if d == nil {
 		return nil, nil
 	}
+	dec, err := g.Decider() // /check's and Envoy's domain "sluice": the gateway's own policy
+	if err != nil {
+		return nil, err
+	}
 	var svcs []service
 	if d.HTTP != "" {
-		dec, err := g.Decider()
-		if err != nil {
-			return nil, err
-		}
 		h, err := checkhttp.New(checkhttp.Options{Decide: dec.Decide, DenyStatus: d.HTTPDenyStatus})
 		if err != nil {
 			return nil, err
@@ -57,7 +57,7 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 		svcs = append(svcs, service{name: "check", ln: ln, serve: httpServe(srv), stop: srv.Shutdown})
 	}
 	if d.GRPC != "" {
-		svc, err := listenGRPC(d, cfg.Store.OnFailure, g, log)
+		svc, err := listenGRPC(d, cfg.Store.OnFailure, g, dec, log)
 		if err != nil {
 			closeAll(svcs)
 			return nil, err
@@ -69,13 +69,10 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 
 // listenGRPC listens for Envoy's rate limit service on decide.grpc,
 // deciding envoyproxy/ratelimit's rule files (decide.envoy_config) on the
-// gateway's store, with its series on the admin port's /metrics.
-func listenGRPC(d *config.Decide, onFailure store.FailurePolicy, g *gateway.Gateway, log *slog.Logger) (service, error) {
+// gateway's store, with its series on the admin port's /metrics, and the
+// domain "sluice" with dec.
+func listenGRPC(d *config.Decide, onFailure store.FailurePolicy, g *gateway.Gateway, dec *gateway.Decider, log *slog.Logger) (service, error) {
 	rules, err := loadEnvoyRules(d.EnvoyConfig)
-	if err != nil {
-		return service{}, err
-	}
-	dec, err := g.Decider() // the domain "sluice": the gateway's own policy
 	if err != nil {
 		return service{}, err
 	}
