@@ -83,6 +83,7 @@ func listenGRPC(d *config.Decide, onFailure store.FailurePolicy, g *gateway.Gate
 	}
 	ln, err := net.Listen("tcp", d.GRPC)
 	if err != nil {
+		srv.Stop() // its stream workers
 		return service{}, fmt.Errorf("decide.grpc listen: %w", err)
 	}
 	reload := func() error {
@@ -209,9 +210,12 @@ func b2i(b bool) int {
 	return 0
 }
 
-// closeAll closes the services' listeners (after a failure to start).
+// closeAll closes the services' listeners and stops them, never served
+// (after a failure to start): nothing is in flight, and the gRPC server's
+// stream workers end.
 func closeAll(svcs []service) {
 	for _, s := range svcs {
 		_ = s.ln.Close()
+		_ = s.stop(context.Background())
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,6 +14,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/gateway"
 )
 
 // decideText is a configuration of the decision service alone: /check and
@@ -142,5 +149,42 @@ func TestServeDecideBesideGateway(t *testing.T) {
 	}
 	if !strings.Contains(p.logs.String(), "decide changes, and adding or removing upstream, take effect after a restart") {
 		t.Error("the reload did not say that removing upstream needs a restart")
+	}
+}
+
+// TestDecideStartFailureLeavesNothing: when sluice cannot listen on an
+// address of decide.grpc, admin or listen, the decision services already
+// made are stopped, the Envoy server's stream workers with them, and
+// nothing is left listening.
+func TestDecideStartFailureLeavesNothing(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	t.Setenv("GOGC", "100") // serveConfig leaves the collector's target alone
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	log := slog.New(slog.DiscardHandler)
+	parse := func(grpc, admin string) *config.File {
+		cfg, err := config.Parse("t.yaml", []byte("decide:\n  http: 127.0.0.1:0\n  grpc: "+grpc+"\nadmin: "+admin+
+			"\nrules:\n  - {name: all, match: {path: /}, rate: 10/m}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	cfg := parse(taken.Addr().String(), "127.0.0.1:0")
+	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := listenDecide(cfg, g, log); err == nil || !strings.Contains(err.Error(), "decide.grpc listen") {
+		t.Errorf("decide.grpc taken: %v, want a listen error", err)
+	}
+	if err := g.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := serveConfig(parse("127.0.0.1:0", taken.Addr().String()), log); err == nil || !strings.Contains(err.Error(), "admin listen") {
+		t.Errorf("admin taken: %v, want a listen error", err)
 	}
 }
