@@ -2,6 +2,9 @@ package rls
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -206,4 +209,42 @@ func TestShutdownWaitsForCallsThenStops(t *testing.T) {
 	if _, err := h.call(request("rl", desc("foo=x"))); status.Code(err) != codes.Unavailable {
 		t.Fatalf("after Shutdown: %v, want Unavailable", err)
 	}
+}
+
+// TestStreamsPerConnectionBounded: the server's first frame on a raw
+// HTTP/2 connection announces SETTINGS_MAX_CONCURRENT_STREAMS (0x3) of
+// maxStreams, so that one connection cannot hold unbounded calls.
+func TestStreamsPerConnectionBounded(t *testing.T) {
+	h := start(t, nil)
+	c, err := net.Dial("tcp", h.conn.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	// The client preface and an empty SETTINGS frame.
+	if _, err := c.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")); err != nil {
+		t.Fatal(err)
+	}
+	var head [9]byte
+	if _, err := io.ReadFull(c, head[:]); err != nil {
+		t.Fatal(err)
+	}
+	n := int(head[0])<<16 | int(head[1])<<8 | int(head[2])
+	if head[3] != 0x4 || head[4]&0x1 != 0 || n%6 != 0 {
+		t.Fatalf("first frame: type %#x flags %#x length %d, want SETTINGS", head[3], head[4], n)
+	}
+	payload := make([]byte, n)
+	if _, err := io.ReadFull(c, payload); err != nil {
+		t.Fatal(err)
+	}
+	for p := payload; len(p) >= 6; p = p[6:] {
+		if binary.BigEndian.Uint16(p) == 0x3 {
+			if got := binary.BigEndian.Uint32(p[2:]); got != maxStreams {
+				t.Errorf("MAX_CONCURRENT_STREAMS %d, want %d", got, maxStreams)
+			}
+			return
+		}
+	}
+	t.Errorf("SETTINGS %x announce no MAX_CONCURRENT_STREAMS", payload)
 }

@@ -83,6 +83,13 @@ type Server struct {
 
 var _ pb.RateLimitServiceServer = (*Server)(nil)
 
+// maxStreams is the most calls one connection may have in flight, which
+// the server announces (SETTINGS_MAX_CONCURRENT_STREAMS): Envoy opens
+// another connection past it. gRPC's default is none, so that one
+// connection could hold any number of goroutines, each with a request
+// buffered up to its flow-control window.
+const maxStreams = 1024
+
 // serviceName is the RLS service's full name, which the health service
 // reports on besides "".
 const serviceName = "envoy.service.ratelimit.v3.RateLimitService"
@@ -117,7 +124,8 @@ func NewServer(opts Options) (*Server, error) {
 	s.SetRules(opts.Rules)
 	// Stream workers: a call runs on one of a few long-lived goroutines
 	// instead of a new one each (Envoy keeps one connection busy).
-	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRequestBytes), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
+	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRequestBytes), grpc.MaxConcurrentStreams(maxStreams),
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
 	pb.RegisterRateLimitServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
