@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,7 +102,7 @@ func LoadEnvoy(paths []string) ([]EnvoyDomain, error) {
 	var out []EnvoyDomain
 	var errs Errors
 	for _, f := range files {
-		data, err := readLimited(f)
+		data, err := readFile(f)
 		if err != nil {
 			return nil, err
 		}
@@ -154,19 +153,6 @@ func envoyFiles(paths []string) ([]string, error) {
 		}
 	}
 	return files, nil
-}
-
-func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("config: read %s: %w", path, err)
-	}
-	return data, nil
 }
 
 // ParseEnvoy parses one envoyproxy/ratelimit rule file; name is the file
