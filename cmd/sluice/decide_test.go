@@ -102,18 +102,7 @@ func TestServeDecideAlone(t *testing.T) {
 	})
 
 	c.CloseIdleConnections()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-p.exited:
-		p.stopped = true
-		if err != nil {
-			t.Errorf("after SIGTERM: %v, want exit code 0", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("sluice did not exit within 10s of SIGTERM")
-	}
+	p.terminate(t, 10*time.Second)
 }
 
 // Beside the gateway, /check shares its counters. A reload with a file

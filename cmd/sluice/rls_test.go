@@ -93,18 +93,7 @@ func TestServeEnvoyRateLimitService(t *testing.T) {
 		return ask("10.0.0.2") == pb.RateLimitResponse_OK && ask("10.0.0.2") == pb.RateLimitResponse_OK
 	})
 	conn.Close()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-p.exited:
-		p.stopped = true
-		if err != nil {
-			t.Errorf("after SIGTERM: %v, want exit code 0", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("sluice did not exit within 10s of SIGTERM")
-	}
+	p.terminate(t, 10*time.Second)
 }
 
 // TestCheckEnvoyRuleFiles: `sluice check` reads decide.envoy_config's rule

@@ -134,6 +134,24 @@ func startServe(t *testing.T, path string) *serveProcess {
 	return p
 }
 
+// terminate sends SIGTERM and fails the test unless sluice exits with
+// status 0 within the given time.
+func (p *serveProcess) terminate(t *testing.T, within time.Duration) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		p.stopped = true
+		if err != nil {
+			t.Errorf("after SIGTERM: %v, want exit code 0", err)
+		}
+	case <-time.After(within):
+		t.Fatalf("sluice did not exit within %v of SIGTERM", within)
+	}
+}
+
 type reply struct {
 	status int
 	policy string
@@ -231,18 +249,7 @@ func TestServeProcess(t *testing.T) {
 	}
 
 	c.CloseIdleConnections()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-p.exited:
-		p.stopped = true
-		if err != nil {
-			t.Errorf("after SIGTERM: %v, want exit code 0", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("sluice did not exit within 5s of SIGTERM")
-	}
+	p.terminate(t, 5*time.Second)
 	if !strings.Contains(logs.String(), `"msg":"sluice stopped"`) {
 		t.Error(`no "sluice stopped" log line`)
 	}
