@@ -78,10 +78,21 @@ func (l *stallListener) Accept() (net.Conn, error) {
 	return &stallConn{Conn: c, wait: l.wait}, nil
 }
 
-// stallConn gives each write wait to complete.
+// stallConn gives each write wait to complete. It also hands the reader
+// first what watchGone read ahead.
 type stallConn struct {
 	net.Conn
-	wait time.Duration
+	wait   time.Duration
+	peeked []byte // read by watchGone, not yet by the server
+}
+
+func (c *stallConn) Read(p []byte) (int, error) {
+	if len(c.peeked) > 0 {
+		n := copy(p, c.peeked)
+		c.peeked = c.peeked[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
 }
 
 func (c *stallConn) Write(p []byte) (int, error) {

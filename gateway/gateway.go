@@ -1,9 +1,15 @@
 // Package gateway composes sluice's parts into the product: a reverse proxy
 // in front of one upstream service that applies the configured limits per
-// caller (package httplimit), and an admin server with Prometheus metrics,
+// caller, and an admin server (net/http) with Prometheus metrics,
 // health, readiness and reload. It owns the configuration's life: reload on
 // request, on SIGHUP (wired by the command) and on file change, where a bad
 // file is refused and the policy in force stays.
+//
+// Run serves callers on the fast data path: an HTTP/1.1 server and a
+// pooled, streaming upstream client on fasthttp (internal/fastproxy), the
+// decision core (package decision) deciding each request (fast.go).
+// Handler serves the same over net/http (httplimit in front of
+// httputil.ReverseProxy) for programs that mount the gateway themselves.
 package gateway
 
 import (
@@ -24,7 +30,9 @@ import (
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/internal/fastproxy"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/throttle"
@@ -46,10 +54,11 @@ type Options struct {
 	// ShutdownTimeout bounds how long Run waits for in-flight requests
 	// after its context ends. Default: Config.Server.DrainTimeout.
 	ShutdownTimeout time.Duration
-	// Transport reaches the upstream. Default: a clone of
-	// http.DefaultTransport with more idle connections per host and
-	// Config.Server.UpstreamTimeout for connecting and for the response
-	// headers.
+	// Transport reaches the upstream from Handler (net/http). Default: a
+	// clone of http.DefaultTransport with more idle connections per host
+	// and Config.Server.UpstreamTimeout for connecting and for the response
+	// headers. Run serves on its own fast data path (fasthttp), with a
+	// pooled keep-alive client of its own.
 	Transport http.RoundTripper
 }
 
@@ -72,6 +81,15 @@ type Gateway struct {
 	ready     atomic.Bool
 	startSum  string                            // the config file's digest when New ran, for WatchConfig
 	throttle  atomic.Pointer[throttle.Throttle] // protect's, made once (protect.go)
+
+	// The fast data path (fast.go, run.go).
+	engine  *decision.Engine                // decides Run's requests
+	reqs    atomic.Pointer[context.Context] // Run's requests' context, cancelled by the drain timeout
+	closing atomic.Bool                     // shutting down: close each connection after its answer
+	// inflight counts Run's requests from their headers read to their
+	// answer written (a streamed body to its end): what the drain waits for.
+	inflight atomic.Int64
+	cutting  atomic.Bool // the drain timeout passed: requests at the upstream get 503
 }
 
 // New builds a gateway from opts. It opens the store but starts no server.
@@ -121,6 +139,20 @@ func New(opts Options) (*Gateway, error) {
 		_ = g.Close()
 		return nil, err
 	}
+	g.engine, err = decision.New(decision.Options{
+		Store:      g.store,
+		Leaser:     leaser,
+		LeaseTTL:   leaseTTL,
+		Clock:      opts.Clock,
+		OnFailure:  opts.Config.Store.OnFailure,
+		OnDecision: func(_ *decision.Request, rep *decision.Report) { g.observe(nil, rep) },
+		OnResponse: g.settledFast,
+		OnSettle:   func(_ *decision.Request, rule string, err error) { g.settleFailed(nil, rule, err) },
+	})
+	if err != nil {
+		_ = g.Close()
+		return nil, err
+	}
 	if _, err := g.applyProtect(opts.Config); err != nil {
 		_ = g.Close()
 		return nil, err
@@ -128,7 +160,7 @@ func New(opts Options) (*Gateway, error) {
 	g.metrics.registry.MustRegister(throttleCollector{g})
 	g.limiter = lim
 	g.loopMark = []string{g.loopToken}
-	g.snap.Store(g.newSnapshot(opts.Config))
+	g.snap.Store(g.newSnapshot(opts.Config, nil))
 	g.ready.Store(true)
 	return g, nil
 }
@@ -192,9 +224,16 @@ type snapshot struct {
 	// (caller.go): held for its turn by its rules' longest delay, then in
 	// protect's queue for its max_wait.
 	maxWait time.Duration
+	// The fast data path's (Run): what requests are decided under, the
+	// proxy to the upstream, and the fields a caller may not remove.
+	settings decision.Settings
+	proxy    *fastproxy.Proxy
+	kept     []string
 }
 
-func (g *Gateway) newSnapshot(cfg *config.File) *snapshot {
+// newSnapshot returns the snapshot of cfg; old is the one in force (nil at
+// start), whose upstream connections are kept when the upstream is the same.
+func (g *Gateway) newSnapshot(cfg *config.File, old *snapshot) *snapshot {
 	kept := keptHeaders(cfg.Compiled)
 	proxy := &httputil.ReverseProxy{
 		Rewrite:        func(pr *httputil.ProxyRequest) { g.rewrite(cfg, kept, pr) },
@@ -208,7 +247,9 @@ func (g *Gateway) newSnapshot(cfg *config.File) *snapshot {
 	if cfg.Protect != nil {
 		settings.Throttle = g.throttle.Load() // applyProtect made it
 	}
-	snap := &snapshot{cfg: cfg, handler: g.limiter.HandlerWith(settings, passOn{proxy})}
+	snap := &snapshot{cfg: cfg, handler: g.limiter.HandlerWith(settings, passOn{proxy}), kept: kept,
+		settings: decision.Settings{Policy: settings.Policy, LegacyHeaders: settings.LegacyHeaders, Throttle: settings.Throttle},
+		proxy:    g.newProxy(cfg.Upstream, old)}
 	for i := range cfg.Compiled.Rules() {
 		snap.maxWait = max(snap.maxWait, cfg.Compiled.RuleLimit(i).Delay())
 	}
@@ -347,6 +388,9 @@ func limitedRules(rep *httplimit.Report) []string {
 // and the upstream connections. The leases of requests still in flight
 // are not released: they expire within store.lease_ttl.
 func (g *Gateway) Close() error {
+	if snap := g.snap.Load(); snap != nil && snap.proxy != nil {
+		snap.proxy.Close()
+	}
 	if g.transport != nil {
 		g.transport.CloseIdleConnections()
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strings"
+
+	"github.com/valyala/fasthttp"
 )
 
 // loopHeader carries, on what sluice forwards, the marks of the sluice
@@ -92,4 +94,48 @@ func isMark(s string) bool {
 func (g *Gateway) fromUpstream(resp *http.Response) error {
 	delete(resp.Header, loopHeader) // an upstream echoing request headers must not show callers the mark
 	return nil
+}
+
+// loopedFast is looped for the fast path.
+func (g *Gateway) loopedFast(h *fasthttp.RequestHeader) bool {
+	for k, v := range h.All() {
+		if !isLoopHeader(b2s(k)) {
+			continue
+		}
+		for m := range strings.SplitSeq(b2s(v), ",") {
+			if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(m)), []byte(g.loopToken)) == 1 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (g *Gateway) loopAnswerFast(ctx *fasthttp.RequestCtx, hasBody bool) {
+	g.metrics.loops.Inc()
+	if g.logGate.allow(logSubject{kind: "loop"}) {
+		g.log.Error("request came back from the upstream: upstream leads to sluice itself",
+			"upstream", g.config().Upstream.Redacted())
+	}
+	g.answerFast(ctx, http.StatusLoopDetected, "the request came back to the gateway from its own upstream", hasBody)
+}
+
+// marksFast is the Sluice-Loop-Mark value that goes upstream (markLoop).
+func (g *Gateway) marksFast(h *fasthttp.RequestHeader) string {
+	var marks []string
+	for k, v := range h.All() {
+		if !isLoopHeader(b2s(k)) {
+			continue
+		}
+		for m := range strings.SplitSeq(b2s(v), ",") {
+			if m = strings.TrimSpace(m); isMark(m) {
+				marks = append(marks, m)
+			}
+		}
+	}
+	if len(marks) == 0 {
+		return g.loopToken
+	}
+	marks = marks[max(0, len(marks)-(maxMarks-1)):]
+	return strings.Join(append(marks, g.loopToken), ", ")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/httplimit"
 	"github.com/sluice-rl/sluice/throttle"
 )
@@ -46,6 +47,15 @@ func (g *Gateway) applyProtect(cfg *config.File) (*throttle.Throttle, error) {
 // counted elsewhere (sluice_upstream_errors_total, sluice_caller_errors_total).
 func (g *Gateway) settled(_ *http.Request, resp *httplimit.Response) {
 	if !resp.Passed || resp.Failure != httplimit.NoFailure {
+		return
+	}
+	g.metrics.upstreamSeconds.Observe(resp.FirstByte.Seconds())
+	g.metrics.upstreamResponses.WithLabelValues(statusLabel(resp.Status)).Inc()
+}
+
+// settledFast is settled for the fast data path.
+func (g *Gateway) settledFast(_ *decision.Request, resp *decision.Response) {
+	if !resp.Passed || resp.Failure != decision.NoFailure {
 		return
 	}
 	g.metrics.upstreamSeconds.Observe(resp.FirstByte.Seconds())

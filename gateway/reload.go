@@ -49,7 +49,12 @@ func (g *Gateway) Reload() error {
 		g.log.Error("reload refused; previous configuration stays", "file", old.Path, "err", err.Error())
 		return err
 	}
-	g.snap.Store(g.newSnapshot(cfg)) // policy, upstream, settings and throttle at once
+	prev := g.snap.Load()
+	next := g.newSnapshot(cfg, prev)
+	g.snap.Store(next) // policy, upstream, settings and throttle at once
+	if prev.proxy != nil && prev.proxy != next.proxy {
+		prev.proxy.Close() // another upstream: the old one's idle connections go; requests on it finish
+	}
 	g.metrics.reloads.WithLabelValues("ok").Inc()
 	g.log.Info("configuration reloaded", "file", cfg.Path, "rules", cfg.Compiled.Rules())
 	return nil

@@ -10,32 +10,46 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluice-rl/sluice/internal/fastproxy"
 )
 
 // errDraining cancels the requests still running when the drain timeout
-// ends; proxyFailed answers them 503.
+// ends; they are answered 503.
 var errDraining = errors.New("gateway: shutting down")
 
-// Run serves callers on ln and the admin endpoints on admin until ctx ends,
-// then shuts down gracefully. /readyz answers 503 at once; for
-// server.shutdown_delay the gateway keeps serving (closing each connection
-// after its response), so that load balancers take it out of rotation
-// before connections are refused. Then it stops accepting callers and lets
-// the requests in flight finish, for at most ShutdownTimeout; requests
-// still waiting for the upstream then are answered 503. Run returns nil
-// after a clean drain, or an error if a server failed or requests outlived
-// ShutdownTimeout.
+// Run serves callers on ln (the fast data path: fasthttp, serveFast) and
+// the admin endpoints on admin (net/http) until ctx ends, then shuts down
+// gracefully. /readyz answers 503 at once; for server.shutdown_delay the
+// gateway keeps serving (closing each connection after its response), so
+// that load balancers take it out of rotation before connections are
+// refused. Then it stops accepting callers and lets the requests in flight
+// finish, for at most ShutdownTimeout; requests still waiting (held for
+// their turn, queued, or at the upstream) then are answered 503. Run
+// returns nil after a clean drain, or an error if a server failed or
+// requests outlived ShutdownTimeout.
 func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	reqs, cut := context.WithCancelCause(context.Background())
 	defer cut(nil)
-	srv := g.httpServer(g.Handler())
-	srv.BaseContext = func(net.Listener) context.Context { return reqs }
-	var active activeConns
-	srv.ConnState = active.track
+	g.reqs.Store(&reqs)
+	g.closing.Store(false)
+	g.cutting.Store(false)
+	var conns fastConns
+	srv := fastproxy.NewServer(g.serveFast, fastproxy.Timeouts{ReadHeader: g.server.ReadHeaderTimeout,
+		Idle: g.server.IdleTimeout}, fastLogger{g.log})
+	srv.ConnState = conns.track
 	adm := g.httpServer(g.AdminHandler())
 	errc := make(chan error, 2)
 	go func() {
-		errc <- serve(srv, capConnections(stallWrites(ln, g.server.IdleTimeout), g.server.MaxConnections))
+		err := srv.Serve(capConnections(stallWrites(ln, g.server.IdleTimeout), g.server.MaxConnections))
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			err = fmt.Errorf("gateway: serve %s: %w", ln.Addr(), err)
+		} else {
+			err = nil
+		}
+		errc <- err
 	}()
 	go func() { errc <- serve(adm, admin) }()
 	stopWatch, watched := make(chan struct{}), make(chan struct{})
@@ -49,17 +63,17 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	case err = <-errc:
 		running--
 	}
+	g.closing.Store(err == nil && g.server.ShutdownDelay > 0) // before /readyz says so
 	g.ready.Store(false)
 	if err == nil && g.server.ShutdownDelay > 0 {
 		g.log.Info("shutting down: still serving while load balancers notice", "delay", g.server.ShutdownDelay.String())
-		srv.SetKeepAlivesEnabled(false)
 		select {
 		case <-time.After(g.server.ShutdownDelay):
 		case err = <-errc:
 			running--
 		}
 	}
-	shutErr := g.drain(srv, &active, cut)
+	shutErr := g.drain(srv, &conns, cut)
 	actx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	shutErr = errors.Join(shutErr, adm.Shutdown(actx)) // admin (readyz 503) last
@@ -74,55 +88,82 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 
 // drain stops accepting callers and waits for the requests in flight, for
 // at most ShutdownTimeout. Those still running then are cancelled with
-// errDraining (proxyFailed answers 503) and given a second to answer
-// before their connections are closed. Connections on which no request is
-// in flight do not make the drain unclean: net/http waits up to 5s for one
-// that has not sent its first request yet (a preconnect, a port scan).
-func (g *Gateway) drain(srv *http.Server, active *activeConns, cut context.CancelCauseFunc) error {
+// errDraining (answered 503: the upstream connections are closed under
+// them) and given a second to answer before every connection is closed.
+// Connections on which no request is in flight do not make the drain
+// unclean.
+func (g *Gateway) drain(srv *fasthttp.Server, conns *fastConns, cut context.CancelCauseFunc) error {
 	sctx, cancel := context.WithTimeout(context.Background(), g.opts.ShutdownTimeout)
 	defer cancel()
-	err := srv.Shutdown(sctx)
+	err := srv.ShutdownWithContext(sctx)
 	if err == nil {
 		return nil
 	}
-	if active.count() == 0 {
-		_ = srv.Close()
+	if g.inflight.Load() == 0 {
+		conns.closeAll()
 		return nil
 	}
 	g.log.Warn("requests outlived the drain timeout; answering them 503", "drain_timeout", g.opts.ShutdownTimeout.String())
+	g.cutting.Store(true)
 	cut(errDraining)
-	last, cancelLast := context.WithTimeout(context.Background(), time.Second)
-	defer cancelLast()
-	if srv.Shutdown(last) != nil {
-		_ = srv.Close()
+	if snap := g.snap.Load(); snap.proxy != nil {
+		snap.proxy.Abort()
 	}
+	g.waitAnswered(time.Second)
+	conns.closeAll()
 	return err
 }
 
-// activeConns counts the connections with a request in flight (net/http's
-// StateActive: from the request's headers read to its answer written).
-type activeConns struct {
-	mu     sync.Mutex
-	active map[net.Conn]struct{}
-}
-
-func (a *activeConns) track(c net.Conn, st http.ConnState) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if st == http.StateActive {
-		if a.active == nil {
-			a.active = make(map[net.Conn]struct{})
-		}
-		a.active[c] = struct{}{}
-	} else {
-		delete(a.active, c)
+// waitAnswered waits until no request is in flight, or for d, looking
+// every few milliseconds: it runs once, at the end of a drain.
+func (g *Gateway) waitAnswered(d time.Duration) {
+	for end := time.Now().Add(d); g.inflight.Load() > 0 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-func (a *activeConns) count() int {
+// fastConns keeps the callers' open connections, to close those left
+// when a drain ends.
+type fastConns struct {
+	mu   sync.Mutex
+	open map[net.Conn]struct{}
+}
+
+func (a *fastConns) track(c net.Conn, st fasthttp.ConnState) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.active)
+	if a.open == nil {
+		a.open = make(map[net.Conn]struct{})
+	}
+	switch st { // not Active and Idle: they change on every request
+	case fasthttp.StateNew:
+		a.open[c] = struct{}{}
+	case fasthttp.StateClosed, fasthttp.StateHijacked:
+		delete(a.open, c)
+	}
+}
+
+func (a *fastConns) closeAll() {
+	a.mu.Lock()
+	cs := make([]net.Conn, 0, len(a.open))
+	for c := range a.open {
+		cs = append(cs, c)
+	}
+	a.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+	}
+}
+
+// fastLogger sends fasthttp's own messages (a connection that broke off
+// before its request was read, and the like) to the log at debug level:
+// each is answered, and counting them is the metrics' job.
+type fastLogger struct{ log *slog.Logger }
+
+func (l fastLogger) Printf(format string, args ...any) {
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug(fmt.Sprintf(format, args...))
+	}
 }
 
 func serve(srv *http.Server, ln net.Listener) error {
@@ -132,9 +173,8 @@ func serve(srv *http.Server, ln net.Listener) error {
 	return nil
 }
 
-// httpServer is an http.Server with the server block's timeouts. The body
-// timeout is set per request (serveCaller), counted from the end of the
-// headers; ReadTimeout would count the headers in too.
+// httpServer is an http.Server with the server block's timeouts, for the
+// admin endpoints.
 func (g *Gateway) httpServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,

@@ -2,9 +2,12 @@ package fastproxy_test
 
 import (
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +87,30 @@ func wantProblem(t *testing.T, rs []reply, status int, detail string) {
 	}
 	if err := json.Unmarshal([]byte(rs[0].body), &p); err != nil || p.Status != status || p.Detail != detail {
 		t.Errorf("body %q (%v), want status %d detail %q", rs[0].body, err, status, detail)
+	}
+}
+
+// TestCallerAbortMidBody: a caller that goes away mid-body is an abort,
+// not the upstream's failure, and nothing is answered.
+func TestCallerAbortMidBody(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer up.Close()
+	s := startStand(t, mustURL(t, up.URL), standOptions{fwd: xff})
+	c := dial(t, s)
+	// More than the upstream client's write buffer, so that the request
+	// reaches the upstream while its body is still arriving.
+	_, _ = c.Write([]byte(req("POST /u", "Content-Length: 100000") + strings.Repeat("x", 10000)))
+	<-arrived
+	c.Close()
+	deadline := time.Now().Add(10 * time.Second) // an upper bound only
+	for len(s.outcomes()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := s.outcomes(); !slices.Equal(got, []fastproxy.Outcome{fastproxy.CallerAborted}) {
+		t.Errorf("outcomes %v, want CallerAborted", got)
 	}
 }

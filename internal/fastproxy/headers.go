@@ -3,6 +3,7 @@ package fastproxy
 import (
 	"bytes"
 	"net/netip"
+	"slices"
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
@@ -29,9 +30,12 @@ type Forwarding struct {
 	// URI is the request target that goes on: path and query; empty: the
 	// caller's.
 	URI []byte
-	// Drop reports whether a caller's field must not go on (sluice's own
-	// header, a respelled access key, method override headers), beside
-	// the hop-by-hop and forwarding fields that never go on.
+	// Removed are caller's fields that must not go on, named exactly as
+	// the request's header spells them (decision.Verdict.Removed: sluice's
+	// own header, a respelled access key, method override headers).
+	Removed []string
+	// Drop reports whether a caller's field must not go on, beside
+	// Removed and the hop-by-hop and forwarding fields that never go on.
 	Drop func(name string) bool
 	// Kept are fields a caller may not remove by naming them in
 	// Connection (the access key, counted headers), in canonical spelling.
@@ -64,10 +68,11 @@ func (f *Forwarding) Build(in, out *fasthttp.RequestHeader, tls bool) {
 	out.SetMethodBytes(orBytes(f.Method, in.Method()))
 	out.SetRequestURIBytes(orBytes(f.URI, in.RequestURI()))
 	out.SetHostBytes(in.Host())
+	out.SetNoDefaultContentType(true) // a body without Content-Type goes on without one
 	conn := connectionTokens(in)
 	for k, v := range in.All() {
 		name := b2s(k)
-		if oneOf(name, hopByHop) || oneOf(name, forwarding) ||
+		if oneOf(name, hopByHop) || oneOf(name, forwarding) || slices.Contains(f.Removed, name) ||
 			(f.Drop != nil && f.Drop(name)) || (tokenIn(conn, k) && !oneOf(name, f.Kept)) {
 			continue
 		}

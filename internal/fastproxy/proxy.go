@@ -16,6 +16,10 @@ import (
 // connections and streams the answers back. It is safe for concurrent use.
 type Proxy struct {
 	client *fasthttp.HostClient
+	conns  *openConns
+	// BodyFailed, if set, is told when an answer's body could not be
+	// copied to the end: the upstream broke it off, or the caller went.
+	BodyFailed func(err error)
 	// DropResponse reports whether a field of the upstream's answer must
 	// not reach the caller (nil: none but the hop-by-hop fields).
 	DropResponse func(name string) bool
@@ -25,11 +29,21 @@ type Proxy struct {
 // query are the gateway's to join, Forwarding.URI). timeout bounds
 // connecting and each read and write on an upstream connection.
 func New(u *url.URL, timeout time.Duration) *Proxy {
-	return &Proxy{client: newClient(u, timeout)}
+	conns := &openConns{m: make(map[*upstreamConn]struct{})}
+	return &Proxy{client: newClient(u, timeout, conns), conns: conns}
 }
 
 // Close closes the idle upstream connections.
 func (p *Proxy) Close() { p.client.CloseIdleConnections() }
+
+// Abort closes every upstream connection, idle or in use: requests waiting
+// for the upstream fail at once (UpstreamFailed), as a gateway's drain
+// ends them.
+func (p *Proxy) Abort() {
+	p.client.CloseIdleConnections()
+	p.conns.aborted.Store(true)
+	p.conns.closeAll()
+}
 
 // Outcome says how a request Serve handled ended.
 type Outcome int
@@ -49,8 +63,8 @@ const (
 // Serve sends the request ctx serves on as f says, streaming its body,
 // and puts the upstream's answer on ctx.Response: status and fields at
 // once, the body as a stream the server copies after the handler returns.
-// done (nil: none) runs once that copy has ended, or at once when there is
-// no body to copy. bodyStart is when the body timeout started (the
+// When Answered, done (nil: none) runs once that copy has ended, or before
+// Serve returns when there is no body to copy; otherwise it never runs. bodyStart is when the body timeout started (the
 // deadline is the caller's: SetBodyDeadline): a timeout reading the body
 // is the upstream's fault (504) when sluice spent less than half the time
 // since waiting for the caller. err is what failed, nil when Answered.
@@ -60,7 +74,7 @@ func (p *Proxy) Serve(ctx *fasthttp.RequestCtx, f *Forwarding, bodyStart time.Ti
 	var body *callerBody
 	if n := ctx.Request.Header.ContentLength(); n > 0 || n == -1 {
 		if st := ctx.RequestBodyStream(); st != nil {
-			body = &callerBody{src: st, start: bodyStart}
+			body = &callerBody{src: st, start: bodyStart, want: int64(n)}
 			req.SetBodyStream(body, n)
 		}
 	}
@@ -70,9 +84,6 @@ func (p *Proxy) Serve(ctx *fasthttp.RequestCtx, f *Forwarding, bodyStart time.Ti
 	fasthttp.ReleaseRequest(req)
 	if err != nil {
 		fasthttp.ReleaseResponse(resp)
-		if done != nil {
-			done()
-		}
 		return failed(ctx, body, err)
 	}
 	p.answer(ctx, resp, done)
@@ -102,30 +113,34 @@ func (p *Proxy) answer(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, done f
 		n = -1 // chunked to the caller, whatever the upstream framed it with
 	}
 	b := bodies.Get().(*upstreamBody)
-	b.resp, b.done = resp, done
+	b.resp, b.done, b.failed = resp, done, p.BodyFailed
 	ctx.Response.SetBodyStream(b, n)
 }
 
 // bodies recycles upstreamBody: one fewer allocation per proxied request.
 var bodies = sync.Pool{New: func() any { return new(upstreamBody) }}
 
-// upstreamBody is the upstream's response body on its way to the caller;
-// closing it (the server does, once, after the copy) releases the
-// response and its connection.
+// upstreamBody is the upstream's response body on its way to the caller.
+// The server closes it once, after the copy, with CloseWithError (it has
+// no Close: the server would call both, and the second would find it
+// recycled), which releases the response and its connection.
 type upstreamBody struct {
-	resp *fasthttp.Response
-	done func()
+	resp   *fasthttp.Response
+	done   func()
+	failed func(error)
 }
 
 func (b *upstreamBody) Read(p []byte) (int, error) { return b.resp.BodyStream().Read(p) }
 
-func (b *upstreamBody) Close() error {
-	resp, done := b.resp, b.done
-	if resp == nil {
-		return nil // closed already
-	}
+// CloseWithError ends the copy; err is why it stopped before the end (nil:
+// it ended).
+func (b *upstreamBody) CloseWithError(err error) error {
+	resp, done, failed := b.resp, b.done, b.failed
 	*b = upstreamBody{}
 	bodies.Put(b)
+	if err != nil && failed != nil {
+		failed(err)
+	}
 	_ = resp.CloseBodyStream()
 	fasthttp.ReleaseResponse(resp)
 	if done != nil {
@@ -186,6 +201,8 @@ func isTimeout(err error) bool {
 type callerBody struct {
 	src    io.Reader
 	start  time.Time // when the body timeout started
+	want   int64     // Content-Length, -1 when chunked
+	got    int64
 	waited time.Duration
 	mu     sync.Mutex
 	err    error // io.EOF once read to the end
@@ -195,6 +212,10 @@ func (b *callerBody) Read(p []byte) (int, error) {
 	t0 := time.Now()
 	n, err := b.src.Read(p)
 	b.mu.Lock()
+	b.got += int64(n)
+	if err == io.EOF && b.want >= 0 && b.got < b.want {
+		err = io.ErrUnexpectedEOF // the caller went: fasthttp's stream reads that as the end
+	}
 	b.waited += time.Since(t0)
 	if err != nil && b.err == nil {
 		b.err = err

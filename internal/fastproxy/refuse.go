@@ -12,10 +12,12 @@ import (
 // Transfer-Encoding other than chunked or repeated, Transfer-Encoding on
 // HTTP/1.0, a space before a field's colon, a second Host, bare CR and NUL
 // in fields, and headers over MaxHeaderBytes (431). It is more lenient than
-// net/http, and than a careful upstream, in two places that Refuse closes:
+// net/http, and than a careful upstream, in three places that Refuse closes:
 //
 //   - any protocol but HTTP/1.0 and HTTP/1.1 (fasthttp serves "HTTP/1.2"
 //     and "HTTP/2.0" request lines as HTTP/1.1): 505;
+//   - a fragment in the request target (fasthttp drops it; RFC 9112
+//     3.2's request-target has none): 400;
 //   - Content-Length beside Transfer-Encoding: chunked (RFC 9112 6.1 lets
 //     a server refuse it; fasthttp drops Content-Length and reads chunks,
 //     and a proxy behind that reads Content-Length would see another
@@ -23,6 +25,9 @@ import (
 func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	if p := h.Protocol(); !bytes.Equal(p, http11) && !bytes.Equal(p, http10) {
 		return fasthttp.StatusHTTPVersionNotSupported, "only HTTP/1.0 and HTTP/1.1 are served here"
+	}
+	if bytes.IndexByte(h.RequestURI(), '#') >= 0 {
+		return fasthttp.StatusBadRequest, "the request target has a fragment (#), which is never sent"
 	}
 	// fasthttp reads a chunked body as ContentLength -1; only then can a
 	// Content-Length field have been dropped beside it.

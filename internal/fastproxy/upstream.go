@@ -1,8 +1,13 @@
 package fastproxy
 
 import (
+	"errors"
+	"io"
 	"net"
 	"net/url"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -15,7 +20,7 @@ import (
 // that takes no bytes of a request for that long, or sends none of its
 // answer, is given up (504); one that keeps sending may take as long as
 // it needs, so that long downloads are never cut.
-func newClient(u *url.URL, timeout time.Duration) *fasthttp.HostClient {
+func newClient(u *url.URL, timeout time.Duration, conns *openConns) *fasthttp.HostClient {
 	tls := u.Scheme == "https"
 	addr := u.Host
 	if u.Port() == "" {
@@ -34,7 +39,7 @@ func newClient(u *url.URL, timeout time.Duration) *fasthttp.HostClient {
 			if err != nil {
 				return nil, err
 			}
-			return &upstreamConn{Conn: c, wait: timeout}, nil
+			return conns.add(&upstreamConn{Conn: c, wait: timeout, open: conns}), nil
 		},
 		MaxConns:                      4096,
 		MaxConnWaitTimeout:            timeout,
@@ -44,12 +49,16 @@ func newClient(u *url.URL, timeout time.Duration) *fasthttp.HostClient {
 		DisablePathNormalizing:        true,
 		DisableHeaderNamesNormalizing: true,
 		// A request without a body is sent again, once, when a kept-alive
-		// connection turns out closed before it was answered (as net/http
-		// does); one whose body streams cannot be, and one that timed out
-		// has had its time.
+		// connection turns out closed by the upstream before it was
+		// answered (as net/http does); one whose body streams cannot be,
+		// one that timed out has had its time, and one whose connection
+		// sluice closed (Abort) is not to be sent again.
 		MaxIdemponentCallAttempts: 2,
 		RetryIfErr: func(req *fasthttp.Request, _ int, err error) (bool, bool) {
-			return false, !isTimeout(err) && !req.IsBodyStream() && (req.Header.IsGet() || req.Header.IsHead())
+			closedThere := errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
+				errors.Is(err, syscall.ECONNRESET)
+			return false, closedThere && !conns.aborted.Load() && !errors.Is(err, net.ErrClosed) && !req.IsBodyStream() &&
+				(req.Header.IsGet() || req.Header.IsHead())
 		},
 	}
 }
@@ -58,6 +67,45 @@ func newClient(u *url.URL, timeout time.Duration) *fasthttp.HostClient {
 type upstreamConn struct {
 	net.Conn
 	wait time.Duration
+	open *openConns
+	once sync.Once
+}
+
+func (c *upstreamConn) Close() error {
+	c.once.Do(func() { c.open.remove(c) })
+	return c.Conn.Close()
+}
+
+// openConns are a client's open connections, for Proxy.Abort.
+type openConns struct {
+	mu      sync.Mutex
+	m       map[*upstreamConn]struct{}
+	aborted atomic.Bool // Abort ran: nothing is sent again
+}
+
+func (o *openConns) add(c *upstreamConn) *upstreamConn {
+	o.mu.Lock()
+	o.m[c] = struct{}{}
+	o.mu.Unlock()
+	return c
+}
+
+func (o *openConns) remove(c *upstreamConn) {
+	o.mu.Lock()
+	delete(o.m, c)
+	o.mu.Unlock()
+}
+
+func (o *openConns) closeAll() {
+	o.mu.Lock()
+	cs := make([]*upstreamConn, 0, len(o.m))
+	for c := range o.m {
+		cs = append(cs, c)
+	}
+	o.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+	}
 }
 
 func (c *upstreamConn) Read(p []byte) (int, error) {

@@ -1,0 +1,307 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/internal/fastproxy"
+	"github.com/sluice-rl/sluice/policy"
+)
+
+// serveFast serves one caller's request on the fast data path (Run): the
+// decision core decides it, and internal/fastproxy sends it on and streams
+// the answer back, under the configuration in force when it arrives. It
+// does what serveCaller does on net/http (Handler): 508 for a request that
+// came back from sluice's own upstream, the body timeout counted from the
+// end of the longest wait a rule or protect's queue may impose, and
+// Connection: close on an answer given before the body was read.
+func (g *Gateway) serveFast(ctx *fasthttp.RequestCtx) {
+	g.inflight.Add(1)
+	if !g.decideFast(ctx) {
+		g.inflight.Add(-1)
+	}
+	if g.closing.Load() {
+		ctx.SetConnectionClose() // shutting down: load balancers take the gateway out
+	}
+}
+
+// decideFast is serveFast's work. It reports whether the answer's body is
+// still to be streamed, and inflight to be counted down once it has.
+func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
+	snap := g.snap.Load()
+	if status, detail := fastproxy.Refuse(&ctx.Request.Header); status != 0 {
+		g.answerFast(ctx, status, detail, true)
+		return false
+	}
+	n := ctx.Request.Header.ContentLength()
+	hasBody := n > 0 || n == -1
+	var bodyStart time.Time
+	if hasBody {
+		bodyStart = time.Now().Add(snap.maxWait)
+		fastproxy.SetBodyDeadline(ctx, bodyStart.Add(g.server.BodyTimeout))
+	}
+	if g.loopedFast(&ctx.Request.Header) {
+		g.loopAnswerFast(ctx, hasBody)
+		return false
+	}
+	if b2s(ctx.Request.Header.RequestURI()) == "*" && ctx.IsOptions() {
+		ctx.Response.Header.SetContentLength(0) // asterisk-form: about the server, never sent on
+		return false
+	}
+	peer := peerOf(ctx)
+	dctx := g.reqsCtx()
+	if snap.maxWait > 0 && !hasBody { // it may wait: notice its caller leaving (gone.go)
+		var stop func()
+		if dctx, stop = watchGone(dctx, ctx); stop != nil {
+			defer stop()
+		}
+	}
+	v := g.engine.Decide(dctx, snap.settings, decision.Request{Method: b2s(ctx.Method()),
+		Path: b2s(ctx.URI().PathOriginal()), Peer: peer, Header: (*fastHeaders)(&ctx.Request.Header)})
+	if !v.Pass {
+		g.refuseFast(ctx, v, hasBody)
+		return false
+	}
+	return g.passFast(ctx, snap, v, peer.Addr(), bodyStart, hasBody)
+}
+
+// reqsCtx is the context requests are decided under: cancelled, with
+// errDraining, when Run's drain timeout passes (a request held for its turn
+// or queued is then answered 503).
+func (g *Gateway) reqsCtx() context.Context {
+	if c := g.reqs.Load(); c != nil {
+		return *c
+	}
+	return context.Background()
+}
+
+// refuseFast writes the decision's own answer (400, 401, 429, 503).
+func (g *Gateway) refuseFast(ctx *fasthttp.RequestCtx, v *decision.Verdict, hasBody bool) {
+	if v.Status == decision.StatusClientGone {
+		ctx.SetConnectionClose()
+	} else {
+		ctx.SetStatusCode(v.Status)
+		for _, f := range v.Header {
+			ctx.Response.Header.SetBytesV(f.Name, f.Value)
+		}
+		ctx.Response.SetBody(v.Body)
+	}
+	if hasBody {
+		ctx.SetConnectionClose() // the body is not read: answer at once, however slowly it comes
+	}
+	v.Finish(&decision.Response{Status: v.Status})
+}
+
+// passFast sends a passed request on and puts the answer, with the
+// decision's RateLimit fields, on ctx; the verdict is finished once the
+// answer's body has gone to the caller, or at once when the upstream did
+// not answer. It reports whether it counts inflight down itself (the
+// upstream answered: once the body has gone).
+func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision.Verdict, peer netip.Addr,
+	bodyStart time.Time, hasBody bool) bool {
+	if snap.proxy == nil {
+		g.answerFast(ctx, fasthttp.StatusBadGateway, "the gateway has no upstream", hasBody)
+		v.Finish(&decision.Response{Passed: true, Status: fasthttp.StatusBadGateway, Failure: decision.UpstreamFailed})
+		return false
+	}
+	if g.cutting.Load() { // the drain timeout has passed: nothing more goes on
+		g.answerFast(ctx, fasthttp.StatusServiceUnavailable, "the gateway is shutting down; retry", hasBody)
+		v.Finish(&decision.Response{Passed: true, Status: fasthttp.StatusServiceUnavailable, Failure: decision.CallerFailed})
+		return false
+	}
+	var set [2]fastproxy.Field
+	fwd := fastproxy.Forwarding{Peer: peer, Trusted: v.PeerTrusted, Header: snap.cfg.Compiled.ForwardedHeader(),
+		Method: s2b(v.Method), URI: snap.target(ctx, v.Path), Removed: v.Removed, Drop: isLoopHeader, Kept: snap.kept,
+		Set: set[:0]}
+	if v.Client != "" {
+		fwd.Set = append(fwd.Set, fastproxy.Field{Name: policy.ClientHeader, Value: v.Client})
+	}
+	fwd.Set = append(fwd.Set, fastproxy.Field{Name: loopHeader, Value: g.marksFast(&ctx.Request.Header)})
+	for _, f := range v.Header {
+		ctx.Response.Header.SetBytesV(f.Name, f.Value)
+	}
+	start := g.opts.Clock.Now()
+	var firstByte time.Duration
+	out, err := snap.proxy.Serve(ctx, &fwd, bodyStart, func() {
+		lat := g.opts.Clock.Now().Sub(start)
+		v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(),
+			Header: (*respHeaders)(&ctx.Response.Header), Latency: lat, FirstByte: cmp.Or(firstByte, lat)})
+		g.inflight.Add(-1)
+	})
+	firstByte = g.opts.Clock.Now().Sub(start)
+	if out == fastproxy.Answered {
+		return true
+	}
+	if hasBody {
+		ctx.SetConnectionClose()
+	}
+	failure := g.proxyFailedFast(ctx, snap, out, err)
+	lat := g.opts.Clock.Now().Sub(start)
+	v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: lat,
+		Failure: failure, Aborted: out == fastproxy.CallerAborted, Unanswered: out == fastproxy.CallerAborted})
+	return false
+}
+
+// proxyFailedFast counts and logs a request the upstream did not answer
+// (fastproxy has answered it), as proxyFailed does on net/http, and
+// returns the failure the decision core learns from. Once the drain
+// timeout has passed, the answer is 503.
+func (g *Gateway) proxyFailedFast(ctx *fasthttp.RequestCtx, snap *snapshot, out fastproxy.Outcome, err error) decision.Failure {
+	switch {
+	case g.cutting.Load() && out >= fastproxy.UpstreamTimeout:
+		fastproxy.WriteProblem(ctx, fasthttp.StatusServiceUnavailable, "the gateway is shutting down; retry")
+		return decision.CallerFailed
+	case out == fastproxy.CallerAborted:
+		g.metrics.callerErrors.WithLabelValues("aborted").Inc()
+		return decision.CallerFailed
+	case out == fastproxy.CallerTimeout:
+		g.metrics.callerErrors.WithLabelValues("body_timeout").Inc()
+		return decision.CallerFailed
+	case out == fastproxy.CallerMalformed:
+		g.metrics.callerErrors.WithLabelValues("malformed_body").Inc()
+		if g.logGate.allow(logSubject{kind: "malformed"}) {
+			g.log.Info("malformed request body", "err", err.Error())
+		}
+		return decision.CallerFailed
+	case out == fastproxy.UpstreamSlow:
+		g.upstreamFailed(snap.cfg, err, "upstream took the request body too slowly")
+		return decision.UpstreamTimeout
+	case out == fastproxy.UpstreamTimeout:
+		g.upstreamFailed(snap.cfg, err, "upstream did not answer in time")
+		return decision.UpstreamTimeout
+	default:
+		g.upstreamFailed(snap.cfg, err, "upstream unreachable")
+		return decision.UpstreamFailed
+	}
+}
+
+// answerFast writes a problem+json answer of the gateway's own; closing
+// says the connection closes after it (a body may be left unread).
+func (g *Gateway) answerFast(ctx *fasthttp.RequestCtx, status int, detail string, closing bool) {
+	fastproxy.WriteProblem(ctx, status, detail)
+	if closing {
+		ctx.SetConnectionClose()
+	}
+}
+
+// target is the request target that goes to the upstream: the upstream
+// URL's path joined with the cleaned path, and the queries of both, as
+// httputil.ProxyRequest.SetURL joins them.
+func (s *snapshot) target(ctx *fasthttp.RequestCtx, path string) []byte {
+	up := s.cfg.Upstream
+	base := strings.TrimSuffix(up.EscapedPath(), "/")
+	q := ctx.URI().QueryString()
+	b := make([]byte, 0, len(base)+len(path)+len(up.RawQuery)+len(q)+2)
+	b = append(append(b, base...), path...)
+	switch {
+	case up.RawQuery != "" && len(q) > 0:
+		b = append(append(append(append(b, '?'), up.RawQuery...), '&'), q...)
+	case up.RawQuery != "":
+		b = append(append(b, '?'), up.RawQuery...)
+	case len(q) > 0:
+		b = append(append(b, '?'), q...)
+	}
+	return b
+}
+
+// newProxy returns the fast path's proxy to cfg's upstream: the one in
+// force when it goes to the same upstream (keeping its connections),
+// else a new one.
+func (g *Gateway) newProxy(up *url.URL, old *snapshot) *fastproxy.Proxy {
+	if up == nil {
+		return nil // the decision service alone: nothing is proxied
+	}
+	if old != nil && old.cfg.Upstream.String() == up.String() {
+		return old.proxy
+	}
+	p := fastproxy.New(up, g.server.UpstreamTimeout)
+	p.DropResponse = isLoopHeader // an upstream echoing request headers must not show callers the mark
+	p.BodyFailed = g.bodyFailed
+	return p
+}
+
+// bodyFailed logs, at most once a second, an answer whose body broke off
+// on its way: the upstream stopped sending it, or the caller went.
+func (g *Gateway) bodyFailed(err error) {
+	if g.logGate.allow(logSubject{kind: "body"}) {
+		g.log.Warn("answer body broke off", "err", err.Error())
+	}
+}
+
+func isLoopHeader(name string) bool {
+	return len(name) == len(loopHeader) && strings.EqualFold(name, loopHeader)
+}
+
+func peerOf(ctx *fasthttp.RequestCtx) netip.AddrPort {
+	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		return a.AddrPort()
+	}
+	return netip.AddrPort{}
+}
+
+// fastHeaders reads a request's fields for the decision core, without
+// copying: names match ignoring case (fasthttp keeps them normalised).
+type fastHeaders fasthttp.RequestHeader
+
+func (f *fastHeaders) Values(dst []string, name string) []string {
+	for k, v := range (*fasthttp.RequestHeader)(f).All() {
+		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
+			dst = append(dst, b2s(v))
+		}
+	}
+	return dst
+}
+
+func (f *fastHeaders) Names(dst []string) []string {
+	for k := range (*fasthttp.RequestHeader)(f).All() {
+		if name := b2s(k); !containsString(dst, name) {
+			dst = append(dst, name)
+		}
+	}
+	return dst
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// respHeaders reads the answer's fields for the decision core's after
+// steps (cost_header, an upstream 429's or 503's Retry-After).
+type respHeaders fasthttp.ResponseHeader
+
+func (f *respHeaders) Values(dst []string, name string) []string {
+	for k, v := range (*fasthttp.ResponseHeader)(f).All() {
+		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
+			dst = append(dst, b2s(v))
+		}
+	}
+	return dst
+}
+
+func (f *respHeaders) Names(dst []string) []string {
+	for k := range (*fasthttp.ResponseHeader)(f).All() {
+		dst = append(dst, b2s(k))
+	}
+	return dst
+}
+
+// b2s views b as a string without copying: for fields read while the
+// request they belong to is served.
+func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// s2b views s as bytes, never written to.
+func s2b(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
