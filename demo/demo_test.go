@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/sluice-rl/sluice/internal/fastproxy"
 )
 
 // short is the demo scaled down: 2s instead of 40s, partner A at 100
@@ -21,7 +23,7 @@ var short = Options{
 }
 
 func TestRunCapsPartnerAAndSparesPartnerB(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, lingering()...)
 	var out bytes.Buffer
 	opts := short
 	opts.Out = &out
@@ -100,7 +102,7 @@ func checkOutput(t *testing.T, out string, want ...string) {
 }
 
 func TestRunStopsWhenContextEnds(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, lingering()...)
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	var out bytes.Buffer
@@ -192,4 +194,14 @@ func ExampleRun() {
 		return
 	}
 	_ = res.PartnerA.Limited // how many requests sluice answered with 429
+}
+
+// lingering ignores the goroutines fasthttp leaves to end on their own
+// after the gateway closes (fastproxy.Lingering).
+func lingering() []goleak.Option {
+	var opts []goleak.Option
+	for _, f := range fastproxy.Lingering {
+		opts = append(opts, goleak.IgnoreAnyFunction(f))
+	}
+	return opts
 }

