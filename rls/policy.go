@@ -104,7 +104,7 @@ func httpRequest(req *pb.RateLimitRequest) (decision.Request, error) {
 			}
 		}
 	}
-	hr.Header = h
+	hr.Header = h.unique()
 	return hr, nil
 }
 
@@ -113,6 +113,31 @@ type field struct{ name, value string }
 
 // entryHeaders are the header fields the entries carry, in canonical form.
 type entryHeaders []field
+
+// unique drops the fields whose name and value came before: actions
+// repeated in several of Envoy's rate_limits send the same entry in
+// several descriptors, and Envoy sends only a header's first value, so a
+// repeat is the configuration's, not a caller's field sent twice. Past a
+// few fields, the ones kept are looked up in a map.
+func (h entryHeaders) unique() entryHeaders {
+	out := h[:0] // never ahead of the field read
+	if len(h) <= 8 {
+		for _, f := range h {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	seen := make(map[field]bool, len(h))
+	for _, f := range h {
+		if !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
 
 // Values appends the values of the fields named name.
 func (h entryHeaders) Values(dst []string, name string) []string {

@@ -119,3 +119,20 @@ func TestPolicyDomainManyEntries(t *testing.T) {
 		t.Errorf("got %q, want OK", got)
 	}
 }
+
+// TestPolicyDomainRepeatedEntries: the same header entry in two
+// descriptors (an action repeated in two of Envoy's rate_limits) is one
+// field; two different values are still a key sent twice.
+func TestPolicyDomainRepeatedEntries(t *testing.T) {
+	h := startPolicy(t)
+	resp := h.ask(request("sluice", desc("remote_address=10.1.2.3", ":path=/claims", "header:x-api-key=key-a"),
+		desc("remote_address=10.1.2.3", "header:X-API-Key=key-a")))
+	if hs := resp.GetRequestHeadersToAdd(); brief(resp) != "OK OK OK" || len(hs) != 1 || hs[0].GetValue() != "partner-a" {
+		t.Errorf("a repeated entry: %q, request headers %v, want OK for partner-a", brief(resp), hs)
+	}
+	resp = h.ask(request("sluice", desc("remote_address=10.1.2.3", ":path=/claims", "header:x-api-key=key-a"),
+		desc("header:x-api-key=key-b")))
+	if brief(resp) != "OVER_LIMIT OVER_LIMIT OVER_LIMIT" || !strings.Contains(string(resp.GetRawBody()), `"status":400`) {
+		t.Errorf("two keys: %q %s, want OVER_LIMIT with the gateway's 400", brief(resp), resp.GetRawBody())
+	}
+}
