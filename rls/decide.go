@@ -52,16 +52,20 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	start := time.Now()
 	defer func() { s.metrics.duration.Observe(time.Since(start).Seconds()) }()
 	rules := s.rules.Load()
+	policy := s.opts.Decide != nil && req.GetDomain() == s.opts.PolicyDomain && rules.domains[req.GetDomain()] == nil
 	dom := rules.stats[req.GetDomain()]
-	if dom == nil {
+	switch {
+	case policy:
+		dom = s.policyStats
+	case dom == nil:
 		dom = s.metrics.unknown
 	}
 	if err := s.check(req); err != nil {
 		dom.failed.Inc()
 		return nil, err
 	}
-	if s.opts.Decide != nil && req.GetDomain() == s.opts.PolicyDomain && rules.domains[req.GetDomain()] == nil {
-		return s.decidePolicy(ctx, req, s.policyStats)
+	if policy {
+		return s.decidePolicy(ctx, req, dom)
 	}
 	slots, reqs := s.plan(rules, req, dom)
 	var results []store.Result

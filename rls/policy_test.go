@@ -8,6 +8,7 @@ import (
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -97,11 +98,16 @@ func TestPolicyDomainBadInput(t *testing.T) {
 	}{
 		{request("sluice", desc("remote_address=not-an-ip")), `rls: remote_address "not-an-ip" is not an IP address`},
 		{request("sluice", desc(":path=claims")), `rls: :path "claims" is not a path`},
+		{request("sluice"), `rls: no descriptors`},
 	} {
 		_, err := h.call(tc.req)
 		if st, _ := status.FromError(err); st.Code() != codes.InvalidArgument || !strings.HasPrefix(st.Message(), tc.msg) {
 			t.Errorf("got %v, want InvalidArgument %q", err, tc.msg)
 		}
+	}
+	// All counted as the policy domain's, none as an unknown domain's.
+	if got := testutil.ToFloat64(h.srv.metrics.requests.WithLabelValues("sluice", "invalid")); got != 3 {
+		t.Errorf("requests{sluice,invalid} = %v, want 3", got)
 	}
 }
 
