@@ -46,7 +46,6 @@ type wildcard struct {
 
 // rule is the limit at the end of a descriptor path.
 type rule struct {
-	domain string
 	// label names the rule in metrics and in the RateLimit headers: its
 	// path of key_value (or key) as configured, joined by '.', never a
 	// request's value.
@@ -78,7 +77,7 @@ func Compile(domains []config.EnvoyDomain) *Rules {
 	r := &Rules{domains: make(map[string]*node, len(domains))}
 	for _, d := range domains {
 		root := &node{prefix: "rls:" + d.Domain}
-		addChildren(root, d.Domain, "", d.Descriptors)
+		addChildren(root, "", d.Descriptors)
 		r.domains[d.Domain] = root
 	}
 	return r
@@ -93,7 +92,7 @@ func (r *Rules) Domains() []string {
 	return out
 }
 
-func addChildren(n *node, domain, parent string, descs []config.EnvoyDescriptor) {
+func addChildren(n *node, parent string, descs []config.EnvoyDescriptor) {
 	for _, d := range descs {
 		label := d.Key
 		if d.Value != "" {
@@ -107,9 +106,9 @@ func addChildren(n *node, domain, parent string, descs []config.EnvoyDescriptor)
 			child.share = d.Value
 		}
 		if d.RateLimit != nil {
-			child.rule = newRule(domain, label, d)
+			child.rule = newRule(label, d)
 		}
-		addChildren(child, domain, label, d.Descriptors)
+		addChildren(child, label, d.Descriptors)
 		if strings.Contains(d.Value, "*") {
 			n.wildcards = append(n.wildcards, wildcard{key: d.Key, parts: strings.Split(d.Value, "*"), child: child})
 			continue
@@ -121,9 +120,9 @@ func addChildren(n *node, domain, parent string, descs []config.EnvoyDescriptor)
 	}
 }
 
-func newRule(domain, label string, d config.EnvoyDescriptor) *rule {
+func newRule(label string, d config.EnvoyDescriptor) *rule {
 	rl := d.RateLimit
-	r := &rule{domain: domain, label: label, name: rl.Name, replaces: rl.Replaces, unlimited: rl.Unlimited,
+	r := &rule{label: label, name: rl.Name, replaces: rl.Replaces, unlimited: rl.Unlimited,
 		shadow: d.ShadowMode, quota: d.QuotaMode, limit: rl.Limit}
 	if !rl.Unlimited {
 		r.period, _ = config.EnvoyUnit(rl.Unit)
