@@ -211,10 +211,12 @@ func TestShutdownWaitsForCallsThenStops(t *testing.T) {
 	}
 }
 
-// TestStreamsPerConnectionBounded: the server's first frame on a raw
+// TestConnectionSettingsBounded: the server's first frame on a raw
 // HTTP/2 connection announces SETTINGS_MAX_CONCURRENT_STREAMS (0x3) of
-// maxStreams, so that one connection cannot hold unbounded calls.
-func TestStreamsPerConnectionBounded(t *testing.T) {
+// maxStreams and SETTINGS_MAX_HEADER_LIST_SIZE (0x6) of maxHeaderBytes,
+// so that one connection cannot hold unbounded calls, nor 16 MiB of
+// header fields in each.
+func TestConnectionSettingsBounded(t *testing.T) {
 	h := start(t, nil)
 	c, err := net.Dial("tcp", h.conn.Target())
 	if err != nil {
@@ -238,13 +240,12 @@ func TestStreamsPerConnectionBounded(t *testing.T) {
 	if _, err := io.ReadFull(c, payload); err != nil {
 		t.Fatal(err)
 	}
+	got := map[uint16]uint32{}
 	for p := payload; len(p) >= 6; p = p[6:] {
-		if binary.BigEndian.Uint16(p) == 0x3 {
-			if got := binary.BigEndian.Uint32(p[2:]); got != maxStreams {
-				t.Errorf("MAX_CONCURRENT_STREAMS %d, want %d", got, maxStreams)
-			}
-			return
-		}
+		got[binary.BigEndian.Uint16(p)] = binary.BigEndian.Uint32(p[2:])
 	}
-	t.Errorf("SETTINGS %x announce no MAX_CONCURRENT_STREAMS", payload)
+	if got[0x3] != maxStreams || got[0x6] != maxHeaderBytes {
+		t.Errorf("SETTINGS %x: MAX_CONCURRENT_STREAMS %d, MAX_HEADER_LIST_SIZE %d, want %d and %d",
+			payload, got[0x3], got[0x6], maxStreams, maxHeaderBytes)
+	}
 }

@@ -90,6 +90,10 @@ var _ pb.RateLimitServiceServer = (*Server)(nil)
 // buffered up to its flow-control window.
 const maxStreams = 1024
 
+// maxHeaderBytes bounds a call's header fields (Envoy's take a few hundred
+// bytes), as /check's are: gRPC's default is 16 MiB, held by each call.
+const maxHeaderBytes = 64 << 10
+
 // serviceName is the RLS service's full name, which the health service
 // reports on besides "".
 const serviceName = "envoy.service.ratelimit.v3.RateLimitService"
@@ -125,7 +129,7 @@ func NewServer(opts Options) (*Server, error) {
 	// Stream workers: a call runs on one of a few long-lived goroutines
 	// instead of a new one each (Envoy keeps one connection busy).
 	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRequestBytes), grpc.MaxConcurrentStreams(maxStreams),
-		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
+		grpc.MaxHeaderListSize(maxHeaderBytes), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
 	pb.RegisterRateLimitServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
