@@ -255,15 +255,18 @@ func benchKeys(b *testing.B, ks []string, take func(key string) bool) {
 	}
 }
 
-// requests returns the keys as requests bring them: a copy of each (a
-// gateway builds every request's key anew), in a fixed shuffled order.
+// requests returns the keys as requests bring them: a copy of each, in a
+// fixed shuffled order.
 //
 // A map that keeps the string it was given, as go-limiter's and
 // XTimeMap100k's do, compares a key with it by pointer before reading any
 // byte: looked up with the very strings it stored, it never reads a stored
-// key, a memory access every real request pays (sluice, which stores its
-// own copy, always paid it). And visited in the order they were inserted,
-// the keys let the prefetcher stream whatever was allocated in that order
+// key. sluice's store keeps a copy of its own (so as never to retain a
+// caller's buffer) and always reads it; with equal copies every contender
+// pays that read, as a request whose key is built for it does (sluice's
+// gateway builds header-valued keys per request, and keys past its key
+// cache's bound). And visited in the order they were inserted, the keys
+// let the prefetcher stream whatever was allocated in that order
 // (go-limiter's buckets, stored strings, entries kept in insertion order),
 // hiding misses that requests arriving in any other order pay.
 func requests(ks []string) []string {
