@@ -100,4 +100,3 @@ func listenBench(b *testing.B) net.Listener {
 	}
 	return ln
 }
-
