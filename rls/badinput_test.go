@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +21,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/store/memory"
 )
 
 func TestBadInputIsRefused(t *testing.T) {
@@ -247,5 +251,53 @@ func TestConnectionSettingsBounded(t *testing.T) {
 	if got[0x3] != maxStreams || got[0x6] != maxHeaderBytes {
 		t.Errorf("SETTINGS %x: MAX_CONCURRENT_STREAMS %d, MAX_HEADER_LIST_SIZE %d, want %d and %d",
 			payload, got[0x3], got[0x6], maxStreams, maxHeaderBytes)
+	}
+}
+
+// keyRecorder is a store that notes the keys it is asked about.
+type keyRecorder struct {
+	store.Store
+	mu   sync.Mutex
+	keys []string
+}
+
+func (r *keyRecorder) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	r.mu.Lock()
+	for _, q := range reqs {
+		r.keys = append(r.keys, q.Key)
+	}
+	r.mu.Unlock()
+	return r.Store.DecideBatch(ctx, reqs, now)
+}
+
+// TestStoreKeysBounded: a descriptor with its own limit is counted on its
+// entries, whatever they are: a 64 KiB entry key, or 20,000 entries, make
+// a store key of at most maxStoreKey bytes, and two such descriptors that
+// differ in one byte still count apart.
+func TestStoreKeysBounded(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	rec := &keyRecorder{Store: memory.New(memory.Options{Clock: clk})}
+	h := startWith(t, rulesFrom(t, rlRules), rec, clk, Options{})
+	override := func(d *rlv3.RateLimitDescriptor) *rlv3.RateLimitDescriptor {
+		d.Limit = &rlv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1, Unit: typev3.RateLimitUnit_MINUTE}
+		return d
+	}
+	long := strings.Repeat("k", 64<<10)
+	many := desc()
+	for i := range 20_000 {
+		many.Entries = append(many.Entries, &rlv3.RateLimitDescriptor_Entry{Key: "k" + strconv.Itoa(i), Value: "v"})
+	}
+	for _, d := range []*rlv3.RateLimitDescriptor{override(desc(long + "a=x")), override(desc(long + "b=x")), override(many)} {
+		if got := brief(h.ask(request("rl", d))); got != "OK OK/0/60s" {
+			t.Errorf("the first call: %q, want OK", got)
+		}
+	}
+	if len(rec.keys) != 3 || rec.keys[0] == rec.keys[1] {
+		t.Fatalf("store keys %d, the first two the same: %v", len(rec.keys), len(rec.keys) == 3 && rec.keys[0] == rec.keys[1])
+	}
+	for i, k := range rec.keys {
+		if len(k) > maxStoreKey {
+			t.Errorf("store key %d is %d bytes (at most %d)", i, len(k), maxStoreKey)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package rls
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math"
 	"time"
@@ -223,7 +225,10 @@ func cost(req *pb.RateLimitRequest, d *rlv3.RateLimitDescriptor) int64 {
 // no gateway rule's name can be), then per entry its key, a mark and its
 // value ("=" and the value; "#" and a long value's hash; "*" and a
 // share_threshold entry's wildcard), each length-prefixed by store.Key so
-// that no two different descriptors share one.
+// that no two different descriptors share one. A key longer than
+// maxStoreKey (a descriptor with its own limit matches no rule, so its
+// entries are a caller's, any number of them) is the prefix, "#" and the
+// hash of that key: two parts, which no descriptor's entries make.
 func key(prefix string, d *rlv3.RateLimitDescriptor, shared []sharedValue) string {
 	entries := d.GetEntries()
 	var room [12]string
@@ -235,7 +240,12 @@ func key(prefix string, d *rlv3.RateLimitDescriptor, shared []sharedValue) strin
 	for _, sv := range shared {
 		parts[3*sv.index+1], parts[3*sv.index+2] = "*", sv.value
 	}
-	return store.Key(prefix, parts...)
+	k := store.Key(prefix, parts...)
+	if len(k) > maxStoreKey {
+		sum := sha256.Sum256([]byte(k))
+		return store.Key(prefix, "#", hex.EncodeToString(sum[:]))
+	}
+	return k
 }
 
 // answer turns the store's results into the response.

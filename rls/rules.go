@@ -198,10 +198,14 @@ func wildcardMatch(parts []string, value string) bool {
 // entryView is a request's entry as the lookup reads it.
 type entryView struct{ key, value string }
 
-// maxKeyPart is the longest entry key or value kept as it is in a store
-// key; a longer one is replaced by its SHA-256, so that a store key's size
-// is bounded whatever a caller sends, yet two values never share a count.
-const maxKeyPart = 256
+// maxKeyPart is the longest entry value kept as it is in a store key; a
+// longer one is replaced by its SHA-256, yet two values never share a
+// count. maxStoreKey bounds the whole key likewise (key), so that a store
+// key's size is bounded whatever a caller sends.
+const (
+	maxKeyPart  = 256
+	maxStoreKey = 4096
+)
 
 // keyPart is a value as it enters a store key, after its mark: "=" and
 // the value, or "#" and its hex SHA-256 when it is longer than maxKeyPart.
