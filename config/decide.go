@@ -157,6 +157,7 @@ func (d *decoder) checkDecideRules(f *File) {
 	if f.Decide == nil || f.Decide.HTTP == "" && f.Decide.GRPC == "" {
 		return
 	}
+	d.warnProxyAddress(f)
 	server, field := "/check (decide.http)", "decide.http"
 	if f.Decide.HTTP == "" {
 		server, field = "Envoy's domain sluice (decide.grpc)", "decide.grpc"
@@ -172,6 +173,23 @@ func (d *decoder) checkDecideRules(f *File) {
 			d.fail(d.nodeAt(at("count"), false), at("count"), why, "count: "+r.Count.String(), "its response", "count all requests")
 		case r.CostHeader != "":
 			d.fail(d.nodeAt(at("cost_header"), false), at("cost_header"), why, "cost_header", "its response", "charge a fixed cost")
+		}
+	}
+}
+
+// warnProxyAddress warns when /check would count every caller by the
+// address of the proxy that asks: a rule counts by IP (key: ip, or
+// anonymous callers, counted per IP), and no proxy is trusted to name the
+// caller's.
+func (d *decoder) warnProxyAddress(f *File) {
+	if f.Decide.HTTP == "" || len(f.Policy.TrustedProxies) > 0 {
+		return
+	}
+	for i, r := range f.Policy.Rules {
+		if r.Key.Kind == policy.KeyIP || r.Key.Kind == policy.KeyClient && f.Policy.Clients.Unknown == policy.UnknownAnonymous {
+			d.warnf(d.nodes["decide.http"], "decide.http", "rules[%d] (%s) counts callers by IP address, and trusted_proxies is empty: /check would count every caller "+
+				"of the proxy that asks (nginx, Traefik) as that proxy's address, all in one count (list the proxy's address in trusted_proxies)", i, r.Name)
+			return
 		}
 	}
 }

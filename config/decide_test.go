@@ -133,3 +133,28 @@ func TestDecideWarnings(t *testing.T) {
 		t.Errorf("warnings %v, want %q", f.Warnings, want)
 	}
 }
+
+// With /check and no trusted_proxies, a rule counting by IP would count
+// the proxy that asks: a warning at decide.http, none once the proxy is
+// trusted or when no rule counts by IP.
+func TestDecideWarnsOfTheProxyAddress(t *testing.T) {
+	base := "decide:\n  http: 127.0.0.1:8082\nrules:\n  - {name: public, match: {path: /}, key: ip, rate: 10/m}\n"
+	want := "test.yaml:2:9: decide.http: rules[0] (public) counts callers by IP address, and trusted_proxies is empty: /check would count every caller " +
+		"of the proxy that asks (nginx, Traefik) as that proxy's address, all in one count (list the proxy's address in trusted_proxies)"
+	if f := mustParse(t, base); len(f.Warnings) != 1 || f.Warnings[0].Error() != want {
+		t.Errorf("warnings %v, want %q", f.Warnings, want)
+	}
+	anonymous := "clients:\n  unknown: anonymous\n  list: [{id: a, keys: [key-a-1234567890]}]\n" + strings.Replace(base, "key: ip", "key: client", 1)
+	if f := mustParse(t, anonymous); len(f.Warnings) != 1 || !strings.Contains(f.Warnings[0].Error(), "rules[0] (public) counts callers by IP address") {
+		t.Errorf("anonymous callers: warnings %v, want one", f.Warnings)
+	}
+	for _, text := range []string{
+		"trusted_proxies: [127.0.0.1]\n" + base,
+		strings.Replace(base, "key: ip", "key: global", 1),
+		strings.Replace(base, "http: 127.0.0.1:8082", "grpc: 127.0.0.1:8081", 1),
+	} {
+		if f := mustParse(t, text); len(f.Warnings) != 0 {
+			t.Errorf("%s: warnings %v, want none", text, f.Warnings)
+		}
+	}
+}
