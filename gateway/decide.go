@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"net"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,11 @@ func origin(req *decision.Request) *http.Request {
 	r, _ := req.Origin.(*http.Request)
 	return r
 }
+
+// CapConnections lets at most max connections from ln be open at once, as
+// server.max_connections caps the gateway's callers: the decision
+// service's listeners take the same cap. max <= 0: no cap.
+func CapConnections(ln net.Listener, max int) net.Listener { return capConnections(ln, max) }
 
 // Stopping makes /readyz answer 503, as Run does when its context ends:
 // a program that serves the admin endpoints without Run (the decision

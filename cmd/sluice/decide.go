@@ -16,7 +16,6 @@ import (
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/gateway"
 	"github.com/sluice-rl/sluice/rls"
-	"github.com/sluice-rl/sluice/store"
 )
 
 // service is one server of the decision service (/check; Envoy's gRPC),
@@ -53,11 +52,12 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 			closeAll(svcs)
 			return nil, fmt.Errorf("decide.http listen: %w", err)
 		}
+		ln = gateway.CapConnections(ln, cfg.Server.MaxConnections)
 		srv := decisionServer(h, cfg.Server, log)
 		svcs = append(svcs, service{name: "check", ln: ln, serve: httpServe(srv), stop: srv.Shutdown})
 	}
 	if d.GRPC != "" {
-		svc, err := listenGRPC(d, cfg.Store.OnFailure, g, dec, log)
+		svc, err := listenGRPC(cfg, g, dec, log)
 		if err != nil {
 			closeAll(svcs)
 			return nil, err
@@ -71,12 +71,13 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 // deciding envoyproxy/ratelimit's rule files (decide.envoy_config) on the
 // gateway's store, with its series on the admin port's /metrics, and the
 // domain "sluice" with dec.
-func listenGRPC(d *config.Decide, onFailure store.FailurePolicy, g *gateway.Gateway, dec *gateway.Decider, log *slog.Logger) (service, error) {
+func listenGRPC(cfg *config.File, g *gateway.Gateway, dec *gateway.Decider, log *slog.Logger) (service, error) {
+	d := cfg.Decide
 	rules, err := loadEnvoyRules(d.EnvoyConfig)
 	if err != nil {
 		return service{}, err
 	}
-	srv, err := rls.NewServer(rls.Options{Store: g.Store(), OnStoreError: onFailure, Rules: rules, Decide: dec.Decide,
+	srv, err := rls.NewServer(rls.Options{Store: g.Store(), OnStoreError: cfg.Store.OnFailure, Rules: rules, Decide: dec.Decide,
 		Registerer: g.Registerer(), Logger: log})
 	if err != nil {
 		return service{}, err
@@ -86,6 +87,7 @@ func listenGRPC(d *config.Decide, onFailure store.FailurePolicy, g *gateway.Gate
 		srv.Stop() // its stream workers
 		return service{}, fmt.Errorf("decide.grpc listen: %w", err)
 	}
+	ln = gateway.CapConnections(ln, cfg.Server.MaxConnections)
 	reload := func() error {
 		rules, err := loadEnvoyRules(d.EnvoyConfig)
 		if err != nil {

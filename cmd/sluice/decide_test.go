@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -176,4 +178,76 @@ func TestDecideStartFailureLeavesNothing(t *testing.T) {
 	if err := serveConfig(parse("127.0.0.1:0", taken.Addr().String()), log); err == nil || !strings.Contains(err.Error(), "admin listen") {
 		t.Errorf("admin taken: %v, want a listen error", err)
 	}
+}
+
+// TestDecideConnectionsCapped: server.max_connections caps /check's and
+// Envoy's gRPC connections as it caps the gateway's: with the one slot
+// taken, a second connection is not served (it waits in the kernel's
+// backlog) until the first closes.
+func TestDecideConnectionsCapped(t *testing.T) {
+	cfg, err := config.Parse("t.yaml", []byte("server:\n  max_connections: 1\ndecide:\n  http: 127.0.0.1:0\n  grpc: 127.0.0.1:0\n"+
+		"admin: 127.0.0.1:0\nrules:\n  - {name: all, match: {path: /}, rate: 10/m}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	svcs, err := listenDecide(cfg, g, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, len(svcs))
+	for _, s := range svcs {
+		go func() { errc <- s.run() }()
+	}
+	defer func() {
+		if err := stopAll(context.Background(), svcs); err != nil {
+			t.Error(err)
+		}
+		for range svcs {
+			if err := <-errc; err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	greetings := map[string]string{ // what each service's first connection sends
+		"check": "GET /check HTTP/1.1\r\nHost: x\r\nX-Original-Method: GET\r\nX-Original-URI: /\r\n\r\n",
+		"grpc":  "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00",
+	}
+	for _, s := range svcs {
+		var conns [2]net.Conn
+		for i := range conns {
+			c, err := net.Dial("tcp", s.ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := io.WriteString(c, greetings[s.name]); err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = c
+		}
+		if !answers(conns[0], 10*time.Second) {
+			t.Errorf("%s: the first connection got no answer", s.name)
+		}
+		if answers(conns[1], 200*time.Millisecond) {
+			t.Errorf("%s: a second connection was answered beyond max_connections 1", s.name)
+		}
+		conns[0].Close()
+		if !answers(conns[1], 10*time.Second) {
+			t.Errorf("%s: the second connection got no answer once the first closed", s.name)
+		}
+	}
+}
+
+// answers reports whether c receives a byte within d.
+func answers(c net.Conn, d time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	var b [1]byte
+	_, err := c.Read(b[:])
+	return err == nil
 }
