@@ -21,19 +21,16 @@ import (
 
 // slot is what one descriptor of a request asks for.
 type slot struct {
-	rule      *rule // nil: no configured rule (an override may still limit)
-	stats     *ruleStats
-	limit     limiter.Limit
-	current   *pb.RateLimitResponse_RateLimit
-	period    time.Duration
-	label     string
-	shadow    bool
-	quota     bool
-	unlimited bool
-	replaced  bool
-	shared    []sharedValue
-	req       int // index in the store requests; -1 when the store is not asked
+	// rule is the configured rule the descriptor matches, one made of its
+	// own limit override, or noRule.
+	rule     *rule
+	replaced bool
+	shared   []sharedValue
+	req      int // index in the store requests; -1 when the store is not asked
 }
+
+// noRule is the rule of a descriptor no rule matches: no limit.
+var noRule = &rule{}
 
 // outcome is what a descriptor's decision says.
 type outcome struct {
@@ -118,7 +115,7 @@ func (s *Server) plan(rules *Rules, req *pb.RateLimitRequest, dom *domainStats) 
 	root := rules.domains[req.GetDomain()]
 	if root == nil { // an unknown domain limits nothing, overrides included
 		for i := range slots {
-			slots[i].req = -1
+			slots[i] = slot{rule: noRule, req: -1}
 		}
 		return slots, nil
 	}
@@ -130,18 +127,16 @@ func (s *Server) plan(rules *Rules, req *pb.RateLimitRequest, dom *domainStats) 
 			views = append(views, entryView{e.GetKey(), e.GetValue()})
 		}
 		sl := &slots[i]
-		sl.req = -1
+		*sl = slot{rule: noRule, req: -1}
 		if o := d.GetLimit(); o != nil {
-			s.planOverride(sl, o, dom)
+			sl.rule = overrideRule(o, dom)
 			continue
 		}
 		r, shared := root.lookup(views)
 		if r == nil {
 			continue
 		}
-		sl.shared = shared
-		sl.rule, sl.stats, sl.label, sl.shadow, sl.quota, sl.unlimited = r, r.stats, r.label, r.shadow, r.quota, r.unlimited
-		sl.limit, sl.current, sl.period = r.limit, r.current, r.period
+		sl.rule, sl.shared = r, shared
 		for _, name := range r.replaces {
 			if replacing == nil {
 				replacing = map[string]bool{}
@@ -152,31 +147,31 @@ func (s *Server) plan(rules *Rules, req *pb.RateLimitRequest, dom *domainStats) 
 	var reqs []store.Request
 	for i, d := range descs {
 		sl := &slots[i]
-		if sl.rule != nil && sl.rule.name != "" && replacing[sl.rule.name] {
-			sl.replaced = true
-		}
-		if sl.current == nil || sl.unlimited || sl.replaced || sl.current.RequestsPerUnit == 0 {
+		r := sl.rule
+		sl.replaced = r.name != "" && replacing[r.name]
+		if r.current == nil || r.unlimited || sl.replaced || r.current.RequestsPerUnit == 0 {
 			continue
 		}
 		sl.req = len(reqs)
-		reqs = append(reqs, store.Request{Key: key(root.prefix, d, sl.shared), Limit: sl.limit, Cost: cost(req, d)})
+		reqs = append(reqs, store.Request{Key: key(root.prefix, d, sl.shared), Limit: r.limit, Cost: cost(req, d)})
 	}
 	return slots, reqs
 }
 
-// planOverride sets a slot to the descriptor's own limit (checked).
-func (s *Server) planOverride(sl *slot, o *rlv3.RateLimitDescriptor_RateLimitOverride, dom *domainStats) {
+// overrideRule is the rule of a descriptor's own limit (checked).
+func overrideRule(o *rlv3.RateLimitDescriptor_RateLimitOverride, dom *domainStats) *rule {
 	p, _ := overridePeriod(o)
-	sl.stats, sl.label, sl.period = dom.override, overrideLabel, p
-	sl.current = &pb.RateLimitResponse_RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(),
-		Unit: pb.RateLimitResponse_RateLimit_Unit(o.GetUnit()), UnitMultiplier: o.GetUnitMultiplier()}
+	r := &rule{stats: dom.override, label: overrideLabel, period: p,
+		current: &pb.RateLimitResponse_RateLimit{RequestsPerUnit: o.GetRequestsPerUnit(),
+			Unit: pb.RateLimitResponse_RateLimit_Unit(o.GetUnit()), UnitMultiplier: o.GetUnitMultiplier()}}
 	if o.GetRequestsPerUnit() == 0 {
-		return
+		return r
 	}
 	l, err := limiter.New(limiter.FixedWindow, min(int64(o.GetRequestsPerUnit()), limiter.MaxRate), p, 0)
 	if err == nil {
-		sl.limit = l
+		r.limit = l
 	}
+	return r
 }
 
 // overridePeriod is the period of a descriptor's limit override.
@@ -257,19 +252,19 @@ func (s *Server) answer(slots []slot, results []store.Result, err error, dom *do
 		sl := &slots[i]
 		o := s.outcome(sl, results, err, dom)
 		resp.Statuses[i] = o.status
-		if sl.quota {
+		if sl.rule.quota {
 			quotaTotal++
 		}
-		if o.over && !sl.shadow {
-			if sl.quota {
+		if o.over && !sl.rule.shadow {
+			if sl.rule.quota {
 				quotaFailed++
 			} else {
 				failed++
 			}
 			h.deny(o.retry)
 		}
-		if o.item && !sl.shadow {
-			h.add(sl, o.decided)
+		if o.item && !sl.rule.shadow {
+			h.add(sl.rule, o.decided)
 		}
 	}
 	over := failed > 0 || quotaTotal > 0 && quotaFailed == quotaTotal
@@ -284,19 +279,20 @@ func (s *Server) answer(slots []slot, results []store.Result, err error, dom *do
 
 // outcome is one descriptor's answer.
 func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domainStats) outcome {
+	r := sl.rule
 	switch {
 	case sl.replaced:
-		sl.stats.replaced.Inc()
+		r.stats.replaced.Inc()
 		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}}
-	case sl.unlimited:
-		sl.stats.unlimited.Inc()
+	case r.unlimited:
+		r.stats.unlimited.Inc()
 		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}}
-	case sl.current == nil:
+	case r.current == nil:
 		dom.unmatched.Inc()
 		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}}
 	case sl.req < 0: // requests_per_unit 0: every request is over
-		left := windowLeft(s.opts.Clock.Now(), sl.period)
-		return s.over(sl, limiter.Decision{RetryAfter: left, Refill: left, Reset: left})
+		left := windowLeft(s.opts.Clock.Now(), r.period)
+		return s.over(r, limiter.Decision{RetryAfter: left, Refill: left, Reset: left})
 	}
 	if err == nil {
 		err = results[sl.req].Err
@@ -304,25 +300,25 @@ func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domai
 	var unavailable *store.UnavailableError
 	switch {
 	case errors.As(err, &unavailable):
-		return s.over(sl, refused(sl, unavailable.RetryAfter))
+		return s.over(r, refused(r, unavailable.RetryAfter))
 	case err != nil && s.opts.OnStoreError.Refuses():
 		dom.storeErrors.Inc()
-		return s.over(sl, refused(sl, storeErrorRetry))
+		return s.over(r, refused(r, storeErrorRetry))
 	case err != nil: // as on_failure: open: the request passes, uncounted
 		dom.storeErrors.Inc()
-		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: sl.current}}
+		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: r.current}}
 	}
 	d := results[sl.req].Decision
 	if !d.Allowed {
-		o := s.over(sl, d)
+		o := s.over(r, d)
 		if d.RetryAfter == limiter.Never { // no wait cures it: say when the limit resets
-			o.status.DurationUntilReset = seconds(s.reset(sl, d))
+			o.status.DurationUntilReset = seconds(s.reset(r, d))
 		}
 		return o
 	}
-	sl.stats.ok.Inc()
-	st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: sl.current,
-		LimitRemaining: clampUint32(d.Remaining), DurationUntilReset: seconds(s.reset(sl, d))}
+	r.stats.ok.Inc()
+	st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: r.current,
+		LimitRemaining: clampUint32(d.Remaining), DurationUntilReset: seconds(s.reset(r, d))}
 	return outcome{status: st, item: true, decided: d}
 }
 
@@ -333,30 +329,30 @@ const storeErrorRetry = time.Second
 // reset is the time until d's key is back at its full limit; for a
 // fixed window never used, the end of the current window, as
 // envoyproxy/ratelimit says.
-func (s *Server) reset(sl *slot, d limiter.Decision) time.Duration {
-	if d.Reset == 0 && sl.limit.Algorithm() == limiter.FixedWindow {
-		return windowLeft(s.opts.Clock.Now(), sl.period)
+func (s *Server) reset(r *rule, d limiter.Decision) time.Duration {
+	if d.Reset == 0 && r.limit.Algorithm() == limiter.FixedWindow {
+		return windowLeft(s.opts.Clock.Now(), r.period)
 	}
 	return d.Reset
 }
 
 // refused is the decision of a store that refuses while it cannot decide:
 // nothing left, the same request in retry.
-func refused(sl *slot, retry time.Duration) limiter.Decision {
-	return limiter.Decision{Limit: sl.limit.Burst(), RetryAfter: retry, Refill: retry}
+func refused(r *rule, retry time.Duration) limiter.Decision {
+	return limiter.Decision{Limit: r.limit.Burst(), RetryAfter: retry, Refill: retry}
 }
 
-// over is the outcome of a descriptor over its limit, denied by d:
-// OVER_LIMIT, or OK in shadow_mode.
-func (s *Server) over(sl *slot, d limiter.Decision) outcome {
+// over is the outcome of a descriptor over its rule's limit, denied by
+// d: OVER_LIMIT, or OK in shadow_mode.
+func (s *Server) over(r *rule, d limiter.Decision) outcome {
 	code := pb.RateLimitResponse_OVER_LIMIT
-	if sl.shadow {
+	if r.shadow {
 		code = pb.RateLimitResponse_OK
-		sl.stats.shadow.Inc()
+		r.stats.shadow.Inc()
 	} else {
-		sl.stats.over.Inc()
+		r.stats.over.Inc()
 	}
-	st := &pb.RateLimitResponse_DescriptorStatus{Code: code, CurrentLimit: sl.current, LimitRemaining: clampUint32(d.Remaining)}
+	st := &pb.RateLimitResponse_DescriptorStatus{Code: code, CurrentLimit: r.current, LimitRemaining: clampUint32(d.Remaining)}
 	if d.RetryAfter != limiter.Never {
 		st.DurationUntilReset = seconds(d.RetryAfter)
 	}

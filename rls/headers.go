@@ -20,12 +20,12 @@ type headerSet struct {
 	retry time.Duration // the longest wait among the denials
 }
 
-// add adds the item of a descriptor decided under sl.limit.
-func (h *headerSet) add(sl *slot, d limiter.Decision) {
+// add adds the item of a descriptor decided under r's limit.
+func (h *headerSet) add(r *rule, d limiter.Decision) {
 	if h.items == nil {
 		h.items = h.room[:0]
 	}
-	h.items = append(h.items, decision.RateLimitItem{Name: headerName(sl.label), Limit: sl.limit, Decision: d})
+	h.items = append(h.items, decision.RateLimitItem{Name: headerName(r.label), Limit: r.limit, Decision: d})
 }
 
 // deny notes a denial's wait before the same request would pass.
