@@ -155,10 +155,15 @@ func usec(us int64) time.Duration { return time.Duration(us) * time.Microsecond 
 
 // ceilDiv returns ceil(a/b) for a >= 0, b > 0. Most limits have b == 1
 // (the period is a multiple of the rate), and a division costs dozens of
-// cycles: that case skips it.
+// cycles: that case skips it, as does a <= b (1, or 0 for a == 0: such as
+// the Reset and Refill of a bucket of more than one request per
+// microsecond that holds at most a microsecond's worth).
 func ceilDiv(a, b int64) int64 {
-	if b == 1 {
+	switch {
+	case b == 1:
 		return a
+	case a <= b:
+		return min(a, 1)
 	}
 	return (a + b - 1) / b
 }
