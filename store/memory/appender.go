@@ -11,13 +11,17 @@ var _ store.BatchAppender = (*Store)(nil)
 
 // AppendDecideBatch is DecideBatch appending to dst: it allocates nothing
 // when dst has room.
-func (s *Store) AppendDecideBatch(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
-	for _, r := range reqs {
-		d, err := s.Decide(ctx, r.Key, r.Limit, now, r.Cost)
-		if err == store.ErrClosed {
-			return dst, err
+func (s *Store) AppendDecideBatch(_ context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	for i := range reqs {
+		r := &reqs[i]
+		dst = append(dst, store.Result{})
+		res := &dst[len(dst)-1]
+		if err := s.decide(r.Key, &r.Limit, now, r.Cost, &res.Decision); err != nil {
+			if err == store.ErrClosed {
+				return dst[:len(dst)-1], err
+			}
+			res.Err = err
 		}
-		dst = append(dst, store.Result{Decision: d, Err: err})
 	}
 	return dst, nil
 }

@@ -20,10 +20,16 @@ type limits struct {
 type limitSlot struct {
 	limit limiter.Limit
 	refs  int
+	// log is whether limit is a sliding_log, read here because
+	// Limit.Algorithm, a method on the value, copies the limit first.
+	log bool
 }
 
 // at returns limit i, which an entry holds.
 func (t *limits) at(i uint32) *limiter.Limit { return &t.all[i].limit }
+
+// slot returns slot i, which holds a limit an entry holds.
+func (t *limits) slot(i uint32) *limitSlot { return &t.all[i] }
 
 // ref returns the index of l for an entry that holds it from now on.
 func (t *limits) ref(l *limiter.Limit) uint32 {
@@ -49,7 +55,7 @@ func (t *limits) add(l limiter.Limit) uint32 {
 		i = uint32(len(t.all))
 		t.all = append(t.all, limitSlot{})
 	}
-	t.all[i].limit = l
+	t.all[i].limit, t.all[i].log = l, l.Algorithm() == limiter.SlidingLog
 	if t.index == nil {
 		t.index = make(map[limiter.Limit]uint32)
 	}
@@ -62,7 +68,7 @@ func (t *limits) unref(i uint32) {
 	s := &t.all[i]
 	if s.refs--; s.refs == 0 {
 		delete(t.index, s.limit)
-		s.limit = limiter.Limit{}
+		s.limit, s.log = limiter.Limit{}, false
 		t.free = append(t.free, i)
 	}
 }

@@ -34,7 +34,7 @@ func (sh *shardState) decideLog(e *entry, l limiter.Limit, now time.Time, cost i
 	if short && len(st.Log) > len(old) {
 		return limiter.Decision{}, errNoRoom
 	}
-	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
+	sh.record(e, d.Allowed && d.Remaining > 0, expirySecond(now, d.Reset), st.A, st.B)
 	sh.setLog(e.key(), st.Log, len(old))
 	return d, nil
 }

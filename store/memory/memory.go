@@ -154,29 +154,44 @@ func (o Options) withDefaults() Options {
 // reinterpreted under this one (limiter.Reinterpret). It returns
 // store.ErrClosed after Close. The context is not consulted: a decision
 // does no I/O and waits only for the shard's lock.
-func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
+	err = s.decide(key, &limit, now, cost, &d)
+	return d, err
+}
+
+// decide is Decide writing the decision to *d, which it overwrites: Decide
+// and AppendDecideBatch share it, the batch passing its requests' limits
+// and its results' decisions where they are instead of copying each
+// (72 bytes) in and out.
+func (s *Store) decide(key string, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) error {
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
 	// The common case, written out here: a key the shard holds under this
-	// limit, with no sliding_log to look up. The rest is decideLocked's;
+	// limit, with no sliding_log to look up. The rest is decideSlow's;
 	// kept out of here, it leaves this function a small frame.
-	if i := sh.tab.find(h, key); i >= 0 && limit.Algorithm() != limiter.SlidingLog { // a log's find is cheap next to its decision
-		if e := sh.tab.at(i); limit.Same(sh.limits.at(e.limit)) {
-			var d limiter.Decision
+	if i := sh.tab.find(h, key); i >= 0 {
+		e := sh.tab.at(i)
+		if w := sh.limits.slot(e.limit); !w.log && l.Same(&w.limit) { // a log's find is cheap next to its decision
 			st := limiter.State{A: e.a, B: e.b}
-			limit.ApplyInto(&st, now, cost, &d)
-			sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
+			l.ApplyInto(&st, now, cost, d)
+			sh.record(e, d.Allowed && d.Remaining > 0, expirySecond(now, d.Reset), st.A, st.B)
 			sh.mu.Unlock()
-			return d, nil
+			return nil
 		}
 	}
-	d, err := s.decideLocked(sh, h, key, &limit, now, cost)
+	return s.decideSlow(sh, h, key, l, now, cost, d)
+}
+
+// decideSlow is decide past the common case, sh (the shard of key, whose
+// hash is h) locked: it unlocks it.
+func (s *Store) decideSlow(sh *shard, h uint64, key string, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) (err error) {
+	*d, err = s.decideLocked(sh, h, key, l, now, cost)
 	sh.mu.Unlock()
 	if err == errNoRoom {
-		return s.decideOverflow(key, limit, now, cost)
+		*d, err = s.decideOverflow(key, *l, now, cost)
 	}
-	return d, err
+	return err
 }
 
 // decideLocked is Decide with sh, the shard of key (whose hash is h),

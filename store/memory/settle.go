@@ -45,7 +45,7 @@ func (s *Store) Settle(_ context.Context, key string, limit limiter.Limit, now t
 	old := sh.logs[e.key()]
 	st = limiter.State{A: e.a, B: e.b, Log: old}
 	st, d := limiter.Settle(limit, st, now, r, reserved, actual)
-	sh.record(e, d.Remaining > 0, d.Reset, st.A, st.B, now)
+	sh.record(e, d.Remaining > 0, expirySecond(now, d.Reset), st.A, st.B)
 	if limit.Algorithm() == limiter.SlidingLog {
 		sh.setLog(e.key(), st.Log, len(old))
 	}

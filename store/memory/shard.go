@@ -83,7 +83,7 @@ func (sh *shardState) decideNew(h uint64, key string, l limiter.Limit, now time.
 	if reserved {
 		e.use, sh.reserved = reservedBit, sh.reserved+1
 	}
-	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, next.A, next.B, now)
+	sh.record(e, d.Allowed && d.Remaining > 0, expirySecond(now, d.Reset), next.A, next.B)
 	if len(next.Log) > 0 {
 		sh.setLog(e.key(), next.Log, 0)
 	}
@@ -106,20 +106,21 @@ func (sh *shardState) reinterpret(e *entry, l limiter.Limit, now time.Time) {
 func (sh *shardState) apply(e *entry, l *limiter.Limit, now time.Time, cost int64) (d limiter.Decision) {
 	st := limiter.State{A: e.a, B: e.b}
 	l.ApplyInto(&st, now, cost, &d)
-	sh.record(e, d.Allowed && d.Remaining > 0, d.Reset, st.A, st.B, now)
+	sh.record(e, d.Allowed && d.Remaining > 0, expirySecond(now, d.Reset), st.A, st.B)
 	return d
 }
 
-// record stores in e the state a, b that a decision at now left, whether
-// the key may still pass (allowed with some remaining), and its reset.
-func (sh *shardState) record(e *entry, open bool, reset time.Duration, a, b int64, now time.Time) {
+// record stores in e the state a, b that a decision left, whether the key
+// may still pass (allowed with some remaining), and the second it expires
+// (expirySecond of the decision's time and reset).
+func (sh *shardState) record(e *entry, open bool, expiry uint32, a, b int64) {
 	sh.tick = (sh.tick + 1) & tickMask
 	use := sh.tick<<flagBits | e.use&reservedBit
 	if !open {
 		use |= limitedBit
 	}
 	e.a, e.b = a, b
-	e.expiry = expirySecond(now, reset)
+	e.expiry = expiry
 	e.use = use
 }
 
