@@ -38,3 +38,36 @@ func TestApplyIntoMatchesDecide(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyMicrosMatchesApplyInto runs the steps of TestApplyIntoMatchesDecide,
+// and times before 1970 and past 2112, through ApplyMicros at t and
+// ApplyInto at a time that UnixMicro turns into t or clamps as ApplyMicros
+// clamps t: they must decide alike and leave the same state.
+func TestApplyMicrosMatchesApplyInto(t *testing.T) {
+	start := time.Unix(1_800_000_000, 0)
+	steps := []struct {
+		us, cost int64
+		now      time.Time
+	}{
+		{0, 1, time.Unix(0, 0)}, {-5, 1, time.Unix(-1, 0)}, {1 << 60, 1, time.Unix(1<<40, 0)},
+		{limiter.UnixMicro(start), 1, start}, {limiter.UnixMicro(start), 2, start},
+		{limiter.UnixMicro(start) + 10, 5, start.Add(10 * time.Microsecond)},
+		{limiter.UnixMicro(start) + 5, 1, start.Add(5 * time.Microsecond)},
+		{limiter.UnixMicro(start) + 1_200_001, 3, start.Add(1_200_001 * time.Microsecond)},
+	}
+	limits := []limiter.Limit{{}}
+	for _, alg := range limiter.Algorithms {
+		limits = append(limits, limiter.MustNew(alg, 4, time.Second, 0))
+	}
+	for _, l := range limits {
+		var want, got limiter.State
+		for i, st := range steps {
+			var wantD, d limiter.Decision
+			l.ApplyInto(&want, st.now, st.cost, &wantD)
+			l.ApplyMicros(&got, st.us, st.cost, &d)
+			if d != wantD || !sameState(got, want) {
+				t.Fatalf("%v step %d: ApplyMicros decided %+v leaving %+v, ApplyInto %+v leaving %+v", l, i, d, got, wantD, want)
+			}
+		}
+	}
+}

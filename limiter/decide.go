@@ -104,36 +104,44 @@ func (l *Limit) Apply(s *State, now time.Time, cost int64) Decision {
 // return by value copies it through memory; a store's hot path that calls
 // ApplyInto with the Decision it will return saves that copy.
 func (l *Limit) ApplyInto(s *State, now time.Time, cost int64, d *Decision) {
+	l.ApplyMicros(s, UnixMicro(now), cost, d)
+}
+
+// ApplyMicros is ApplyInto at t, the time as UnixMicro returns it
+// (microseconds since the epoch, from 1 to 2^52): a store that also needs
+// the time in microseconds (for when the key expires) converts it once.
+func (l *Limit) ApplyMicros(s *State, t, cost int64, d *Decision) {
 	if l.alg == 0 || cost < 0 { // l.IsZero() would copy *l
 		*d = Decision{Limit: l.burst, RetryAfter: Never}
 		return
 	}
-	t := UnixMicro(now)
+	t = min(max(t, 1), maxTimeUsec)
 	// The counters travel in registers: only sliding_log, which has a Log,
 	// copies its State in and out.
-	var next State
+	var a, b int64
 	switch l.alg {
 	case FixedWindow:
-		next.A, next.B = fixedWindow(l, s.A, s.B, t, cost, d)
+		a, b = fixedWindow(l, s.A, s.B, t, cost, d)
 	case SlidingWindow:
-		next.A, next.B = slidingWindow(l, s.A, s.B, t, cost, d)
+		a, b = slidingWindow(l, s.A, s.B, t, cost, d)
 	case SlidingLog:
-		next = slidingLog(l, *s, t, cost, d)
+		if next := slidingLog(l, *s, t, cost, d); d.Allowed && d.Reset != 0 {
+			*s = next
+			return
+		}
 	case TokenBucket:
-		next.A, next.B = tokenBucket(l, s.A, s.B, t, cost, d)
+		a, b = tokenBucket(l, s.A, s.B, t, cost, d)
 	case GCRA:
-		next.A, next.B = gcra(l, s.A, s.B, t, cost, d)
+		a, b = gcra(l, s.A, s.B, t, cost, d)
 	default:
-		next.A, next.B = leakyBucket(l, s.A, s.B, t, cost, d)
+		a, b = leakyBucket(l, s.A, s.B, t, cost, d)
 	}
 	switch {
 	case !d.Allowed: // a denial changes nothing, not even what a late clock would see
 	case d.Reset == 0:
 		*s = State{Log: s.Log[:0]} // as good as a key never seen
-	case l.alg == SlidingLog:
-		*s = next
 	default: // the other algorithms leave the Log alone
-		s.A, s.B = next.A, next.B
+		s.A, s.B = a, b
 	}
 }
 

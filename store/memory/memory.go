@@ -165,6 +165,7 @@ func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now t
 // (72 bytes) in and out.
 func (s *Store) decide(key string, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) error {
 	h := maphash.String(s.seed, key)
+	t := limiter.UnixMicro(now) // read once, for the decision and the expiry, before the lock
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
 	// The common case, written out here: a key the shard holds under this
@@ -174,8 +175,8 @@ func (s *Store) decide(key string, l *limiter.Limit, now time.Time, cost int64, 
 		e := sh.tab.at(i)
 		if w := sh.limits.slot(e.limit); !w.log && l.Same(&w.limit) { // a log's find is cheap next to its decision
 			st := limiter.State{A: e.a, B: e.b}
-			l.ApplyInto(&st, now, cost, d)
-			sh.record(e, d.Allowed && d.Remaining > 0, expirySecond(now, d.Reset), st.A, st.B)
+			l.ApplyMicros(&st, t, cost, d)
+			sh.record(e, d.Allowed && d.Remaining > 0, expiryMicros(t, d.Reset), st.A, st.B)
 			sh.mu.Unlock()
 			return nil
 		}

@@ -165,7 +165,12 @@ func (sh *shardState) age(e *entry) uint32 {
 // is reset from now becomes as good as fresh. Seconds past 2106 saturate:
 // such a key never expires.
 func expirySecond(now time.Time, reset time.Duration) uint32 {
-	us := limiter.UnixMicro(now) + int64(max(reset, 0)/time.Microsecond)
+	return expiryMicros(limiter.UnixMicro(now), reset)
+}
+
+// expiryMicros is expirySecond for now as limiter.UnixMicro returns it.
+func expiryMicros(us int64, reset time.Duration) uint32 {
+	us += int64(max(reset, 0) / time.Microsecond)
 	return uint32(min((us+999_999)/1_000_000, math.MaxUint32))
 }
 
