@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -94,6 +93,17 @@ const maxStreams = 1024
 // bytes), as /check's are: gRPC's default is 16 MiB, held by each call.
 const maxHeaderBytes = 64 << 10
 
+// streamWorkers is how many long-lived goroutines run the calls. A call
+// that finds every worker busy runs on a new goroutine, whose stack then
+// grows again through gRPC, the handler and the store's client: with
+// GOMAXPROCS workers, runtime.copystack was the largest single item of a
+// CPU profile of the server under bench/rls.sh's load on Redis. A call on
+// Redis holds its worker while Redis answers, so the workers must
+// outnumber the calls in flight (Envoy keeps 64 and more on one
+// connection), not the CPUs. Idle workers cost a small stack each, which
+// the garbage collector shrinks.
+const streamWorkers = 256
+
 // serviceName is the RLS service's full name, which the health service
 // reports on besides "".
 const serviceName = "envoy.service.ratelimit.v3.RateLimitService"
@@ -126,10 +136,8 @@ func NewServer(opts Options) (*Server, error) {
 	s := &Server{opts: opts, metrics: newMetrics(opts.Registerer), health: health.NewServer()}
 	s.policyStats = s.metrics.domain(opts.PolicyDomain)
 	s.SetRules(opts.Rules)
-	// Stream workers: a call runs on one of a few long-lived goroutines
-	// instead of a new one each (Envoy keeps one connection busy).
 	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRequestBytes), grpc.MaxConcurrentStreams(maxStreams),
-		grpc.MaxHeaderListSize(maxHeaderBytes), grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))))
+		grpc.MaxHeaderListSize(maxHeaderBytes), grpc.NumStreamWorkers(streamWorkers))
 	pb.RegisterRateLimitServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
