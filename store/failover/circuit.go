@@ -70,7 +70,11 @@ func (s *Store) failed() {
 
 // succeeded closes the circuit.
 func (s *Store) succeeded() {
-	s.failures.Store(0)
+	// Read first: every decision succeeds, and a write on every one would
+	// move the counter's cache line between the CPUs deciding.
+	if s.failures.Load() != 0 {
+		s.failures.Store(0)
+	}
 	if s.change(true) && s.opts.OnStateChange != nil {
 		s.opts.OnStateChange(false)
 	}

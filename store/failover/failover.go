@@ -175,9 +175,12 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 	if !s.mayCallShared(local) {
 		return s.fail(ctx, reqs, pending, out, now, errCircuitOpen)
 	}
-	batch := make([]store.Request, len(pending))
-	for k, i := range pending {
-		batch[k] = reqs[i]
+	batch := reqs // the common case: no denial was remembered
+	if len(pending) < len(reqs) {
+		batch = make([]store.Request, len(pending))
+		for k, i := range pending {
+			batch[k] = reqs[i]
+		}
 	}
 	res, err := s.opts.Shared.DecideBatch(ctx, batch, now)
 	if err == nil && len(res) != len(batch) {
