@@ -27,6 +27,14 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 		return nil, store.ErrClosed
 	}
 	results := make([]store.Result, len(reqs))
+	if len(reqs) == 1 && !reqs[0].Limit.IsZero() && reqs[0].Cost >= 0 { // most calls: spare the calls slice
+		if err := s.Connect(ctx); err != nil {
+			return nil, err
+		}
+		r := reqs[0]
+		results[0].Decision, results[0].Err = s.coalesce(ctx, s.newCall(r.Key, r.Limit, r.Cost, now))
+		return results, nil
+	}
 	calls := make([]batchCall, 0, len(reqs))
 	for i, r := range reqs {
 		if r.Limit.IsZero() || r.Cost < 0 {
