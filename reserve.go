@@ -52,7 +52,9 @@ func (r *Reservation) Decision() limiter.Decision { return r.decision }
 
 // Cancel gives the reservation's cost back, for a request that will not go
 // on after all, where the store can (store.Canceler, a bucket algorithm):
-// only while no later request has been given a turn behind it, as
+// only before its turn has come (after it, the request may have gone on,
+// and nothing is given back, as with golang.org/x/time/rate), and only
+// while no later request has been given a turn behind it, as
 // limiter.Limit.Cancel explains; otherwise its turn goes unused. A
 // reservation is cancelled at most once: later calls do nothing. An error
 // means the store could not be asked.
@@ -61,6 +63,9 @@ func (r *Reservation) Cancel(ctx context.Context) error {
 		return nil
 	}
 	r.done = true
+	if r.lim.opts.Clock.Now().Sub(r.decided) > r.decision.Delay { // the turn has passed
+		return nil
+	}
 	c, ok := r.lim.opts.Store.(store.Canceler)
 	if !ok {
 		return nil

@@ -189,3 +189,25 @@ func TestReservationCancel(t *testing.T) {
 		t.Errorf("next turn in %v, want 100ms (b given back, a not)", r.Delay())
 	}
 }
+
+// Once its turn has come, a reservation's request may have gone on: Cancel
+// gives nothing back, as golang.org/x/time/rate's does not, so that the
+// next turn still keeps the rate after it.
+func TestReservationCancelAfterTurn(t *testing.T) {
+	lim, fake := newFake(t, tenPerSecond)
+	ctx := context.Background()
+	if _, err := lim.Reserve(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := lim.Reserve(ctx, "k")
+	if b.Delay() != 100*ms {
+		t.Fatalf("turn in %v, want 100ms", b.Delay())
+	}
+	fake.Advance(150 * ms) // b's turn came 50ms ago
+	if err := b.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := lim.Reserve(ctx, "k"); r.Delay() != 50*ms {
+		t.Errorf("next turn in %v, want 50ms: a reservation was given back after its turn", r.Delay())
+	}
+}
