@@ -62,7 +62,7 @@ func ExampleLimiter_Wait() {
 	hourly := sluice.New(limiter.MustNew(limiter.GCRA, 1, time.Hour, 1), sluice.Options{})
 	defer hourly.Close()
 	hourly.Allow(ctx, "report") // the next turn is in an hour
-	short, cancel := context.WithTimeout(ctx, time.Second)
+	short, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	err := hourly.Wait(short, "report")
 	fmt.Println("refused at once:", errors.Is(err, sluice.ErrDeadline))

@@ -55,7 +55,7 @@ func TestRedisSharedOnRedisTime(t *testing.T) {
 		t.Fatalf("Reserve after Cancel: %+v, %v; want the given-back turn (at most 30s ahead)", r2, err)
 	}
 
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // the next turn is a minute ahead
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second) // the next turn is a minute ahead
 	defer cancel()
 	if err := b.Wait(wctx, "k"); !errors.Is(err, sluice.ErrDeadline) {
 		t.Errorf("Wait = %v, want ErrDeadline at once", err)

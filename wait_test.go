@@ -95,23 +95,33 @@ func TestWaitHoldsForTurn(t *testing.T) {
 // A turn after the context's deadline is refused at once, spending
 // nothing, whatever the clock.
 func TestWaitRefusesPastDeadline(t *testing.T) {
-	lim, c := newWaiting(t, limiter.MustNew(limiter.GCRA, 1, time.Second, 1))
+	lim, c := newWaiting(t, limiter.MustNew(limiter.GCRA, 1, time.Hour, 1))
 	if !lim.Allow(context.Background(), "k") {
 		t.Fatal("first request refused")
 	}
-	// The turn is in 1s: held at most until the deadline, a place in the
-	// queue frees in 100ms, but the turn is still after the deadline.
-	ctx, cancel := context.WithTimeout(context.Background(), 900*ms)
+	// The turn is in an hour: held at most until the deadline, a place in
+	// the queue frees in 30 minutes, but the turn is still after the
+	// deadline. (The deadline is real time: far enough ahead that no
+	// pause of a loaded machine reaches it.)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	err := lim.Wait(ctx, "k")
+	done := make(chan error, 1)
+	go func() { done <- lim.Wait(ctx, "k") }()
+	var err error
+	select {
+	case err = <-done:
+	case d := <-c.waits: // a Wait that waits would wait until the deadline
+		cancel()
+		t.Fatalf("Wait waits %v instead of refusing at once (then %v)", d, <-done)
+	}
 	if !errors.Is(err, sluice.ErrDeadline) {
 		t.Fatalf("Wait = %v, want ErrDeadline", err)
 	}
 	if len(c.waits) != 0 {
 		t.Error("Wait waited before refusing")
 	}
-	if r, _ := lim.Reserve(context.Background(), "k"); r.Delay() != time.Second {
-		t.Errorf("next turn in %v, want 1s: the refused Wait spent", r.Delay())
+	if r, _ := lim.Reserve(context.Background(), "k"); r.Delay() != time.Hour {
+		t.Errorf("next turn in %v, want 1h: the refused Wait spent", r.Delay())
 	}
 }
 
