@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/internal/fastproxy"
 )
 
 // serveCaller serves one caller's request under the configuration in force
@@ -249,7 +250,7 @@ func newTransport(s config.Server) *http.Transport {
 		if err != nil {
 			return nil, err
 		}
-		return &stallConn{Conn: c, wait: s.UpstreamTimeout}, nil
+		return &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: s.UpstreamTimeout}}, nil
 	}
 	return t
 }

@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/fastproxy"
 )
 
 // capConnections lets at most max connections from ln be open at once.
@@ -75,14 +77,14 @@ func (l *stallListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stallConn{Conn: c, wait: l.wait}, nil
+	return &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: l.wait}}, nil
 }
 
 // stallConn gives each write wait to complete. It also hands the reader
 // first what watchGone read ahead.
 type stallConn struct {
 	net.Conn
-	wait   time.Duration
+	wd     fastproxy.Deadline
 	peeked []byte // read by watchGone, not yet by the server
 }
 
@@ -95,7 +97,4 @@ func (c *stallConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-func (c *stallConn) Write(p []byte) (int, error) {
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.wait))
-	return c.Conn.Write(p)
-}
+func (c *stallConn) Write(p []byte) (int, error) { return c.wd.Write(c.Conn, p) }

@@ -39,7 +39,7 @@ func newClient(u *url.URL, timeout time.Duration, conns *openConns) *fasthttp.Ho
 			if err != nil {
 				return nil, err
 			}
-			return conns.add(&upstreamConn{Conn: c, wait: timeout, open: conns}), nil
+			return conns.add(&upstreamConn{Conn: c, rd: Deadline{Wait: timeout}, wd: Deadline{Wait: timeout}, open: conns}), nil
 		},
 		MaxConns:                      4096,
 		MaxConnWaitTimeout:            timeout,
@@ -66,9 +66,9 @@ func newClient(u *url.URL, timeout time.Duration, conns *openConns) *fasthttp.Ho
 // upstreamConn gives each read and each write wait to complete.
 type upstreamConn struct {
 	net.Conn
-	wait time.Duration
-	open *openConns
-	once sync.Once
+	rd, wd Deadline
+	open   *openConns
+	once   sync.Once
 }
 
 func (c *upstreamConn) Close() error {
@@ -108,12 +108,6 @@ func (o *openConns) closeAll() {
 	}
 }
 
-func (c *upstreamConn) Read(p []byte) (int, error) {
-	_ = c.Conn.SetReadDeadline(time.Now().Add(c.wait))
-	return c.Conn.Read(p)
-}
+func (c *upstreamConn) Read(p []byte) (int, error) { return c.rd.Read(c.Conn, p) }
 
-func (c *upstreamConn) Write(p []byte) (int, error) {
-	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.wait))
-	return c.Conn.Write(p)
-}
+func (c *upstreamConn) Write(p []byte) (int, error) { return c.wd.Write(c.Conn, p) }
