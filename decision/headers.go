@@ -196,8 +196,13 @@ func (p *problem) appendJSON(b []byte) []byte {
 // control characters escaped, invalid UTF-8 replaced, as encoding/json does.
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
-	for _, r := range s {
-		b = appendJSONRune(b, r) // an invalid byte arrives here as U+FFFD
+	for s != "" {
+		n := plainJSON(s)
+		b, s = append(b, s[:n]...), s[n:] // the plain run, copied whole
+		if s != "" {
+			r, size := utf8.DecodeRuneInString(s) // an invalid byte is U+FFFD
+			b, s = appendJSONRune(b, r), s[size:]
+		}
 	}
 	return append(b, '"')
 }
@@ -206,10 +211,26 @@ func appendJSONString(b []byte, s string) []byte {
 func appendJSONBytes(b []byte, s []byte) []byte {
 	b = append(b, '"')
 	for len(s) > 0 {
-		r, n := utf8.DecodeRune(s) // an invalid byte is U+FFFD, as in a range over a string
-		b, s = appendJSONRune(b, r), s[n:]
+		n := plainJSON(s)
+		b, s = append(b, s[:n]...), s[n:]
+		if len(s) > 0 {
+			r, size := utf8.DecodeRune(s) // an invalid byte is U+FFFD, as in a range over a string
+			b, s = appendJSONRune(b, r), s[size:]
+		}
 	}
 	return append(b, '"')
+}
+
+// plainJSON returns the length of s's leading run of printable ASCII that
+// JSON (as encoding/json writes it) carries unescaped: most of a problem
+// body, copied whole rather than rune by rune.
+func plainJSON[T string | []byte](s T) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return i
+		}
+	}
+	return len(s)
 }
 
 // appendJSONRune appends r inside a JSON string, escaped as encoding/json
