@@ -97,12 +97,15 @@ const maxHeaderBytes = 64 << 10
 // that finds every worker busy runs on a new goroutine, whose stack then
 // grows again through gRPC, the handler and the store's client: with
 // GOMAXPROCS workers, runtime.copystack was the largest single item of a
-// CPU profile of the server under bench/rls.sh's load on Redis. A call on
-// Redis holds its worker while Redis answers, so the workers must
-// outnumber the calls in flight (Envoy keeps 64 and more on one
-// connection), not the CPUs. Idle workers cost a small stack each, which
-// the garbage collector shrinks.
-const streamWorkers = 256
+// CPU profile of the server under bench/rls.sh's load on Redis, where a
+// call holds its worker while Redis answers. So there are as many workers
+// as calls Envoy keeps in flight on a busy connection (64 in
+// bench/rls.sh), and no more: the workers take calls in turn, and each
+// garbage collection shrinks an idle worker's stack, which its next call
+// grows again. Of 0 (a goroutine per call), 2, 32, 64, 96 and 256
+// workers, 64 spent the least of the server's CPU time per call under
+// bench/tools/rlsload -concurrency 64, on Redis and on memory.
+const streamWorkers = 64
 
 // serviceName is the RLS service's full name, which the health service
 // reports on besides "".
