@@ -17,6 +17,7 @@ import (
 type Proxy struct {
 	client *fasthttp.HostClient
 	conns  *openConns
+	host   string // the upstream's host[:port], the Host of a request that came without one
 	// BodyFailed, if set, is told when an answer's body could not be
 	// copied to the end: the upstream broke it off, or the caller went.
 	BodyFailed func(err error)
@@ -30,7 +31,7 @@ type Proxy struct {
 // connecting and each read and write on an upstream connection.
 func New(u *url.URL, timeout time.Duration) *Proxy {
 	conns := &openConns{m: make(map[*upstreamConn]struct{})}
-	return &Proxy{client: newClient(u, timeout, conns), conns: conns}
+	return &Proxy{client: newClient(u, timeout, conns), conns: conns, host: u.Host}
 }
 
 // Close closes the idle upstream connections.
@@ -71,6 +72,9 @@ const (
 func (p *Proxy) Serve(ctx *fasthttp.RequestCtx, f *Forwarding, bodyStart time.Time, done func()) (Outcome, error) {
 	req := fasthttp.AcquireRequest()
 	f.Build(&ctx.Request.Header, &req.Header, ctx.IsTLS())
+	if len(req.Header.Host()) == 0 { // HTTP/1.0 without Host: the upstream's, as net/http's ReverseProxy sends
+		req.Header.SetHost(p.host)
+	}
 	var body *callerBody
 	if n := ctx.Request.Header.ContentLength(); n > 0 || n == -1 {
 		if st := ctx.RequestBodyStream(); st != nil {

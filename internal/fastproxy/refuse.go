@@ -21,7 +21,10 @@ import (
 //   - Content-Length beside Transfer-Encoding: chunked (RFC 9112 6.1 lets
 //     a server refuse it; fasthttp drops Content-Length and reads chunks,
 //     and a proxy behind that reads Content-Length would see another
-//     request in the body): 400.
+//     request in the body): 400;
+//   - Transfer-Encoding: identity, which fasthttp ignores, reading what
+//     follows as the next request, where net/http refuses it and a reader
+//     of RFC 2616 reads the body to the connection's end: 400.
 func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	if p := h.Protocol(); !bytes.Equal(p, http11) && !bytes.Equal(p, http10) {
 		return fasthttp.StatusHTTPVersionNotSupported, "only HTTP/1.0 and HTTP/1.1 are served here"
@@ -34,13 +37,21 @@ func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	if h.ContentLength() == -1 && hasField(h.RawHeaders(), contentLength) {
 		return fasthttp.StatusBadRequest, "the request has both Content-Length and Transfer-Encoding"
 	}
+	// fasthttp drops "Transfer-Encoding: identity" (an RFC 2616 coding
+	// RFC 9112 removed) and reads the body by Content-Length, or as none:
+	// what follows would be read as the next request, where a reader that
+	// knows identity reads a body to the connection's end.
+	if h.ContentLength() != -1 && hasField(h.RawHeaders(), transferEncoding) {
+		return fasthttp.StatusBadRequest, "the request's Transfer-Encoding is not chunked (only chunked is read)"
+	}
 	return 0, ""
 }
 
 var (
-	http11        = []byte("HTTP/1.1")
-	http10        = []byte("HTTP/1.0")
-	contentLength = []byte("content-length")
+	http11           = []byte("HTTP/1.1")
+	http10           = []byte("HTTP/1.0")
+	contentLength    = []byte("content-length")
+	transferEncoding = []byte("transfer-encoding")
 )
 
 // hasField reports whether raw, a request's header block as received,

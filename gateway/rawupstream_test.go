@@ -1,0 +1,197 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Probes against a raw upstream: one that records the bytes sluice wrote to
+// it, so that a second request carried in the first one's body, or a field
+// no HTTP library would show, is visible as it went on the wire.
+
+// rawUpstream records every byte it receives and answers each request it
+// reads (as net/http reads them) with 200 and its path.
+type rawUpstream struct {
+	ln  net.Listener
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	raw bytes.Buffer
+}
+
+func newRawUpstream(t *testing.T) *rawUpstream {
+	t.Helper()
+	u := &rawUpstream{ln: listen(t)}
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		for {
+			c, err := u.ln.Accept()
+			if err != nil {
+				return
+			}
+			u.wg.Add(1)
+			go func() { defer u.wg.Done(); u.serve(c) }()
+		}
+	}()
+	t.Cleanup(func() { _ = u.ln.Close(); u.wg.Wait() })
+	return u
+}
+
+func (u *rawUpstream) url() string { return "http://" + u.ln.Addr().String() }
+
+func (u *rawUpstream) serve(c net.Conn) {
+	defer c.Close()
+	br := bufio.NewReader(recorder{c, u})
+	for {
+		r, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		body := "upstream ok " + r.URL.Path
+		if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+			return
+		}
+	}
+}
+
+// received returns the request lines the upstream received, in order,
+// without the sentinel's: every line of the wire that starts with a method
+// and ends with a protocol, so that a request hidden in a body shows too.
+func (u *rawUpstream) received() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var lines []string
+	for line := range strings.Lines(u.raw.String()) {
+		line = strings.TrimRight(line, "\r\n")
+		if strings.Contains(line, " HTTP/1.") && !strings.Contains(line, "/sentinel") {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// wire returns every byte the upstream received.
+func (u *rawUpstream) wire() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.raw.String()
+}
+
+type recorder struct {
+	net.Conn
+	u *rawUpstream
+}
+
+func (r recorder) Read(p []byte) (int, error) {
+	n, err := r.Conn.Read(p)
+	r.u.mu.Lock()
+	r.u.raw.Write(p[:n])
+	r.u.mu.Unlock()
+	return n, err
+}
+
+// rawAttack is a probe whose upstream is a rawUpstream.
+type rawAttack struct {
+	name   string
+	prime  []string
+	send   string
+	status []int
+	// lines are the request lines the upstream received (received), and
+	// wire strings its bytes must contain.
+	lines, wire []string
+	counted     []string
+}
+
+func (a rawAttack) run(t *testing.T) {
+	up := newRawUpstream(t)
+	h := startGateway(t, strings.ReplaceAll(attackConfig, "{{UPSTREAM}}", up.url()))
+	for _, p := range a.prime {
+		h.exchange(p)
+	}
+	n, before := len(up.received()), decisions(h.metrics())
+	if got := h.exchange(a.send); !equal(got, a.status) {
+		t.Errorf("statuses %v, want %v", got, a.status)
+	}
+	if got := up.received()[n:]; !equal(got, a.lines) {
+		t.Errorf("the upstream received request lines %q, want %q\nwire:\n%s", got, a.lines, up.wire())
+	}
+	for _, w := range a.wire {
+		if !strings.Contains(up.wire(), w) {
+			t.Errorf("the upstream's wire lacks %q:\n%s", w, up.wire())
+		}
+	}
+	if got := counted(before, decisions(h.metrics())); !equal(got, a.counted) {
+		t.Errorf("counted %q, want %q", got, a.counted)
+	}
+}
+
+func equal[T comparable](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+var rawAttacks = []rawAttack{
+	// fasthttp ignores Transfer-Encoding: identity and read what follows as
+	// the next request; a front proxy that knows identity reads it as body.
+	{name: "Transfer-Encoding: identity, a request in the body", prime: primeA,
+		send:   request("POST /upload", withB, "Transfer-Encoding: identity") + request("GET /claims/1", withA),
+		status: []int{400}},
+	{name: "Transfer-Encoding: identity beside Content-Length", prime: primeA,
+		send:   request("POST /upload", withB, "Transfer-Encoding: identity", "Content-Length: 1") + "A" + request("GET /claims/1", withA),
+		status: []int{400}},
+	// HTTP/1.0 needs no Host: the upstream's own goes on.
+	{name: "HTTP/1.0 without Host", send: "GET /claims/1 HTTP/1.0\r\n" + withB + "\r\n\r\n", status: []int{200},
+		lines: []string{"GET /claims/1 HTTP/1.1"}, counted: []string{"claims partner-b allowed"}},
+	{name: "HTTP/1.0 keep-alive without Host, pipelined behind a 429", prime: primeA,
+		send: "GET /claims/1 HTTP/1.0\r\nConnection: keep-alive\r\n" + withA + "\r\n\r\n" +
+			"GET /claims/2 HTTP/1.0\r\nConnection: keep-alive\r\n" + withB + "\r\n\r\n",
+		status: []int{429, 200}, lines: []string{"GET /claims/2 HTTP/1.1"},
+		counted: []string{"claims partner-a limited", "claims partner-b allowed"}},
+	// The body is re-framed: the caller's chunk sizes, extensions and
+	// trailers never reach the upstream, and a leading zero changes nothing.
+	{name: "chunk size with leading zeros, extension and trailer", prime: primeA,
+		send: request("POST /upload", withB, "Transfer-Encoding: chunked") + "0001;ext=\"" + request("GET /claims/1", withA) +
+			"\"\r\nA\r\n0\r\nX-Smuggled: 1\r\n\r\n",
+		status: []int{400}},
+	{name: "chunk size 0x1", send: request("POST /upload", withB, "Transfer-Encoding: chunked") + "0x1\r\nA\r\n0\r\n\r\n",
+		status: []int{400}},
+	{name: "chunk lines ended by a bare LF", send: request("POST /upload", withB, "Transfer-Encoding: chunked") + "1\nA\n0\n\n",
+		status: []int{400}},
+	{name: "chunked body re-framed", send: request("POST /upload", withB, "Transfer-Encoding: chunked") + "0003;x=y\r\nabc\r\n0\r\nX-Trailer: 1\r\n\r\n",
+		status: []int{200}, lines: []string{"POST /upload HTTP/1.1"}, wire: []string{"\r\n\r\n3\r\nabc\r\n0\r\n\r\n"}},
+	// An answer before the body (Expect: 100-continue) closes the
+	// connection: the body is never read as a request.
+	{name: "Expect: 100-continue from a limited caller", prime: []string{request("POST /claims/1", withA, "Content-Length: 0")},
+		send:   request("POST /claims/1", withA, "Content-Length: 47", "Expect: 100-continue") + request("GET /claims/2", withB),
+		status: []int{100, 429}, counted: []string{"writes partner-a limited"}},
+	// Pipelined: the first is refused, the second goes on whole, counted.
+	{name: "pipelined: a 429, then a POST with a body", prime: primeA,
+		send:   request("GET /claims/1", withA) + request("POST /claims/2", withB, "Content-Length: 3") + "abc",
+		status: []int{429, 200}, lines: []string{"POST /claims/2 HTTP/1.1"}, wire: []string{"\r\n\r\nabc"},
+		counted: []string{"claims partner-a limited", "writes partner-b allowed"}},
+	// Absolute-form: matched and sent on by its path; the Host field goes on.
+	{name: "absolute-form with another authority", send: "GET http://other/claims/1?q HTTP/1.1\r\nHost: x\r\n" + withB + "\r\n\r\n",
+		status: []int{200}, lines: []string{"GET /claims/1?q HTTP/1.1"}, wire: []string{"\r\nHost: x\r\n"},
+		counted: []string{"claims partner-b allowed"}},
+}
+
+func TestRawUpstreamAttacks(t *testing.T) {
+	for _, a := range rawAttacks {
+		t.Run(a.name, func(t *testing.T) { a.run(t) })
+	}
+}
