@@ -21,33 +21,46 @@ var (
 // of the example test file linked just before it, so what the README shows
 // compiles and runs under `go test`.
 func TestReadmeGoIsExamples(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := goBlock.FindAllSubmatchIndex(readme, -1)
-	if len(blocks) == 0 {
-		t.Fatal("README.md has no ```go block")
-	}
-	for _, b := range blocks {
-		code := string(readme[b[2]:b[3]])
-		links := testLink.FindAllSubmatch(readme[:b[0]], -1)
-		if len(links) == 0 {
-			t.Errorf("README.md Go block at byte %d links no example test file before it:\n%s", b[0], code)
-			continue
-		}
-		file := string(links[len(links)-1][1])
-		src, err := os.ReadFile(filepath.Join(root, file))
-		if err != nil {
-			t.Errorf("README.md links %s: %v", file, err)
-			continue
-		}
+	eachGoBlock(t, filepath.Join(root, "README.md"), root, func(at int, code, file string, src []byte) {
 		if !strings.Contains(string(src), code) {
-			t.Errorf("README.md's Go block before byte %d is not a copy of part of %s (copy it again):\n%s", b[1], file, code)
+			t.Errorf("README.md's Go block before byte %d is not a copy of part of %s (copy it again):\n%s", at, file, code)
 		}
 		if !strings.Contains(code, "func Example") {
 			t.Errorf("README.md's Go block copied from %s holds no Example function", file)
 		}
+	})
+}
+
+// eachGoBlock calls check with every ```go block of the document doc, the
+// byte it ends at, and the example test file linked last before it (its
+// path taken from base) with that file's text. A document without a Go
+// block, a block without a link before it and a link to a file that
+// cannot be read fail the test.
+func eachGoBlock(t *testing.T, doc, base string, check func(at int, code, file string, src []byte)) {
+	t.Helper()
+	text, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(doc)
+	blocks := goBlock.FindAllSubmatchIndex(text, -1)
+	if len(blocks) == 0 {
+		t.Fatalf("%s has no ```go block", name)
+	}
+	for _, b := range blocks {
+		code := string(text[b[2]:b[3]])
+		links := testLink.FindAllSubmatch(text[:b[0]], -1)
+		if len(links) == 0 {
+			t.Errorf("%s Go block at byte %d links no example test file before it:\n%s", name, b[0], code)
+			continue
+		}
+		file := filepath.Join(base, string(links[len(links)-1][1]))
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Errorf("%s links %s: %v", name, file, err)
+			continue
+		}
+		check(b[1], code, file, src)
 	}
 }
 
