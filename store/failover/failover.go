@@ -167,13 +167,13 @@ func (s *Store) Decide(ctx context.Context, key string, l limiter.Limit, now tim
 // store in one batch, and applies the failure policy if it fails.
 func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	local := s.opts.Clock.Now()
-	out := make([]store.Result, len(reqs))
-	pending := s.answerCached(reqs, out, local)
+	var buf [8]int // a call carries a few requests: pending stays on the stack
+	out, pending := s.answerCached(reqs, local, buf[:0])
 	if len(pending) == 0 {
-		return out, nil
+		return orNew(out, len(reqs)), nil
 	}
 	if !s.mayCallShared(local) {
-		return s.fail(ctx, reqs, pending, out, now, errCircuitOpen)
+		return s.fail(ctx, reqs, pending, orNew(out, len(reqs)), now, errCircuitOpen)
 	}
 	batch := reqs // the common case: no denial was remembered
 	if len(pending) < len(reqs) {
@@ -194,7 +194,10 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 	}
 	if err != nil {
 		s.failed()
-		return s.fail(ctx, reqs, pending, out, now, err)
+		return s.fail(ctx, reqs, pending, orNew(out, len(reqs)), now, err)
+	}
+	if out == nil { // none answered locally: the batch was reqs, and res answers them in order
+		out = res
 	}
 	failed, err := s.takeShared(reqs, pending, res, out, local)
 	if len(failed) == 0 {
@@ -205,12 +208,14 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 	return s.fail(ctx, reqs, failed, out, now, err)
 }
 
-// answerCached answers from remembered denials what it can, into out, and
-// returns the indexes of the requests left for the shared store.
-func (s *Store) answerCached(reqs []store.Request, out []store.Result, now time.Time) []int {
-	pending := make([]int, 0, len(reqs))
+// answerCached answers from remembered denials what it can and returns
+// their results (nil when it answered none) and the indexes of the
+// requests left for the shared store, appended to pending.
+func (s *Store) answerCached(reqs []store.Request, now time.Time, pending []int) ([]store.Result, []int) {
+	var out []store.Result
 	for i, r := range reqs {
 		if d, ok := s.denied.lookup(r.Key, r.Cost, r.Limit, now); ok {
+			out = orNew(out, len(reqs))
 			out[i].Decision = d
 			if !d.Allowed { // a look is answered too, but rejects nothing
 				s.stats.CachedRejections.Add(1)
@@ -219,7 +224,15 @@ func (s *Store) answerCached(reqs []store.Request, out []store.Result, now time.
 		}
 		pending = append(pending, i)
 	}
-	return pending
+	return out, pending
+}
+
+// orNew returns out, or n zero results if out is nil.
+func orNew(out []store.Result, n int) []store.Result {
+	if out == nil {
+		out = make([]store.Result, n)
+	}
+	return out
 }
 
 // takeShared copies the shared store's answers into out, remembering its
