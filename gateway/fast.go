@@ -71,6 +71,9 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 		g.refuseFast(ctx, v, hasBody)
 		return false
 	}
+	if proto := fastproxy.UpgradeOf(&ctx.Request.Header); proto != nil {
+		return g.passUpgrade(ctx, snap, v, peer.Addr(), proto) // upgrade.go
+	}
 	return g.passFast(ctx, snap, v, peer.Addr(), bodyStart, hasBody)
 }
 

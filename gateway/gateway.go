@@ -90,6 +90,7 @@ type Gateway struct {
 	// answer written (a streamed body to its end): what the drain waits for.
 	inflight atomic.Int64
 	cutting  atomic.Bool // the drain timeout passed: requests at the upstream get 503
+	tunnels  tunnels     // upgraded connections (upgrade.go)
 }
 
 // New builds a gateway from opts. It opens the store but starts no server.

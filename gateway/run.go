@@ -29,7 +29,9 @@ var errDraining = errors.New("gateway: shutting down")
 // finish, for at most ShutdownTimeout; requests still waiting (held for
 // their turn, queued, or at the upstream) then are answered 503. Run
 // returns nil after a clean drain, or an error if a server failed or
-// requests outlived ShutdownTimeout.
+// requests outlived ShutdownTimeout. Upgraded connections (WebSocket,
+// upgrade.go) are given ShutdownTimeout to end, then closed; they make no
+// drain unclean.
 func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	reqs, cut := context.WithCancelCause(context.Background())
 	defer cut(nil)
@@ -39,7 +41,13 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	var conns fastConns
 	srv := fastproxy.NewServer(g.serveFast, fastproxy.Timeouts{ReadHeader: g.server.ReadHeaderTimeout,
 		Idle: g.server.IdleTimeout}, fastLogger{g.log})
-	srv.ConnState = conns.track
+	g.tunnels.reset()
+	srv.ConnState = func(c net.Conn, st fasthttp.ConnState) {
+		conns.track(c, st)
+		if st == fasthttp.StateClosed {
+			g.tunnels.connClosed(c) // closed before a hijack took it (upgrade.go)
+		}
+	}
 	adm := g.httpServer(g.AdminHandler())
 	errc := make(chan error, 2)
 	go func() {
@@ -90,13 +98,15 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 // at most ShutdownTimeout. Those still running then are cancelled with
 // errDraining (answered 503: the upstream connections are closed under
 // them) and given a second to answer before every connection is closed.
-// Connections on which no request is in flight do not make the drain
-// unclean.
+// Connections on which no request is in flight, and upgraded ones (closed
+// once the drain ends), do not make the drain unclean.
 func (g *Gateway) drain(srv *fasthttp.Server, conns *fastConns, cut context.CancelCauseFunc) error {
 	sctx, cancel := context.WithTimeout(context.Background(), g.opts.ShutdownTimeout)
 	defer cancel()
 	err := srv.ShutdownWithContext(sctx)
+	defer g.tunnels.closeAll() // upgraded connections: given the drain timeout to end, then closed
 	if err == nil {
+		g.tunnels.wait(sctx)
 		return nil
 	}
 	if g.inflight.Load() == 0 {

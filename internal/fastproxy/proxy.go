@@ -15,9 +15,12 @@ import (
 // Proxy sends callers' requests on to one upstream over pooled keep-alive
 // connections and streams the answers back. It is safe for concurrent use.
 type Proxy struct {
-	client *fasthttp.HostClient
-	conns  *openConns
-	host   string // the upstream's host[:port], the Host of a request that came without one
+	client  *fasthttp.HostClient
+	conns   *openConns
+	host    string        // the upstream's host[:port], the Host of a request that came without one
+	addr    string        // host:port, for Dial
+	tls     bool          // https
+	timeout time.Duration // the upstream timeout
 	// BodyFailed, if set, is told when an answer's body could not be
 	// copied to the end: the upstream broke it off, or the caller went.
 	BodyFailed func(err error)
@@ -31,7 +34,8 @@ type Proxy struct {
 // connecting and each read and write on an upstream connection.
 func New(u *url.URL, timeout time.Duration) *Proxy {
 	conns := &openConns{m: make(map[*upstreamConn]struct{})}
-	return &Proxy{client: newClient(u, timeout, conns), conns: conns, host: u.Host}
+	c := newClient(u, timeout, conns)
+	return &Proxy{client: c, conns: conns, host: u.Host, addr: c.Addr, tls: c.IsTLS, timeout: timeout}
 }
 
 // Close closes the idle upstream connections.

@@ -3,7 +3,9 @@
 // client for the upstream that streams response bodies, the checks that
 // refuse what fasthttp's parser accepts and net/http does not (Refuse),
 // and the header rules of a reverse proxy (hop-by-hop fields, the
-// forwarding headers, the fields a caller may not remove). It decides
+// forwarding headers, the fields a caller may not remove), and protocol
+// upgrades (WebSocket) on a connection of their own (Proxy.Upgrade,
+// Tunnel.Splice). It decides
 // nothing about limits: the gateway asks the decision core first and hands
 // a passed request to Proxy.Serve.
 package fastproxy

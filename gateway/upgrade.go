@@ -1,0 +1,205 @@
+package gateway
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/internal/fastproxy"
+	"github.com/sluice-rl/sluice/policy"
+)
+
+// A protocol upgrade (WebSocket) is decided, counted and limited as any
+// request; once passed it goes to the upstream on a connection of its own
+// (fastproxy.Proxy.Dial). On the upstream's 101 the caller's connection is
+// hijacked and the two are spliced until either side closes, or nothing
+// moves for idle_timeout; the request's after-steps (leases, protect's
+// slot) run when the tunnel ends. Any other answer goes to the caller as a
+// plain request's does. A tunnel is no request in flight: a drain gives
+// the open tunnels until the drain timeout to end, then closes them.
+
+// passUpgrade is passFast for a passed request asking to switch to proto.
+// It reports, as passFast does, whether it counts inflight down itself.
+func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision.Verdict, peer netip.Addr,
+	proto []byte) bool {
+	if snap.proxy == nil || g.cutting.Load() {
+		return g.passFast(ctx, snap, v, peer, time.Time{}, false) // answered 502 or 503, as any request
+	}
+	start := g.opts.Clock.Now()
+	t := g.tunnels.add(ctx.Conn())
+	fwd := g.upgradeForwarding(ctx, snap, v, peer)
+	for _, f := range v.Header {
+		ctx.Response.Header.SetBytesV(f.Name, f.Value)
+	}
+	opened := func(up net.Conn) bool { return g.tunnels.setUpstream(t, up) }
+	tun, out, err := snap.proxy.Upgrade(ctx, &fwd, proto, opened, func() { // refused: once its answer has gone
+		g.tunnels.remove(t)
+		lat := g.opts.Clock.Now().Sub(start)
+		v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(),
+			Header: (*respHeaders)(&ctx.Response.Header), Latency: lat, FirstByte: lat})
+		g.inflight.Add(-1)
+	})
+	switch {
+	case err != nil:
+		g.tunnels.remove(t)
+		failure := g.proxyFailedFast(ctx, snap, out, err)
+		lat := g.opts.Clock.Now().Sub(start)
+		v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: lat,
+			Failure: failure})
+		return false
+	case tun == nil:
+		return true // the upstream refused the upgrade: its answer streams to the caller
+	}
+	g.hijack(ctx, t, tun, v, g.opts.Clock.Now().Sub(start))
+	return false
+}
+
+// hijack hands the caller's connection, once the handler has returned, to
+// tun.Splice. The verdict is finished, as a 101 whose latency is the time
+// to the upstream's 101, when the tunnel ends, or when the server closes
+// the connection instead of handing it over (a write failed: connClosed).
+func (g *Gateway) hijack(ctx *fasthttp.RequestCtx, t *tunnel, tun *fastproxy.Tunnel, v *decision.Verdict, lat time.Duration) {
+	end := sync.OnceFunc(func() {
+		_ = tun.Close()
+		g.tunnels.remove(t)
+		v.Finish(&decision.Response{Passed: true, Status: fasthttp.StatusSwitchingProtocols, Latency: lat, FirstByte: lat})
+	})
+	g.tunnels.setEnd(t, end)
+	ctx.HijackSetNoResponse(true) // Splice writes the 101
+	ctx.Hijack(func(c net.Conn) {
+		defer end()
+		tun.Splice(c, g.server.IdleTimeout)
+	})
+}
+
+// upgradeForwarding is how an upgrade goes on: as passFast sends a request
+// (Upgrade and Connection: Upgrade are fastproxy.Proxy.Upgrade's).
+func (g *Gateway) upgradeForwarding(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision.Verdict,
+	peer netip.Addr) fastproxy.Forwarding {
+	fwd := fastproxy.Forwarding{Peer: peer, Trusted: v.PeerTrusted, Header: snap.cfg.Compiled.ForwardedHeader(),
+		Method: s2b(v.Method), URI: snap.target(ctx, v.Path), Removed: v.Removed, Drop: isLoopHeader, Kept: snap.kept}
+	if v.Client != "" {
+		fwd.Set = append(fwd.Set, fastproxy.Field{Name: policy.ClientHeader, Value: v.Client})
+	}
+	fwd.Set = append(fwd.Set, fastproxy.Field{Name: loopHeader, Value: g.marksFast(&ctx.Request.Header)})
+	return fwd
+}
+
+// tunnels are Run's upgrades, from their dial to their end, by the
+// caller's connection: for a drain to wait for and then close.
+type tunnels struct {
+	mu      sync.Mutex
+	open    map[net.Conn]*tunnel
+	closed  bool          // the drain closed them: a new one is closed at once
+	changed chan struct{} // a tunnel ended
+}
+
+// tunnel is one upgrade.
+type tunnel struct {
+	caller, upstream net.Conn
+	end              func() // once hijacked: closes the upstream's side, finishes the verdict
+}
+
+// reset readies ts for a Run.
+func (ts *tunnels) reset() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.open, ts.closed, ts.changed = make(map[net.Conn]*tunnel), false, make(chan struct{}, 1)
+}
+
+func (ts *tunnels) add(caller net.Conn) *tunnel {
+	t := &tunnel{caller: caller}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.open == nil {
+		ts.open, ts.changed = make(map[net.Conn]*tunnel), make(chan struct{}, 1)
+	}
+	ts.open[caller] = t
+	return t
+}
+
+// setUpstream records t's upstream connection; false: the tunnels have
+// been closed, and up is closed too.
+func (ts *tunnels) setUpstream(t *tunnel, up net.Conn) bool {
+	ts.mu.Lock()
+	closed := ts.closed
+	t.upstream = up
+	ts.mu.Unlock()
+	if closed {
+		_ = up.Close()
+	}
+	return !closed
+}
+
+func (ts *tunnels) setEnd(t *tunnel, end func()) {
+	ts.mu.Lock()
+	t.end = end
+	ts.mu.Unlock()
+}
+
+func (ts *tunnels) remove(t *tunnel) {
+	ts.mu.Lock()
+	if ts.open[t.caller] == t {
+		delete(ts.open, t.caller)
+	}
+	changed := ts.changed
+	ts.mu.Unlock()
+	select {
+	case changed <- struct{}{}:
+	default:
+	}
+}
+
+// connClosed ends the tunnel of a caller's connection the server closed
+// without handing it to the tunnel (the server's ConnState, StateClosed).
+func (ts *tunnels) connClosed(c net.Conn) {
+	ts.mu.Lock()
+	t := ts.open[c]
+	ts.mu.Unlock()
+	if t != nil && t.end != nil {
+		t.end()
+	}
+}
+
+// wait waits until no tunnel is open, or ctx ends.
+func (ts *tunnels) wait(ctx context.Context) {
+	for {
+		ts.mu.Lock()
+		n, changed := len(ts.open), ts.changed
+		ts.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// closeAll closes every tunnel's connections, and those opened later, and
+// waits a second at most for the tunnels to end.
+func (ts *tunnels) closeAll() {
+	ts.mu.Lock()
+	ts.closed = true
+	var cs []net.Conn
+	for _, t := range ts.open {
+		cs = append(cs, t.caller)
+		if t.upstream != nil {
+			cs = append(cs, t.upstream)
+		}
+	}
+	ts.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	ts.wait(ctx)
+}
