@@ -203,6 +203,9 @@ func (s *snapshot) target(ctx *fasthttp.RequestCtx, path string) []byte {
 	up := s.cfg.Upstream
 	base := strings.TrimSuffix(up.EscapedPath(), "/")
 	q := ctx.URI().QueryString()
+	if base == "" && up.RawQuery == "" && isTarget(ctx.Request.Header.RequestURI(), path, q) {
+		return nil // the caller's own target goes on (Forwarding.URI): nothing to join
+	}
 	b := make([]byte, 0, len(base)+len(path)+len(up.RawQuery)+len(q)+2)
 	b = append(append(b, base...), path...)
 	switch {
@@ -214,6 +217,17 @@ func (s *snapshot) target(ctx *fasthttp.RequestCtx, path string) []byte {
 		b = append(append(b, '?'), q...)
 	}
 	return b
+}
+
+// isTarget reports whether raw, a request's target as it came, is path
+// followed by the query q (if any), and nothing else: no fragment, no
+// empty query, not in absolute form.
+func isTarget(raw []byte, path string, q []byte) bool {
+	n := len(path)
+	if len(q) > 0 {
+		n += 1 + len(q)
+	}
+	return len(raw) == n && b2s(raw[:len(path)]) == path && (len(q) == 0 || raw[len(path)] == '?')
 }
 
 // newProxy returns the fast path's proxy to cfg's upstream: the one in

@@ -122,8 +122,22 @@ func (p *Proxy) answer(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, done f
 	}
 	b := bodies.Get().(*upstreamBody)
 	b.resp, b.done, b.failed = resp, done, p.BodyFailed
+	if n >= 0 && n <= smallBody && b.readSmall(st, n) {
+		ctx.Response.SetBody(b.small[:n])
+		_ = b.CloseWithError(nil)
+		return
+	}
 	ctx.Response.SetBodyStream(b, n)
 }
+
+// smallBody is the largest answer body read whole before the answer goes
+// to the caller, rather than streamed by the server after the handler:
+// most answers of an API are this small, and reading them at once gives
+// the upstream connection back before the caller is written to and spares
+// the stream's steps. Measured with bench/gateway.sh and
+//
+//	go test -run XXX -bench Run/Allowed -benchmem ./gateway/
+const smallBody = 4 << 10
 
 // bodies recycles upstreamBody: one fewer allocation per proxied request.
 var bodies = sync.Pool{New: func() any { return new(upstreamBody) }}
@@ -136,15 +150,53 @@ type upstreamBody struct {
 	resp   *fasthttp.Response
 	done   func()
 	failed func(error)
+	// A small body is read whole into small. When the upstream broke it
+	// off, the answer streams as a large one would: pre, what came, then
+	// err, why the rest did not.
+	small [smallBody + 1]byte
+	pre   []byte
+	err   error
 }
 
-func (b *upstreamBody) Read(p []byte) (int, error) { return b.resp.BodyStream().Read(p) }
+// readSmall reads the whole body of n bytes (n <= smallBody) from st into
+// b.small, to its end (the stream gives the connection back only once it
+// has said io.EOF). It reports whether it did; if not, b streams what came
+// and the error.
+func (b *upstreamBody) readSmall(st io.Reader, n int) bool {
+	got := 0
+	for {
+		k, err := st.Read(b.small[got : n+1])
+		got += k
+		switch {
+		case err == io.EOF && got == n:
+			return true
+		case err == nil && got <= n:
+			continue
+		case err == nil || err == io.EOF:
+			err = io.ErrUnexpectedEOF // more or less than Content-Length
+		}
+		b.pre, b.err = b.small[:min(got, n)], err
+		return false
+	}
+}
+
+func (b *upstreamBody) Read(p []byte) (int, error) {
+	if len(b.pre) > 0 {
+		k := copy(p, b.pre)
+		b.pre = b.pre[k:]
+		return k, nil
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	return b.resp.BodyStream().Read(p)
+}
 
 // CloseWithError ends the copy; err is why it stopped before the end (nil:
 // it ended).
 func (b *upstreamBody) CloseWithError(err error) error {
 	resp, done, failed := b.resp, b.done, b.failed
-	*b = upstreamBody{}
+	b.resp, b.done, b.failed, b.pre, b.err = nil, nil, nil, nil, nil
 	bodies.Put(b)
 	if err != nil && failed != nil {
 		failed(err)
