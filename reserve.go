@@ -16,8 +16,8 @@ import (
 var ErrDeadline = errors.New("sluice: the wait would end after the context's deadline")
 
 // ErrNever is Wait's answer for a cost the limit can never allow (more
-// than its burst, or the zero Limit).
-var ErrNever = errors.New("sluice: the cost is more than the limit can ever allow")
+// than its burst, a negative cost, or the zero Limit).
+var ErrNever = errors.New("sluice: the limit can never allow the cost")
 
 // Reservation is a request's turn, granted by Reserve: its cost is already
 // counted, and the request should go on after Delay. A Reservation is not
@@ -124,7 +124,10 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 			// (when a place in the queue frees) plus the delay.
 			after := r.decision.RetryAfter
 			if after == limiter.Never {
-				return fmt.Errorf("%w (cost %d, %v)", ErrNever, n, l.limit)
+				if n < 0 {
+					return fmt.Errorf("%w: cost %d (a cost is 0 or more)", ErrNever, n)
+				}
+				return fmt.Errorf("%w: cost %d is more than %v allows at once", ErrNever, n, l.limit)
 			}
 			if turn := after + r.limit.Delay(); bounded && turn > budget {
 				return fmt.Errorf("%w (the turn is in %v, the deadline in %v)", ErrDeadline, turn, budget)

@@ -3,6 +3,7 @@ package sluice_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,6 +166,9 @@ func TestWaitNeverAndEnded(t *testing.T) {
 	lim, _ := newWaiting(t, tenPerSecond)
 	if err := lim.WaitN(context.Background(), "k", 2); !errors.Is(err, sluice.ErrNever) {
 		t.Errorf("WaitN above the burst = %v, want ErrNever", err)
+	}
+	if err := lim.WaitN(context.Background(), "k", -1); !errors.Is(err, sluice.ErrNever) || !strings.Contains(err.Error(), "cost -1 (a cost is 0 or more)") {
+		t.Errorf("WaitN of a negative cost = %v, want ErrNever saying a cost is 0 or more", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
