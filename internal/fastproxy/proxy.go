@@ -94,6 +94,11 @@ func (p *Proxy) Serve(ctx *fasthttp.RequestCtx, f *Forwarding, bodyStart time.Ti
 		fasthttp.ReleaseResponse(resp)
 		return failed(ctx, body, err)
 	}
+	if resp.StatusCode() < 200 { // 101 (fasthttp skips 100 and 103) to a request without Upgrade (upgrade.go sends those)
+		resp.SetConnectionClose() // the upstream may speak another protocol on it now
+		fasthttp.ReleaseResponse(resp)
+		return failed(ctx, body, errInterim)
+	}
 	p.answer(ctx, resp, done)
 	return Answered, nil
 }
@@ -211,6 +216,9 @@ func (b *upstreamBody) CloseWithError(err error) error {
 
 // failed answers a request the upstream did not answer, blaming the side
 // that failed.
+// errInterim is an upstream's interim answer (1xx) where a final one was due.
+var errInterim = errors.New("fastproxy: the upstream answered 101 Switching Protocols to a request that asked for no upgrade")
+
 func failed(ctx *fasthttp.RequestCtx, body *callerBody, err error) (Outcome, error) {
 	var bodyErr error
 	if body != nil {
