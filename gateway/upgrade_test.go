@@ -16,7 +16,8 @@ import (
 // websocket is answered 101 by hand on the hijacked connection, which
 // then echoes every byte until the other side closes; /refuse answers
 // such a request 403 instead, and /other switches to another protocol
-// than the one asked for. Any other request is answered 200 "plain".
+// than the one asked for, and /push sends "tick" every 100ms for 3s
+// then closes. Any other request is answered 200 "plain".
 // It sends what each request carried on seen, and on closed when an
 // echoing connection has ended.
 type echoUpstream struct {
@@ -56,6 +57,15 @@ func (u *echoUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	_, _ = io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "+proto+"\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\nhello")
+	if r.URL.Path == "/claims/push" { // a service that only pushes: the caller sends nothing
+		for range 30 {
+			if _, err := io.WriteString(c, "tick"); err != nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // the pace of the pushes is the scenario
+		}
+		return
+	}
 	_, _ = io.Copy(c, brw)
 }
 
@@ -259,6 +269,26 @@ func TestUpgradeIdleTimeout(t *testing.T) {
 		t.Error("an idle tunnel stayed open past idle_timeout")
 	}
 	receiveN(t, up.closed, 1, 5*time.Second, "the upstream's side to close")
+}
+
+// TestUpgradeIdleIsBothWays: a tunnel on which only the upstream sends,
+// for longer than idle_timeout, stays open: idle means nothing moves
+// either way.
+func TestUpgradeIdleIsBothWays(t *testing.T) {
+	up := newEchoUpstream(t)
+	ln, adm := listen(t), listen(t)
+	runGatewayOn(t, ln, adm, strings.Replace(serverConfig("  idle_timeout: 1s\n"), "{{UPSTREAM}}", up.srv.URL, 1))
+	r := sendRaw(t, ln, upgradeRequest("/claims/push", "websocket"))
+	if resp := r.mustRead(http.StatusSwitchingProtocols); resp.Header.Get("Upgrade") != "websocket" {
+		t.Fatalf("101 with Upgrade %q", resp.Header.Get("Upgrade"))
+	}
+	r.expect("hello")
+	for range 30 { // 3s of pushes, all through
+		r.expect("tick")
+	}
+	if !r.closedAfter() {
+		t.Error("the tunnel stayed open after the upstream closed")
+	}
 }
 
 func getMetrics(t *testing.T, adm net.Listener) string {
