@@ -169,6 +169,14 @@ var rawAttacks = []rawAttack{
 	{name: "Transfer-Encoding: identity beside Content-Length", prime: primeA,
 		send:   request("POST /upload", withB, "Transfer-Encoding: identity", "Content-Length: 1") + "A" + request("GET /claims/1", withA),
 		status: []int{400}},
+	// A space inside a field name: an upstream that reads names as CGI
+	// does (spaces and dashes to underscores) would find a key in it.
+	{name: "key header spelled with a space", prime: primeA, send: request("GET /claims/1", "X-API Key: "+keyA),
+		status: []int{400}},
+	{name: "field name with a tab", send: request("GET /claims/1", withB, "X-Note\tx: a"), status: []int{400}},
+	{name: "obs-fold line is no field name", send: "GET /claims/1 HTTP/1.1\r\nHost: x\r\n" + withB + "\r\nX-Note: a\r\n b c: d\r\n\r\n",
+		status: []int{200}, lines: []string{"GET /claims/1 HTTP/1.1"}, wire: []string{"\r\nX-Note: a b c: d\r\n"},
+		counted: []string{"claims partner-b allowed"}},
 	// HTTP/1.0 needs no Host: the upstream's own goes on.
 	{name: "HTTP/1.0 without Host", send: "GET /claims/1 HTTP/1.0\r\n" + withB + "\r\n\r\n", status: []int{200},
 		lines: []string{"GET /claims/1 HTTP/1.1"}, counted: []string{"claims partner-b allowed"}},

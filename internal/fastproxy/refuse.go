@@ -12,7 +12,7 @@ import (
 // Transfer-Encoding other than chunked or repeated, Transfer-Encoding on
 // HTTP/1.0, a space before a field's colon, a second Host, bare CR and NUL
 // in fields, and headers over MaxHeaderBytes (431). It is more lenient than
-// net/http, and than a careful upstream, in three places that Refuse closes:
+// net/http, and than a careful upstream, in places that Refuse closes:
 //
 //   - any protocol but HTTP/1.0 and HTTP/1.1 (fasthttp serves "HTTP/1.2"
 //     and "HTTP/2.0" request lines as HTTP/1.1): 505;
@@ -24,7 +24,9 @@ import (
 //     request in the body): 400;
 //   - Transfer-Encoding: identity, which fasthttp ignores, reading what
 //     follows as the next request, where net/http refuses it and a reader
-//     of RFC 2616 reads the body to the connection's end: 400.
+//     of RFC 2616 reads the body to the connection's end: 400;
+//   - a space or tab inside a field name ("X-API Key"), which fasthttp
+//     keeps and net/http refuses: 400.
 func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	if p := h.Protocol(); !bytes.Equal(p, http11) && !bytes.Equal(p, http10) {
 		return fasthttp.StatusHTTPVersionNotSupported, "only HTTP/1.0 and HTTP/1.1 are served here"
@@ -41,10 +43,38 @@ func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	// RFC 9112 removed) and reads the body by Content-Length, or as none:
 	// what follows would be read as the next request, where a reader that
 	// knows identity reads a body to the connection's end.
-	if h.ContentLength() != -1 && hasField(h.RawHeaders(), transferEncoding) {
+	spaced, te := scanNames(h.RawHeaders())
+	if h.ContentLength() != -1 && te {
 		return fasthttp.StatusBadRequest, "the request's Transfer-Encoding is not chunked (only chunked is read)"
 	}
+	// fasthttp keeps a field whose name has a space in it ("X-API Key"),
+	// and sends it on: an upstream that turns a name's spaces and dashes
+	// into underscores (CGI, PHP) would read the access key sluice did not.
+	if spaced {
+		return fasthttp.StatusBadRequest, "a header field's name has a space in it (a name is one token, as X-API-Key)"
+	}
 	return 0, ""
+}
+
+// scanNames reports whether a field name in raw, a request's header block
+// as received, has a space or tab in it, and whether one is
+// Transfer-Encoding. A line that starts with a space continues the one
+// before (obs-fold): it names no field.
+func scanNames(raw []byte) (spaced, te bool) {
+	for len(raw) > 0 {
+		line, rest, _ := bytes.Cut(raw, []byte{'\n'})
+		raw = rest
+		if len(line) == 0 || line[0] == ' ' || line[0] == '\t' {
+			continue
+		}
+		k, _, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			continue
+		}
+		spaced = spaced || bytes.IndexByte(k, ' ') >= 0 || bytes.IndexByte(k, '\t') >= 0
+		te = te || asciiEqualFold(k, transferEncoding)
+	}
+	return spaced, te
 }
 
 var (
