@@ -255,7 +255,7 @@ func (g *Gateway) bodyFailed(err error) {
 }
 
 func isLoopHeader(name string) bool {
-	return len(name) == len(loopHeader) && strings.EqualFold(name, loopHeader)
+	return policy.SameHeaderName(name, loopHeader) // Sluice_Loop_Mark too: one header to a CGI-style upstream
 }
 
 func peerOf(ctx *fasthttp.RequestCtx) netip.AddrPort {

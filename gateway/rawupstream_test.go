@@ -117,6 +117,7 @@ type rawAttack struct {
 	// lines are the request lines the upstream received (received), and
 	// wire strings its bytes must contain.
 	lines, wire []string
+	notWire     []string // strings its bytes must not contain
 	// aborted: the upstream may have seen the request's head and part of
 	// its body before sluice read the broken rest (lines then are the
 	// request lines it may have received, and nothing else).
@@ -141,6 +142,11 @@ func (a rawAttack) run(t *testing.T) {
 	for _, w := range a.wire {
 		if !strings.Contains(up.wire(), w) {
 			t.Errorf("the upstream's wire lacks %q:\n%s", w, up.wire())
+		}
+	}
+	for _, w := range a.notWire {
+		if strings.Contains(up.wire(), w) {
+			t.Errorf("the upstream's wire has %q:\n%s", w, up.wire())
 		}
 	}
 	if got := counted(before, decisions(h.metrics())); !equal(got, a.counted) {
@@ -177,6 +183,12 @@ var rawAttacks = []rawAttack{
 	{name: "obs-fold line is no field name", send: "GET /claims/1 HTTP/1.1\r\nHost: x\r\n" + withB + "\r\nX-Note: a\r\n b c: d\r\n\r\n",
 		status: []int{200}, lines: []string{"GET /claims/1 HTTP/1.1"}, wire: []string{"\r\nX-Note: a b c: d\r\n"},
 		counted: []string{"claims partner-b allowed"}},
+	// The forwarding headers are sluice's, in every spelling: a CGI-style
+	// upstream reads X_Forwarded_For as X-Forwarded-For.
+	{name: "forwarding headers respelled", send: request("GET /claims/1", withB, "X_Forwarded_For: 203.0.113.7",
+		"x-forwarded_for: 203.0.113.8", "X_FORWARDED_HOST: evil", "X_Forwarded_Proto: https", "Sluice_Loop_Mark: x"),
+		status: []int{200}, lines: []string{"GET /claims/1 HTTP/1.1"}, wire: []string{"\r\nX-Forwarded-For: 127.0.0.1\r\n"},
+		notWire: []string{"203.0.113", "evil", "https", "Sluice_", "_for", "_For", "_FOR"}, counted: []string{"claims partner-b allowed"}},
 	// HTTP/1.0 needs no Host: the upstream's own goes on.
 	{name: "HTTP/1.0 without Host", send: "GET /claims/1 HTTP/1.0\r\n" + withB + "\r\n\r\n", status: []int{200},
 		lines: []string{"GET /claims/1 HTTP/1.1"}, counted: []string{"claims partner-b allowed"}},

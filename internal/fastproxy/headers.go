@@ -56,7 +56,8 @@ type Field struct{ Name, Value string }
 var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", "Expect"}
 
-// forwarding are the fields Build writes itself; a caller's never go on.
+// forwarding are the fields Build writes itself; a caller's never go on,
+// in any spelling.
 var forwarding = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Host"}
 
 // Build writes into out the request that goes on for the caller's request
@@ -72,7 +73,7 @@ func (f *Forwarding) Build(in, out *fasthttp.RequestHeader, tls bool) {
 	conn := connectionTokens(in)
 	for k, v := range in.All() {
 		name := b2s(k)
-		if oneOf(name, hopByHop) || oneOf(name, forwarding) || slices.Contains(f.Removed, name) ||
+		if oneOf(name, hopByHop) || respells(name, forwarding) || slices.Contains(f.Removed, name) ||
 			(f.Drop != nil && f.Drop(name)) || (tokenIn(conn, k) && !oneOf(name, f.Kept)) {
 			continue
 		}
@@ -173,6 +174,19 @@ func appendTokens(toks [][]byte, v []byte) [][]byte {
 func tokenIn(toks [][]byte, name []byte) bool {
 	for _, t := range toks {
 		if bytes.EqualFold(t, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// respells reports whether name is one of names to some upstream: in any
+// case, '_' and '-' alike (policy.SameHeaderName). A caller's
+// X_Forwarded_For reaches a CGI-style upstream as HTTP_X_FORWARDED_FOR,
+// as sluice's own X-Forwarded-For does.
+func respells(name string, names []string) bool {
+	for _, n := range names {
+		if policy.SameHeaderName(n, name) {
 			return true
 		}
 	}
