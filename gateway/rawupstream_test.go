@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Probes against a raw upstream: one that records the bytes sluice wrote to
@@ -118,6 +119,9 @@ type rawAttack struct {
 	// wire strings its bytes must contain.
 	lines, wire []string
 	notWire     []string // strings its bytes must not contain
+	// answered and notAnswered: strings the caller's bytes must, and must
+	// not, contain.
+	answered, notAnswered []string
 	// aborted: the upstream may have seen the request's head and part of
 	// its body before sluice read the broken rest (lines then are the
 	// request lines it may have received, and nothing else).
@@ -133,8 +137,19 @@ func (a rawAttack) run(t *testing.T) {
 		h.exchange(p)
 	}
 	n, before := len(up.received()), decisions(h.metrics())
-	if got := h.exchange(a.send); !equal(got, a.status) {
+	got, answer := exchangeBytes(t, h, a.send)
+	if !equal(got, a.status) {
 		t.Errorf("statuses %v, want %v", got, a.status)
+	}
+	for _, w := range a.answered {
+		if !strings.Contains(answer, w) {
+			t.Errorf("the caller's answer lacks %q:\n%s", w, answer)
+		}
+	}
+	for _, w := range a.notAnswered {
+		if strings.Contains(answer, w) {
+			t.Errorf("the caller's answer has %q:\n%s", w, answer)
+		}
 	}
 	if got := up.received()[n:]; !equal(got, a.lines) && !(a.aborted && len(got) == 0) {
 		t.Errorf("the upstream received request lines %q, want %q\nwire:\n%s", got, a.lines, up.wire())
@@ -151,6 +166,37 @@ func (a rawAttack) run(t *testing.T) {
 	}
 	if got := counted(before, decisions(h.metrics())); !equal(got, a.counted) {
 		t.Errorf("counted %q, want %q", got, a.counted)
+	}
+}
+
+// exchangeBytes is harness.exchange, which it calls on a connection whose
+// bytes it records: the statuses before the sentinel's, and the bytes.
+func exchangeBytes(t *testing.T, h *harness, raw string) ([]int, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	go func() { _, _ = io.WriteString(c, raw+sentinel) }() // the server may answer before reading it all
+	var got bytes.Buffer
+	br := bufio.NewReader(io.TeeReader(c, &got))
+	var statuses []int
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Errorf("no answer in 10s after %v", statuses)
+			}
+			return statuses, got.String()
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) == "upstream ok /sentinel" {
+			return statuses, got.String()
+		}
+		statuses = append(statuses, resp.StatusCode)
 	}
 }
 
@@ -231,6 +277,9 @@ var rawAnswers = []rawAttack{
 	{name: "upstream 101 to a request without Upgrade", answer: "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n" +
 		"Connection: Upgrade\r\n\r\nGET /claims/1 HTTP/1.1\r\n", send: request("GET /raw", withB) + request("GET /other", withB),
 		status: []int{502, 200}, lines: []string{"GET /raw HTTP/1.1", "GET /other HTTP/1.1"}},
+	{name: "upstream field name with a space", answer: "HTTP/1.1 200 OK\r\nX A: 1\r\nX-B: 2\r\nContent-Length: 2\r\n\r\nok",
+		send: request("GET /raw", withB), status: []int{200}, lines: []string{"GET /raw HTTP/1.1"},
+		answered: []string{"X-B: 2"}, notAnswered: []string{"X A"}},
 }
 
 func TestRawUpstreamAnswers(t *testing.T) {

@@ -132,7 +132,10 @@ func appendForwardedFor(b []byte, addr netip.Addr) []byte {
 
 // CopyResponse copies the upstream's status and fields in to the caller's
 // answer out, without hop-by-hop fields, those the upstream named in
-// Connection and those drop refuses (nil: none).
+// Connection, those drop refuses (nil: none) and those whose name has a
+// space in it, which fasthttp reads and net/http refuses: a reader in
+// front of sluice may read "X A: 1" as another field, or the line as
+// broken.
 func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, drop func(name string) bool) {
 	out.SetStatusCode(in.StatusCode())
 	var conn [][]byte
@@ -141,7 +144,7 @@ func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, dro
 	}
 	for k, v := range in.All() {
 		name := b2s(k)
-		if oneOf(name, hopByHop) || tokenIn(conn, k) || (drop != nil && drop(name)) {
+		if oneOf(name, hopByHop) || tokenIn(conn, k) || (drop != nil && drop(name)) || bytes.IndexByte(k, ' ') >= 0 {
 			continue
 		}
 		out.AddBytesKV(k, v)
