@@ -213,7 +213,24 @@ func (q *quota) learn(qi quotaInfo, now time.Time, others float64) {
 		return
 	}
 	// Empty: one unit is free after t, less what those in flight may take.
-	q.level, q.at = 1-others, now.Add(qi.next)
+	q.level, q.at = 1-others, now.Add(emptyFor(qi))
+}
+
+// maxEmptyHold bounds how long an answer with r=0 and no policy of the
+// same name keeps a host's requests from being sent (a t of up to 68
+// years reads as a number): past it the host is asked again, and its
+// next answer says how things stand.
+const maxEmptyHold = time.Hour
+
+// emptyFor is how long an empty quota stays empty: its t, at most the
+// policy's window (no quota of sluice's algorithms, nor of the RateLimit
+// fields' definition, stays empty for longer than its window: a longer t
+// is the server's mistake), or maxEmptyHold without a policy.
+func emptyFor(qi quotaInfo) time.Duration {
+	if qi.window > 0 {
+		return min(qi.next, qi.window)
+	}
+	return min(qi.next, maxEmptyHold)
 }
 
 // wake tells the requests waiting on hs that something changed.

@@ -124,6 +124,40 @@ func TestHoldUntilT(t *testing.T) {
 	t.Log(err)
 }
 
+// An empty quota's t is bounded: by its policy's window, or by
+// maxEmptyHold without a policy; past it the host is asked again. A t of
+// decades (a server's mistake) would otherwise keep every request from
+// the host for as long.
+func TestEmptyHoldBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name, policy string
+		want         time.Duration
+	}{
+		{"no policy", "", maxEmptyHold},
+		// the window, then one unit more at q/w (6s) for the unit kept in hand
+		{"window", `"claims";q=10;w=60`, time.Minute + 6*time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newJumpClock()
+			var sentAt []time.Duration
+			srv := newServer(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+				sentAt = append(sentAt, clk.Now().Sub(epoch))
+				w.Header().Set("Ratelimit", `"claims";r=0;t=2000000000`)
+				if tc.policy != "" {
+					w.Header().Set("Ratelimit-Policy", tc.policy)
+				}
+			})
+			tr := transport(t, clk)
+			tr.MaxWait = 2 * maxEmptyHold
+			get(t, tr, srv.URL)
+			get(t, tr, srv.URL)
+			if want := []time.Duration{0, tc.want}; !slices.Equal(sentAt, want) {
+				t.Errorf("sent at %v, want %v", sentAt, want)
+			}
+		})
+	}
+}
+
 // The pacer counts against what an answer says is left the requests the
 // server may have counted after it: those in flight, and those that came
 // back while it was on its way.
