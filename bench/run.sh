@@ -31,7 +31,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 name=bench
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh" # median, and $tmp: a scratch directory removed on exit
-targets=(core gateway redis protect check client) # add a target: a run_NAME function and its name here
+targets=(core gateway redis protect rls check client) # add a target: a run_NAME function and its name here
 
 usage() {
 	local IFS='|'
