@@ -23,7 +23,7 @@ type scene struct {
 	claimsSrv                      *http.Server
 	claimsLn, sluiceLn, adminLn    net.Listener
 	gw                             *gateway.Gateway
-	upstream, client               *http.Transport
+	client                         *http.Transport
 	a, b                           *partner
 
 	gwStopped, claimsStopped chan struct{}
@@ -43,9 +43,8 @@ func setUp(opts Options, out *printer) (*scene, error) {
 }
 
 // open opens the listeners on 127.0.0.1, writes sluice's configuration with
-// yaml (named file in errors) and builds the gateway, with transports from
-// newTr to the claims service and for the callers. On error, whatever was
-// opened is closed again.
+// yaml (named file in errors) and builds the gateway, with the callers'
+// transport from newTr. On error, whatever was opened is closed again.
 func (s *scene) open(file string, yaml func(listen, upstream, admin string) string,
 	newTr func() *http.Transport) (err error) {
 	defer func() {
@@ -66,11 +65,10 @@ func (s *scene) open(file string, yaml func(listen, upstream, admin string) stri
 	if err != nil {
 		return fmt.Errorf("demo: sluice's configuration: %w", err)
 	}
-	s.upstream, s.client = newTr(), newTr()
+	s.client = newTr()
 	s.gw, err = gateway.New(gateway.Options{
 		Config:          cfg,
 		Logger:          slog.New(slog.DiscardHandler), // the table tells the story
-		Transport:       s.upstream,
 		ShutdownTimeout: requestTimeout,
 	})
 	if err != nil {
@@ -162,10 +160,9 @@ func (s *scene) tearDown(stopGateway context.CancelFunc) error {
 	if closeErr != nil {
 		closeErr = fmt.Errorf("demo: close sluice: %w", closeErr)
 	}
-	// sluice's connections to the claims service go first: one dialled for
-	// a request that was then cancelled has carried nothing, and the
-	// server's Shutdown would wait 5 s for such a "new" connection.
-	s.upstream.CloseIdleConnections()
+	// sluice's connections to the claims service have gone with Close: one
+	// dialled for a request that was then cancelled has carried nothing,
+	// and the server's Shutdown would wait 5 s for such a "new" connection.
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	shutErr := s.claimsSrv.Shutdown(ctx)

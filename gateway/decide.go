@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"net"
-	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -26,7 +25,7 @@ type Decider struct {
 func (g *Gateway) Decider() (*Decider, error) {
 	opts := decision.Options{Store: g.store, Clock: g.opts.Clock, OnFailure: g.opts.Config.Store.OnFailure,
 		LeaseTTL:   cmp.Or(g.opts.Config.Store.LeaseTTL, store.DefaultLeaseTTL),
-		OnDecision: func(req *decision.Request, rep *decision.Report) { g.observe(origin(req), rep) }}
+		OnDecision: g.observe}
 	if g.renewer != nil {
 		opts.Leaser = g.renewer
 	}
@@ -42,12 +41,6 @@ func (g *Gateway) Decider() (*Decider, error) {
 func (d *Decider) Decide(ctx context.Context, req decision.Request) *decision.Verdict {
 	cfg := d.g.config()
 	return d.engine.Decide(ctx, decision.Settings{Policy: cfg.Compiled, LegacyHeaders: cfg.LegacyHeaders}, req)
-}
-
-// origin is the *http.Request a transport handed the Engine, if any.
-func origin(req *decision.Request) *http.Request {
-	r, _ := req.Origin.(*http.Request)
-	return r
 }
 
 // CapConnections lets at most max connections from ln be open at once, as

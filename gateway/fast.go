@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/internal/fastproxy"
 	"github.com/sluice-rl/sluice/policy"
@@ -19,11 +21,11 @@ import (
 
 // serveFast serves one caller's request on the fast data path (Run): the
 // decision core decides it, and internal/fastproxy sends it on and streams
-// the answer back, under the configuration in force when it arrives. It
-// does what serveCaller does on net/http (Handler): 508 for a request that
-// came back from sluice's own upstream, the body timeout counted from the
-// end of the longest wait a rule or protect's queue may impose, and
-// Connection: close on an answer given before the body was read.
+// the answer back, under the configuration in force when it arrives: 508
+// for a request that came back from sluice's own upstream, the body
+// timeout counted from the end of the longest wait a rule or protect's
+// queue may impose, and Connection: close on an answer given before the
+// body was read.
 func (g *Gateway) serveFast(ctx *fasthttp.RequestCtx) {
 	g.inflight.Add(1)
 	if !g.decideFast(ctx) {
@@ -39,7 +41,7 @@ func (g *Gateway) serveFast(ctx *fasthttp.RequestCtx) {
 func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 	snap := g.snap.Load()
 	if status, detail := fastproxy.Refuse(&ctx.Request.Header); status != 0 {
-		g.answerFast(ctx, status, detail, true)
+		g.answer(ctx, status, detail, true)
 		return false
 	}
 	n := ctx.Request.Header.ContentLength()
@@ -49,8 +51,8 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 		bodyStart = time.Now().Add(snap.maxWait)
 		fastproxy.SetBodyDeadline(ctx, bodyStart.Add(g.server.BodyTimeout))
 	}
-	if g.loopedFast(&ctx.Request.Header) {
-		g.loopAnswerFast(ctx, hasBody)
+	if g.looped(&ctx.Request.Header) {
+		g.loopAnswer(ctx, hasBody)
 		return false
 	}
 	if b2s(ctx.Request.Header.RequestURI()) == "*" && ctx.IsOptions() {
@@ -112,12 +114,12 @@ func (g *Gateway) refuseFast(ctx *fasthttp.RequestCtx, v *decision.Verdict, hasB
 func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision.Verdict, peer netip.Addr,
 	bodyStart time.Time, hasBody bool) bool {
 	if snap.proxy == nil {
-		g.answerFast(ctx, fasthttp.StatusBadGateway, "the gateway has no upstream", hasBody)
+		g.answer(ctx, fasthttp.StatusBadGateway, "the gateway has no upstream", hasBody)
 		v.Finish(&decision.Response{Passed: true, Status: fasthttp.StatusBadGateway, Failure: decision.UpstreamFailed})
 		return false
 	}
 	if g.cutting.Load() { // the drain timeout has passed: nothing more goes on
-		g.answerFast(ctx, fasthttp.StatusServiceUnavailable, "the gateway is shutting down; retry", hasBody)
+		g.answer(ctx, fasthttp.StatusServiceUnavailable, "the gateway is shutting down; retry", hasBody)
 		v.Finish(&decision.Response{Passed: true, Status: fasthttp.StatusServiceUnavailable, Failure: decision.CallerFailed})
 		return false
 	}
@@ -128,7 +130,7 @@ func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision
 	if v.Client != "" {
 		fwd.Set = append(fwd.Set, fastproxy.Field{Name: policy.ClientHeader, Value: v.Client})
 	}
-	fwd.Set = append(fwd.Set, fastproxy.Field{Name: loopHeader, Value: g.marksFast(&ctx.Request.Header)})
+	fwd.Set = append(fwd.Set, fastproxy.Field{Name: loopHeader, Value: g.loopMarks(&ctx.Request.Header)})
 	for _, f := range v.Header {
 		ctx.Response.Header.SetBytesV(f.Name, f.Value)
 	}
@@ -147,18 +149,20 @@ func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision
 	if hasBody {
 		ctx.SetConnectionClose()
 	}
-	failure := g.proxyFailedFast(ctx, snap, out, err)
+	failure := g.proxyFailed(ctx, snap, out, err)
 	lat := g.opts.Clock.Now().Sub(start)
 	v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: lat,
 		Failure: failure, Aborted: out == fastproxy.CallerAborted, Unanswered: out == fastproxy.CallerAborted})
 	return false
 }
 
-// proxyFailedFast counts and logs a request the upstream did not answer
-// (fastproxy has answered it), as proxyFailed does on net/http, and
-// returns the failure the decision core learns from. Once the drain
+// proxyFailed counts and logs a request the proxy could not complete
+// (fastproxy has answered it), blaming the side that failed: the caller
+// (its body broke off, was malformed or too slow: counted in
+// sluice_caller_errors_total) or the upstream (sluice_upstream_errors_total),
+// and returns the failure the decision core learns from. Once the drain
 // timeout has passed, the answer is 503.
-func (g *Gateway) proxyFailedFast(ctx *fasthttp.RequestCtx, snap *snapshot, out fastproxy.Outcome, err error) decision.Failure {
+func (g *Gateway) proxyFailed(ctx *fasthttp.RequestCtx, snap *snapshot, out fastproxy.Outcome, err error) decision.Failure {
 	switch {
 	case g.cutting.Load() && out >= fastproxy.UpstreamTimeout:
 		fastproxy.WriteProblem(ctx, fasthttp.StatusServiceUnavailable, "the gateway is shutting down; retry")
@@ -187,9 +191,21 @@ func (g *Gateway) proxyFailedFast(ctx *fasthttp.RequestCtx, snap *snapshot, out 
 	}
 }
 
-// answerFast writes a problem+json answer of the gateway's own; closing
+func (g *Gateway) upstreamFailed(cfg *config.File, err error, msg string) {
+	g.metrics.upstreamFails.Inc()
+	if g.logGate.allow(logSubject{kind: "upstream"}) {
+		g.log.Warn(msg, "upstream", cfg.Upstream.Redacted(), "err", err.Error())
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
+}
+
+// answer writes a problem+json answer of the gateway's own; closing
 // says the connection closes after it (a body may be left unread).
-func (g *Gateway) answerFast(ctx *fasthttp.RequestCtx, status int, detail string, closing bool) {
+func (g *Gateway) answer(ctx *fasthttp.RequestCtx, status int, detail string, closing bool) {
 	fastproxy.WriteProblem(ctx, status, detail)
 	if closing {
 		ctx.SetConnectionClose()

@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/gateway"
 	"github.com/sluice-rl/sluice/internal/fastproxy"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // TestMain checks that no goroutine outlives the tests but those fasthttp
@@ -208,6 +209,7 @@ type harness struct {
 	client   *http.Client
 	cancel   context.CancelFunc
 	done     chan error
+	store    store.Store // the gateway's store; nil: the one its config describes
 }
 
 // startGateway writes cfg ({{UPSTREAM}} filled in) and serves a gateway
@@ -242,6 +244,7 @@ func (h *harness) serve() {
 		Config: file,
 		Logger: slog.New(slog.NewJSONHandler(h.logs, nil)),
 		Clock:  h.clock,
+		Store:  h.store,
 	})
 	if err != nil {
 		t.Fatalf("gateway.New: %v", err)

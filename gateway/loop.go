@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
-	"net/http/httputil"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -22,7 +21,7 @@ import (
 // that echoes request headers) gets only its own requests answered 508:
 // the check looks at the request in hand and remembers nothing. Marks are
 // compared in constant time, never logged, never sent back to callers
-// (fromUpstream removes the header from responses), and a caller's copies
+// (the proxy drops the header from responses: newProxy), and a caller's copies
 // are forwarded only as far as they look like marks, the nearest hops'
 // first, at most maxMarks with this instance's.
 const loopHeader = "Sluice-Loop-Mark"
@@ -37,51 +36,6 @@ func newLoopToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// looped reports whether r carries this instance's mark. The header is
-// walked, not split into a slice: a caller's header full of commas would
-// cost 16 bytes a comma.
-func (g *Gateway) looped(r *http.Request) bool {
-	for _, v := range r.Header[loopHeader] {
-		for m := range strings.SplitSeq(v, ",") {
-			if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(m)), []byte(g.loopToken)) == 1 {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (g *Gateway) loopAnswer(w http.ResponseWriter) {
-	g.metrics.loops.Inc()
-	if g.logGate.allow(logSubject{kind: "loop"}) {
-		g.log.Error("request came back from the upstream: upstream leads to sluice itself",
-			"upstream", g.config().Upstream.Redacted())
-	}
-	answer(w, http.StatusLoopDetected, "the request came back to the gateway from its own upstream")
-}
-
-// markLoop adds this instance's mark to what goes upstream, after the
-// marks of earlier sluice instances.
-func (g *Gateway) markLoop(pr *httputil.ProxyRequest) {
-	in := pr.In.Header[loopHeader]
-	if len(in) == 0 {
-		pr.Out.Header[loopHeader] = g.loopMark // shared: nothing appends to or edits it
-		return
-	}
-	var marks []string
-	for _, v := range in {
-		for m := range strings.SplitSeq(v, ",") {
-			if m = strings.TrimSpace(m); isMark(m) {
-				marks = append(marks, m)
-			}
-		}
-	}
-	// The nearest hops' marks are kept: a caller's marks come first and
-	// must not push out those of the instances the request went through.
-	marks = marks[max(0, len(marks)-(maxMarks-1)):]
-	pr.Out.Header[loopHeader] = []string{strings.Join(append(marks, g.loopToken), ", ")}
-}
-
 func isMark(s string) bool {
 	if len(s) != 32 {
 		return false
@@ -90,14 +44,10 @@ func isMark(s string) bool {
 	return err == nil
 }
 
-// fromUpstream edits the upstream's response before it goes to the caller.
-func (g *Gateway) fromUpstream(resp *http.Response) error {
-	delete(resp.Header, loopHeader) // an upstream echoing request headers must not show callers the mark
-	return nil
-}
-
-// loopedFast is looped for the fast path.
-func (g *Gateway) loopedFast(h *fasthttp.RequestHeader) bool {
+// looped reports whether h carries this instance's mark. The header is
+// walked, not split into a slice: a caller's header full of commas would
+// cost 16 bytes a comma.
+func (g *Gateway) looped(h *fasthttp.RequestHeader) bool {
 	for k, v := range h.All() {
 		if !isLoopHeader(b2s(k)) {
 			continue
@@ -111,17 +61,18 @@ func (g *Gateway) loopedFast(h *fasthttp.RequestHeader) bool {
 	return false
 }
 
-func (g *Gateway) loopAnswerFast(ctx *fasthttp.RequestCtx, hasBody bool) {
+func (g *Gateway) loopAnswer(ctx *fasthttp.RequestCtx, hasBody bool) {
 	g.metrics.loops.Inc()
 	if g.logGate.allow(logSubject{kind: "loop"}) {
 		g.log.Error("request came back from the upstream: upstream leads to sluice itself",
 			"upstream", g.config().Upstream.Redacted())
 	}
-	g.answerFast(ctx, http.StatusLoopDetected, "the request came back to the gateway from its own upstream", hasBody)
+	g.answer(ctx, http.StatusLoopDetected, "the request came back to the gateway from its own upstream", hasBody)
 }
 
-// marksFast is the Sluice-Loop-Mark value that goes upstream (markLoop).
-func (g *Gateway) marksFast(h *fasthttp.RequestHeader) string {
+// loopMarks is the Sluice-Loop-Mark value that goes upstream: this
+// instance's mark after those of earlier sluice instances.
+func (g *Gateway) loopMarks(h *fasthttp.RequestHeader) string {
 	var marks []string
 	for k, v := range h.All() {
 		if !isLoopHeader(b2s(k)) {
@@ -136,6 +87,8 @@ func (g *Gateway) marksFast(h *fasthttp.RequestHeader) string {
 	if len(marks) == 0 {
 		return g.loopToken
 	}
+	// The nearest hops' marks are kept: a caller's marks come first and
+	// must not push out those of the instances the request went through.
 	marks = marks[max(0, len(marks)-(maxMarks-1)):]
 	return strings.Join(append(marks, g.loopToken), ", ")
 }

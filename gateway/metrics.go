@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/internal/buildinfo"
 	"github.com/sluice-rl/sluice/store"
 )
@@ -127,7 +127,7 @@ func (m *metrics) observeRenewal(rep store.RenewReport) {
 }
 
 // observe records one request's report.
-func (m *metrics) observe(rep *httplimit.Report) {
+func (m *metrics) observe(rep *decision.Report) {
 	m.decision.Observe(rep.Latency.Seconds())
 	if rep.Held > 0 {
 		m.held.Observe(rep.Held.Seconds())
@@ -145,7 +145,7 @@ func (m *metrics) observe(rep *httplimit.Report) {
 		code = "429"
 	case http.StatusServiceUnavailable:
 		code = "503"
-	case httplimit.StatusClientGone:
+	case decision.StatusClientGone:
 		code = "499"
 	}
 	m.rejected.WithLabelValues(rep.Client, code).Inc()

@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/sluice-rl/sluice/config"
-	"github.com/sluice-rl/sluice/gateway"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
 )
@@ -54,22 +50,10 @@ func TestOnFailureGovernsEveryStore(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			h := newHarness(t)
 			h.writeConfig(fmt.Sprintf(onFailureConfig, mode))
-			file, err := config.Load(h.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := gateway.New(gateway.Options{Config: file, Store: brokenStore{}, Clock: h.clock,
-				Logger: slog.New(slog.NewJSONHandler(h.logs, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
-			req := httptest.NewRequest(http.MethodGet, "/claims", nil)
-			req.Header.Set("X-API-Key", keyA)
-			w := httptest.NewRecorder()
-			g.Handler().ServeHTTP(w, req)
-			if w.Code != want {
-				t.Errorf("on_failure %s: %d %s, want %d", mode, w.Code, w.Body, want)
+			h.store = brokenStore{}
+			h.serve()
+			if r := h.get("/claims", keyA); r.Status != want {
+				t.Errorf("on_failure %s: %d %s, want %d", mode, r.Status, r.Body, want)
 			}
 		})
 	}

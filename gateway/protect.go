@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/decision"
-	"github.com/sluice-rl/sluice/httplimit"
 	"github.com/sluice-rl/sluice/throttle"
 )
 
@@ -45,16 +43,7 @@ func (g *Gateway) applyProtect(cfg *config.File) (*throttle.Throttle, error) {
 // settled records what the upstream answered a passed request: its latency
 // and status. Answers of the gateway's own (502, 504, a caller gone) are
 // counted elsewhere (sluice_upstream_errors_total, sluice_caller_errors_total).
-func (g *Gateway) settled(_ *http.Request, resp *httplimit.Response) {
-	if !resp.Passed || resp.Failure != httplimit.NoFailure {
-		return
-	}
-	g.metrics.upstreamSeconds.Observe(resp.FirstByte.Seconds())
-	g.metrics.upstreamResponses.WithLabelValues(statusLabel(resp.Status)).Inc()
-}
-
-// settledFast is settled for the fast data path.
-func (g *Gateway) settledFast(_ *decision.Request, resp *decision.Response) {
+func (g *Gateway) settled(_ *decision.Request, resp *decision.Response) {
 	if !resp.Passed || resp.Failure != decision.NoFailure {
 		return
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
-	"github.com/sluice-rl/sluice/httplimit"
+	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
 	"github.com/sluice-rl/sluice/store/storeopen"
@@ -21,7 +21,7 @@ import (
 // gateway's metrics. Every part that keeps time keeps it on clk, the
 // gateway's clock.
 func openStore(ctx context.Context, cfg *config.File, clk clock.Clock, m *metrics, log *slog.Logger) (store.Store, error) {
-	st, err := storeopen.Open(ctx, cfg.Store, storeopen.Options{Clock: clk, Reserved: httplimit.ListedKey, Logger: log,
+	st, err := storeopen.Open(ctx, cfg.Store, storeopen.Options{Clock: clk, Reserved: decision.ListedKey, Logger: log,
 		ObserveShared: func(d time.Duration) { m.storeLatency.Observe(d.Seconds()) }})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)

@@ -47,7 +47,7 @@ func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, v *decis
 	switch {
 	case err != nil:
 		g.tunnels.remove(t)
-		failure := g.proxyFailedFast(ctx, snap, out, err)
+		failure := g.proxyFailed(ctx, snap, out, err)
 		lat := g.opts.Clock.Now().Sub(start)
 		v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: lat,
 			Failure: failure})
@@ -86,7 +86,7 @@ func (g *Gateway) upgradeForwarding(ctx *fasthttp.RequestCtx, snap *snapshot, v 
 	if v.Client != "" {
 		fwd.Set = append(fwd.Set, fastproxy.Field{Name: policy.ClientHeader, Value: v.Client})
 	}
-	fwd.Set = append(fwd.Set, fastproxy.Field{Name: loopHeader, Value: g.marksFast(&ctx.Request.Header)})
+	fwd.Set = append(fwd.Set, fastproxy.Field{Name: loopHeader, Value: g.loopMarks(&ctx.Request.Header)})
 	return fwd
 }
 

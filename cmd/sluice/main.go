@@ -219,8 +219,7 @@ func logConfigErrors(log *slog.Logger, path string, err error) {
 
 // gcPercent is the garbage collector's target for serve unless GOGC is set:
 // a proxy's live heap is small and its garbage plentiful, so the default
-// (100) collects very often. bench/gateway.sh measured what it gains,
-// together with the proxy's buffer pool (gateway's copyBuffers).
+// (100) collects very often.
 const gcPercent = 400
 
 func serveConfig(cfg *config.File, log *slog.Logger) error {

@@ -171,9 +171,8 @@ func startGateway(t *testing.T, s setup, upstreamURL string) (*instance, *gatewa
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	g, err := gateway.New(gateway.Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Transport: tr, ShutdownTimeout: 5 * time.Second})
+		ShutdownTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatalf("gateway.New: %v", err)
 	}
@@ -189,7 +188,6 @@ func startGateway(t *testing.T, s setup, upstreamURL string) (*instance, *gatewa
 		if err := g.Close(); err != nil {
 			t.Errorf("gateway.Close: %v", err)
 		}
-		tr.CloseIdleConnections()
 	})
 	return &instance{url: "http://" + ln.Addr().String(), admin: "http://" + adm.Addr().String()}, g
 }
