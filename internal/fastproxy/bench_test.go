@@ -1,8 +1,11 @@
 package fastproxy_test
 
 import (
+	"bufio"
+	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,4 +60,33 @@ func serveFast(b *testing.B, h fasthttp.RequestHandler) string {
 	go func() { defer close(done); _ = srv.Serve(ln) }()
 	b.Cleanup(func() { _ = srv.Shutdown(); <-done })
 	return ln.Addr().String()
+}
+
+// BenchmarkBuildManyTokens builds the request that goes on for a caller
+// whose header block (under MaxHeaderBytes) is a Connection field of
+// thousands of tokens and thousands of short fields: what a caller can
+// make each field's Connection check cost.
+//
+//	go test -run XXX -bench BuildManyTokens -benchmem ./internal/fastproxy/
+func BenchmarkBuildManyTokens(b *testing.B) {
+	var raw strings.Builder
+	raw.WriteString("GET / HTTP/1.1\r\nHost: x\r\nConnection: ")
+	for i := range 12000 {
+		fmt.Fprintf(&raw, "%x,", i%4096)
+	}
+	raw.WriteString("\r\n")
+	for i := range 3000 {
+		fmt.Fprintf(&raw, "%03x:\r\n", i)
+	}
+	raw.WriteString("\r\n")
+	var in, out fasthttp.RequestHeader
+	if err := in.Read(bufio.NewReaderSize(strings.NewReader(raw.String()), fastproxy.MaxHeaderBytes)); err != nil {
+		b.Fatal(err)
+	}
+	f := fastproxy.Forwarding{}
+	b.ReportAllocs()
+	for b.Loop() {
+		out.Reset()
+		f.Build(&in, &out, false)
+	}
 }

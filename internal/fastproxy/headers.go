@@ -70,11 +70,11 @@ func (f *Forwarding) Build(in, out *fasthttp.RequestHeader, tls bool) {
 	out.SetRequestURIBytes(orBytes(f.URI, in.RequestURI()))
 	out.SetHostBytes(in.Host())
 	out.SetNoDefaultContentType(true) // a body without Content-Type goes on without one
-	conn := connectionTokens(in)
+	conn := newConnNames(connectionTokens(in))
 	for k, v := range in.All() {
 		name := b2s(k)
 		if oneOf(name, hopByHop) || respells(name, forwarding) || slices.Contains(f.Removed, name) ||
-			(f.Drop != nil && f.Drop(name)) || (tokenIn(conn, k) && !oneOf(name, f.Kept)) {
+			(f.Drop != nil && f.Drop(name)) || (conn.has(k) && !oneOf(name, f.Kept)) {
 			continue
 		}
 		out.AddBytesKV(k, v)
@@ -138,13 +138,14 @@ func appendForwardedFor(b []byte, addr netip.Addr) []byte {
 // broken.
 func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, drop func(name string) bool) {
 	out.SetStatusCode(in.StatusCode())
-	var conn [][]byte
+	var toks [][]byte
 	for _, v := range in.PeekAll("Connection") {
-		conn = appendTokens(conn, v)
+		toks = appendTokens(toks, v)
 	}
+	conn := newConnNames(toks)
 	for k, v := range in.All() {
 		name := b2s(k)
-		if oneOf(name, hopByHop) || tokenIn(conn, k) || (drop != nil && drop(name)) || bytes.IndexByte(k, ' ') >= 0 {
+		if oneOf(name, hopByHop) || conn.has(k) || (drop != nil && drop(name)) || bytes.IndexByte(k, ' ') >= 0 {
 			continue
 		}
 		out.AddBytesKV(k, v)
@@ -172,6 +173,57 @@ func appendTokens(toks [][]byte, v []byte) [][]byte {
 		}
 	}
 	return toks
+}
+
+// connNames are the field names that Connection fields list (RFC 9110
+// 7.6.1), which do not go on. The usual few (close, keep-alive, upgrade)
+// are scanned; past maxScannedTokens they are looked up in a set of their
+// ASCII lower-case spellings (field names are ASCII tokens), so that a
+// header block of thousands of tokens and thousands of fields costs time
+// linear in its size, where comparing each field with each token cost a
+// caller's request some 18 ms (BenchmarkBuildManyTokens).
+type connNames struct {
+	few [][]byte
+	set map[string]struct{}
+}
+
+const maxScannedTokens = 8
+
+func newConnNames(toks [][]byte) connNames {
+	if len(toks) <= maxScannedTokens {
+		return connNames{few: toks}
+	}
+	var all []byte
+	for _, t := range toks {
+		all = lowerASCII(all, t)
+	}
+	lower := string(all) // one copy, which the keys share
+	set := make(map[string]struct{}, len(toks))
+	for _, t := range toks {
+		set[lower[:len(t)]], lower = struct{}{}, lower[len(t):]
+	}
+	return connNames{set: set}
+}
+
+// has reports whether name is one of the listed names, in any case.
+func (c *connNames) has(name []byte) bool {
+	if c.set == nil {
+		return tokenIn(c.few, name)
+	}
+	var buf [64]byte
+	_, ok := c.set[string(lowerASCII(buf[:0], name))] // looked up without a copy
+	return ok
+}
+
+// lowerASCII appends b to dst with ASCII letters in lower case.
+func lowerASCII(dst, b []byte) []byte {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 func tokenIn(toks [][]byte, name []byte) bool {

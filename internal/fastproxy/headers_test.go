@@ -43,6 +43,9 @@ func TestForwarding(t *testing.T) {
 		{"Connection cannot remove a kept field", fastproxy.Forwarding{Kept: []string{"X-Api-Key"}},
 			[]string{"Connection: keep-alive, x-api-key, X-Note", "X-API-Key: k", "X-Note: a"},
 			map[string][]string{"X-Api-Key": {"k"}, "X-Note": nil}},
+		{"Connection names many fields", fastproxy.Forwarding{Kept: []string{"X-Api-Key"}},
+			[]string{"Connection: a, b, c, d, e, f, g, h, X-API-KEY, x-note, i", "X-Api-Key: k", "X-Note: a", "X-Other: b"},
+			map[string][]string{"X-Api-Key": {"k"}, "X-Note": nil, "X-Other": {"b"}}},
 		{"dropped and set fields", fastproxy.Forwarding{
 			Drop: func(n string) bool { return policy.RemovedHeader(n) },
 			Set:  []fastproxy.Field{{Name: "X-Sluice-Client", Value: "partner-b"}}},
