@@ -70,22 +70,3 @@ func BenchmarkDecideProxied(b *testing.B) {
 	benchDecide(b, 1e9, decision.Request{Method: "GET", Path: "/claims/7", Peer: netip.MustParseAddrPort("10.0.0.1:1234"),
 		Header: hdr{"X-Forwarded-For": {"198.51.100.7, 203.0.113.9, 10.0.0.2"}}})
 }
-
-// BenchmarkDecideRespelled: a caller sends 3,600 spellings of
-// X-Sluice-Client (X_sLuice_client ...: fasthttp keeps the case after an
-// underscore), which a 64 KiB header block holds. Each goes in Removed.
-//
-//	go test -run XXX -bench DecideRespelled -benchmem ./decision/
-func BenchmarkDecideRespelled(b *testing.B) {
-	h := hdr{"X-Api-Key": {"key-a"}}
-	for i := 0; len(h) < 3600; i++ {
-		name := []byte("x_sluice_client")
-		for j := range name {
-			if i>>j&1 == 1 && name[j] != '_' {
-				name[j] -= 'a' - 'A'
-			}
-		}
-		h[string(name)] = []string{"x"}
-	}
-	benchDecide(b, 1e9, decision.Request{Method: "GET", Path: "/claims/7", Peer: netip.MustParseAddrPort("192.0.2.1:1234"), Header: h})
-}

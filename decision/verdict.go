@@ -64,14 +64,13 @@ type Verdict struct {
 	e        *Engine
 	ctx      context.Context
 	req      Request
-	legacy   bool                // the Settings' LegacyHeaders
-	finished bool                // Finish ran
-	names    []string            // the request's field names (Headers.Names)
-	removed  map[string]struct{} // Removed as a set, once it is long (remove)
-	vals     []string            // scratch for Headers.Values
-	buf      []byte              // the bytes of Header's values
-	body     []byte              // Body's bytes
-	detail   []byte              // a problem's detail, while it is written
+	legacy   bool     // the Settings' LegacyHeaders
+	finished bool     // Finish ran
+	names    []string // the request's field names (Headers.Names)
+	vals     []string // scratch for Headers.Values
+	buf      []byte   // the bytes of Header's values
+	body     []byte   // Body's bytes
+	detail   []byte   // a problem's detail, while it is written
 	violated []string
 
 	match      []int
@@ -165,7 +164,6 @@ func (v *Verdict) recycle() {
 	clear(v.names)
 	clear(v.vals)
 	clear(v.Removed)
-	v.removed = nil // made only for a request of many spellings: not kept
 	clear(v.reqs)
 	clear(v.again)
 	clear(v.resA)
@@ -184,34 +182,15 @@ func (v *Verdict) values(name string) []string {
 	return v.vals
 }
 
-// remove adds name to Removed, once. Past maxScannedRemoved names it
-// finds those already there in a set, so that a caller who sends
-// thousands of spellings of a removed header (X_sLuice_client, ...) costs
-// time linear in them, not a scan of Removed for each
-// (BenchmarkDecideRespelled).
+// remove adds name to Removed, once.
 func (v *Verdict) remove(name string) {
-	if len(v.Removed) < maxScannedRemoved {
-		for _, r := range v.Removed {
-			if r == name {
-				return
-			}
-		}
-		v.Removed = append(v.Removed, name)
-		return
-	}
-	if v.removed == nil {
-		v.removed = make(map[string]struct{}, 2*maxScannedRemoved)
-		for _, r := range v.Removed {
-			v.removed[r] = struct{}{}
+	for _, r := range v.Removed {
+		if r == name {
+			return
 		}
 	}
-	if _, ok := v.removed[name]; !ok {
-		v.removed[name] = struct{}{}
-		v.Removed = append(v.Removed, name)
-	}
+	v.Removed = append(v.Removed, name)
 }
-
-const maxScannedRemoved = 8
 
 // scrub lists in Removed the fields a caller must not pass on, in every
 // spelling an upstream may read as the same (policy.SameHeaderName):
