@@ -290,3 +290,26 @@ func FuzzDecide(f *testing.F) {
 		}
 	})
 }
+
+// twice lists every name of its fields two times, as a transport may
+// (Headers.Names need not make them unique).
+type twice struct{ hdr }
+
+func (h twice) Names(dst []string) []string {
+	for _, n := range h.hdr.Names(nil) {
+		dst = append(dst, n, n)
+	}
+	return dst
+}
+
+// A name listed more than once by Headers.Names is removed once.
+func TestRemovedOnceWhenNamesRepeat(t *testing.T) {
+	pol := claims(t)
+	e := engine(t, nil)
+	a := decide(t, e, pol, decision.Request{Method: "GET", Path: "/claims", Header: twice{hdr{
+		"X-Api-Key": {"key-a"}, "X_api_key": {"key-b"}, "X-Sluice-Client": {"admin"}}}})
+	want := []string{"X-Sluice-Client", "X_api_key"}
+	if !a.pass || !slices.Equal(a.removed, want) {
+		t.Errorf("removed %q, want %q (%+v)", a.removed, want, a)
+	}
+}

@@ -21,10 +21,13 @@ type Headers interface {
 	// key was sent twice.
 	Values(dst []string, name string) []string
 	// Names appends to dst the name of every field the request carries,
-	// each once, spelled as the transport keeps it: Verdict.Removed gives
-	// names back in this spelling, for the transport to delete. The Engine
-	// reads them to find other spellings of the names it counts by
-	// (policy.SameHeaderName: X_Api_Key for X-Api-Key).
+	// spelled as the transport keeps it: Verdict.Removed gives names back
+	// in this spelling, for the transport to delete. A name may be listed
+	// more than once (once per field line will do: making them unique
+	// costs a transport a search quadratic in what the caller sent; the
+	// Engine lists each in Removed once). The Engine reads them to find
+	// other spellings of the names it counts by (policy.SameHeaderName:
+	// X_Api_Key for X-Api-Key).
 	Names(dst []string) []string
 }
 
