@@ -131,11 +131,11 @@ func (s *Server) plan(rules *Rules, req *pb.RateLimitRequest, dom *domainStats) 
 		return slots, nil
 	}
 	var replacing map[string]bool
-	var room [8]entryView
+	var room [8]entry
 	for i, d := range descs {
 		views := room[:0]
 		for _, e := range d.GetEntries() {
-			views = append(views, entryView{e.GetKey(), e.GetValue()})
+			views = append(views, entry{e.GetKey(), e.GetValue()})
 		}
 		sl := &slots[i]
 		*sl = slot{rule: noRule, req: -1}

@@ -33,7 +33,8 @@ type node struct {
 	share string
 }
 
-// entry is a descriptor entry as configured; value "" matches any value.
+// entry is a descriptor entry: as configured, where value "" matches any
+// value, or as a request's descriptor holds it, as the lookup reads it.
 type entry struct{ key, value string }
 
 // wildcard is a child whose value holds '*': parts is the value split at
@@ -135,7 +136,7 @@ func newRule(label string, d config.EnvoyDescriptor) *rule {
 // as envoyproxy/ratelimit does: the path must end at a rule exactly at the
 // last entry. It also returns the entries whose value a share_threshold
 // wildcard stands for in the count.
-func (n *node) lookup(entries []entryView) (*rule, []sharedValue) {
+func (n *node) lookup(entries []entry) (*rule, []sharedValue) {
 	var shared []sharedValue
 	for i, e := range entries {
 		next, wild := n.child(e.key, e.value)
@@ -194,9 +195,6 @@ func wildcardMatch(parts []string, value string) bool {
 	}
 	return true
 }
-
-// entryView is a request's entry as the lookup reads it.
-type entryView struct{ key, value string }
 
 // maxKeyPart is the longest entry value kept as it is in a store key; a
 // longer one is replaced by its SHA-256, yet two values never share a
