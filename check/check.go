@@ -28,6 +28,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/policy"
@@ -251,7 +252,7 @@ func headerSafe(body []byte) string {
 			b.WriteByte(' ') // between JSON tokens: JSON strings hold none raw
 		case r < ' ' || r > '~':
 			if r > 0xffff {
-				r1, r2 := surrogates(r)
+				r1, r2 := utf16.EncodeRune(r)
 				fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
 			} else {
 				fmt.Fprintf(&b, `\u%04x`, r)
@@ -261,11 +262,6 @@ func headerSafe(body []byte) string {
 		}
 	}
 	return b.String()
-}
-
-func surrogates(r rune) (rune, rune) {
-	r -= 0x10000
-	return 0xd800 + (r>>10)&0x3ff, 0xdc00 + r&0x3ff
 }
 
 func clip(s string) string {
