@@ -149,24 +149,11 @@ func (h entryHeaders) Values(dst []string, name string) []string {
 	return dst
 }
 
-// Names appends each field's name once. A call's entries are few, but a
-// raw one of 1 MiB holds some 60,000: past a few, the names seen are
-// kept in a map, so that the work stays linear.
+// Names appends each field's name, once per field: decision.Headers
+// allows a name more than once, and the Engine lists each in Removed once.
 func (h entryHeaders) Names(dst []string) []string {
-	if len(h) > 8 {
-		seen := make(map[string]bool, len(h))
-		for _, f := range h {
-			if !seen[f.name] {
-				seen[f.name] = true
-				dst = append(dst, f.name)
-			}
-		}
-		return dst
-	}
-	for i, f := range h {
-		if !slices.ContainsFunc(h[:i], func(g field) bool { return g.name == f.name }) {
-			dst = append(dst, f.name)
-		}
+	for _, f := range h {
+		dst = append(dst, f.name)
 	}
 	return dst
 }
