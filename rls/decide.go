@@ -50,14 +50,16 @@ type outcome struct {
 func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	start := time.Now()
 	defer func() { s.metrics.duration.Observe(time.Since(start).Seconds()) }()
-	rules := s.rules.Load()
-	policy := s.opts.Decide != nil && req.GetDomain() == s.opts.PolicyDomain && rules.domains[req.GetDomain()] == nil
-	dom := rules.stats[req.GetDomain()]
+	root := s.rules.Load().domains[req.GetDomain()]
+	policy := s.opts.Decide != nil && req.GetDomain() == s.opts.PolicyDomain && root == nil
+	var dom *domainStats
 	switch {
 	case policy:
 		dom = s.policyStats
-	case dom == nil:
+	case root == nil:
 		dom = s.metrics.unknown
+	default:
+		dom = root.stats
 	}
 	if err := s.check(req); err != nil {
 		dom.failed.Inc()
@@ -66,7 +68,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	if policy {
 		return s.decidePolicy(ctx, req, dom)
 	}
-	slots, reqs := s.plan(rules, req, dom)
+	slots, reqs := s.plan(root, req, dom)
 	var results []store.Result
 	var err error
 	if len(reqs) > 0 {
@@ -119,11 +121,11 @@ func (s *Server) check(req *pb.RateLimitRequest) error {
 	return nil
 }
 
-// plan finds each descriptor's limit and the store requests to make.
-func (s *Server) plan(rules *Rules, req *pb.RateLimitRequest, dom *domainStats) ([]slot, []store.Request) {
+// plan finds each descriptor's limit under its domain's root (nil for an
+// unknown domain) and the store requests to make.
+func (s *Server) plan(root *node, req *pb.RateLimitRequest, dom *domainStats) ([]slot, []store.Request) {
 	descs := req.GetDescriptors()
 	slots := make([]slot, len(descs))
-	root := rules.domains[req.GetDomain()]
 	if root == nil { // an unknown domain limits nothing, overrides included
 		for i := range slots {
 			slots[i] = slot{rule: noRule, req: -1}

@@ -103,9 +103,8 @@ func (m *metrics) rule(domain, label string) *ruleStats {
 
 // bind gives r its domains' counters and every rule of r its own.
 func (m *metrics) bind(r *Rules) {
-	r.stats = make(map[string]*domainStats, len(r.domains))
 	for domain, n := range r.domains {
-		r.stats[domain] = m.domain(domain)
+		n.stats = m.domain(domain)
 		n.walk(func(ru *rule) { ru.stats = m.rule(domain, ru.label) })
 	}
 }

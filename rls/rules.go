@@ -16,7 +16,6 @@ import (
 // descriptor tree per domain. It is immutable; Server.SetRules swaps it.
 type Rules struct {
 	domains map[string]*node
-	stats   map[string]*domainStats // by domain, set by the Server that uses the rules
 }
 
 // node is one level of a domain's tree. A request's entry matches, in
@@ -27,7 +26,8 @@ type node struct {
 	exact     map[entry]*node
 	wildcards []wildcard
 	rule      *rule
-	prefix    string // a domain's root: "rls:" and the domain, its store keys' first part
+	prefix    string       // a domain's root: "rls:" and the domain, its store keys' first part
+	stats     *domainStats // a domain's root: its request counters, set by the Server that uses the rules
 	// share is the wildcard value of a share_threshold descriptor: every
 	// value it matches is counted as this one.
 	share string
