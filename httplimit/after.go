@@ -39,8 +39,6 @@ type Response struct {
 	// Failure is what the handler reported with NoteFailure: the answer
 	// is its own, not the protected service's.
 	Failure Failure
-
-	unanswered bool // Aborted before any status was written
 }
 
 // Failure says why the handler behind the Limiter has no answer from the
@@ -88,29 +86,30 @@ func (l *Limiter) passRecorded(w http.ResponseWriter, r *http.Request, v *decisi
 	rc := l.records.Get().(*record)
 	start := l.opts.Clock.Now()
 	rc.rec = recorder{w: w, clk: l.opts.Clock, start: start}
-	defer l.finish(r, v, rc, start)
+	defer l.finish(r, v, rc)
 	next.ServeHTTP(&rc.rec, r)
 }
 
 // finish builds the Response of a passed request and finishes v with it,
 // then calls Options.OnResponse. It is deferred, so that recover sees
 // next's panic.
-func (l *Limiter) finish(r *http.Request, v *decision.Verdict, rc *record, start time.Time) {
+func (l *Limiter) finish(r *http.Request, v *decision.Verdict, rc *record) {
 	p := recover()
 	rec := &rc.rec
 	resp := &rc.resp // in the record: a Response escapes to OnResponse
 	*resp = Response{Passed: true, Status: rec.status, Header: rec.w.Header(),
-		Latency: l.opts.Clock.Now().Sub(start), FirstByte: rec.firstByte, Failure: rec.failure,
+		Latency: l.opts.Clock.Now().Sub(rec.start), FirstByte: rec.firstByte, Failure: rec.failure,
 		Aborted: p != nil || r.Context().Err() != nil}
+	unanswered := rec.status == 0 && resp.Aborted // Aborted before any status was written
 	if rec.status == 0 {
-		resp.FirstByte, resp.unanswered = resp.Latency, resp.Aborted
+		resp.FirstByte = resp.Latency
 	}
 	if resp.Status == 0 {
 		resp.Status = http.StatusOK
 	}
 	*rec = recorder{}
 	rc.d = decision.Response{Passed: true, Status: resp.Status, Header: header(resp.Header), Latency: resp.Latency,
-		FirstByte: resp.FirstByte, Aborted: resp.Aborted, Unanswered: resp.unanswered, Failure: resp.Failure}
+		FirstByte: resp.FirstByte, Aborted: resp.Aborted, Unanswered: unanswered, Failure: resp.Failure}
 	defer l.recycle(rc)
 	v.Finish(&rc.d)
 	if l.opts.OnResponse != nil {
