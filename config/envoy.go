@@ -287,10 +287,7 @@ func (d *decoder) envoyLimit(m map[string]*yaml.Node, path string, rpu int64, pe
 	if s, ok := d.scalar(m["algorithm"], join(path, "algorithm"), "an algorithm"); ok {
 		a, err := limiter.ParseAlgorithm(s)
 		if err != nil {
-			names := make([]string, len(limiter.Algorithms))
-			for i, a := range limiter.Algorithms {
-				names[i] = a.String()
-			}
+			names := algorithmNames()
 			d.fail(m["algorithm"], join(path, "algorithm"), "unknown algorithm %q (%saccepted: %s)", clip(s), didYouMean(s, names), strings.Join(names, ", "))
 			return limiter.Limit{}
 		}
