@@ -170,15 +170,10 @@ func readFile(path string) ([]byte, error) {
 // name used in errors. It reports every problem it finds, as Errors sorted
 // by position.
 func Parse(name string, data []byte) (*File, error) {
-	root, errs := parseYAML(name, data)
-	if errs != nil {
-		return nil, errs
+	root, d, err := parseRoot(name, data, "listen, upstream, rules")
+	if err != nil {
+		return nil, err
 	}
-	if root == nil {
-		return nil, Errors{{File: name, Msg: "empty file (required: listen, upstream, rules)"}}
-	}
-	d := newDecoder(name)
-	d.checkAliases(root)
 	f := d.decodeFile(root)
 	if !d.failed[""] {
 		c, err := policy.Compile(f.Policy)

@@ -160,15 +160,10 @@ func envoyFiles(paths []string) ([]string, error) {
 // an algorithm (any of sluice's six; default fixed_window) and a burst for
 // the bucket algorithms.
 func ParseEnvoy(name string, data []byte) (*EnvoyDomain, error) {
-	root, errs := parseYAML(name, data)
-	if errs != nil {
-		return nil, errs
+	root, d, err := parseRoot(name, data, "domain, descriptors")
+	if err != nil {
+		return nil, err
 	}
-	if root == nil {
-		return nil, Errors{{File: name, Msg: "empty file (required: domain, descriptors)"}}
-	}
-	d := newDecoder(name)
-	d.checkAliases(root)
 	dom := &EnvoyDomain{File: name, Line: root.Line, Col: root.Column}
 	if root.Kind != yaml.MappingNode {
 		d.fail(root, "", "the file must be a mapping with domain and descriptors, not %s", kindName(root))

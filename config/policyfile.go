@@ -44,15 +44,10 @@ func LoadPolicy(path string) (*PolicyFile, error) {
 // decide, legacy_headers) may be present, as in a full sluice file, and are
 // skipped without being read; any other field is an error.
 func ParsePolicy(name string, data []byte) (*PolicyFile, error) {
-	root, errs := parseYAML(name, data)
-	if errs != nil {
-		return nil, errs
+	root, d, err := parseRoot(name, data, "rules")
+	if err != nil {
+		return nil, err
 	}
-	if root == nil {
-		return nil, Errors{{File: name, Msg: "empty file (required: rules)"}}
-	}
-	d := newDecoder(name)
-	d.checkAliases(root)
 	pf := &PolicyFile{Path: name}
 	if root.Kind != yaml.MappingNode {
 		d.fail(root, "", "the file must be a mapping of settings (clients, plans, rules, ...), not %s", kindName(root))

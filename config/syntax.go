@@ -43,6 +43,22 @@ func parseYAML(file string, data []byte) (*yaml.Node, Errors) {
 	return first.Content[0], nil
 }
 
+// parseRoot parses data (name is the file name used in errors) and
+// returns its top node and a decoder for it, the aliases checked; an empty
+// file is an error naming the required fields.
+func parseRoot(name string, data []byte, required string) (*yaml.Node, *decoder, error) {
+	root, errs := parseYAML(name, data)
+	if errs != nil {
+		return nil, nil, errs
+	}
+	if root == nil {
+		return nil, nil, Errors{{File: name, Msg: "empty file (required: " + required + ")"}}
+	}
+	d := newDecoder(name)
+	d.checkAliases(root)
+	return root, d, nil
+}
+
 // decodeDocs decodes the first two documents of data. A panic inside the
 // YAML library becomes an error: no input may crash a reload.
 func decodeDocs(data []byte) (first, second *yaml.Node, err error) {
