@@ -112,14 +112,14 @@ func New(opts Options) (*Engine, error) {
 // CanDecide reports whether the Engine can decide every rule of pol:
 // ErrNoLeaser for a policy with concurrency rules and no Leaser.
 func (e *Engine) CanDecide(pol *policy.Compiled) error {
-	if e.opts.Leaser == nil && LimitsInFlight(pol) {
+	if e.opts.Leaser == nil && limitsInFlight(pol) {
 		return ErrNoLeaser
 	}
 	return nil
 }
 
-// LimitsInFlight reports whether pol has a concurrency rule.
-func LimitsInFlight(pol *policy.Compiled) bool {
+// limitsInFlight reports whether pol has a concurrency rule.
+func limitsInFlight(pol *policy.Compiled) bool {
 	for i := range pol.Rules() {
 		if pol.Rule(i).LimitsInFlight() {
 			return true

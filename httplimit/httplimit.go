@@ -142,8 +142,6 @@ type Limiter struct {
 	records  sync.Pool  // of *record
 }
 
-var errNoLeaser = errors.New("httplimit: the policy has concurrency rules, and the store keeps no leases (a store.Leaser, Options.Leaser)")
-
 // New returns a Limiter for opts.
 func New(opts Options) (*Limiter, error) {
 	if opts.Policy == nil {
@@ -158,22 +156,16 @@ func New(opts Options) (*Limiter, error) {
 	if opts.FailClosed && opts.OnFailure == store.FailOpen {
 		opts.OnFailure = store.FailClosed
 	}
-	if opts.Leaser == nil {
-		opts.Leaser, _ = opts.Store.(store.Leaser)
-	}
-	if opts.Leaser == nil && decision.LimitsInFlight(opts.Policy) {
-		return nil, errNoLeaser
-	}
-	if err := (store.Concurrency{TTL: opts.LeaseTTL}).Check(); err != nil {
-		return nil, fmt.Errorf("httplimit: LeaseTTL: %w", err)
-	}
 	eopts := decision.Options{Store: opts.Store, Clock: opts.Clock, OnFailure: opts.OnFailure, Leaser: opts.Leaser, LeaseTTL: opts.LeaseTTL}
 	if onSettle := opts.OnSettle; onSettle != nil {
 		eopts.OnSettle = func(req *decision.Request, rule string, err error) {
 			onSettle(req.Origin.(*http.Request), rule, err)
 		}
 	}
-	engine, err := decision.New(eopts)
+	engine, err := decision.New(eopts) // it defaults Leaser to Store and checks LeaseTTL
+	if err == nil {
+		err = engine.CanDecide(opts.Policy)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("httplimit: %w", err)
 	}
