@@ -104,9 +104,6 @@ func listenGRPC(cfg *config.File, g *gateway.Gateway, dec *gateway.Decider, log 
 // loadEnvoyRules reads and compiles envoyproxy/ratelimit's rule files
 // (none: no rules, every domain unknown).
 func loadEnvoyRules(paths []string) (*rls.Rules, error) {
-	if len(paths) == 0 {
-		return rls.Compile(nil), nil
-	}
 	doms, err := config.LoadEnvoy(paths)
 	if err != nil {
 		return nil, err
