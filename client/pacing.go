@@ -48,7 +48,7 @@ type hostState struct {
 type quota struct {
 	level float64   // units known free at `at` (negative: owed)
 	at    time.Time // from when level holds; nothing is sent before it
-	rate  float64   // units per second, q/w; 0 when the policy is not known
+	rate  float64   // units per second, q/w; 0 when the policy (its w) is not known
 	limit float64   // q; 0 when not known
 }
 
@@ -206,7 +206,10 @@ func (p *pacer) done(host string, ticket uint64, now time.Time, quotas []quotaIn
 // quota, and for a window algorithm q/w is only the average rate).
 func (q *quota) learn(qi quotaInfo, now time.Time, others float64) {
 	if qi.limit > 0 {
-		q.limit, q.rate = float64(qi.limit), float64(qi.limit)/qi.window.Seconds()
+		q.limit = float64(qi.limit)
+	}
+	if qi.limit > 0 && qi.window > 0 { // the legacy trio names no window: no rate
+		q.rate = float64(qi.limit) / qi.window.Seconds()
 	}
 	if qi.remaining > 0 {
 		q.level, q.at = float64(qi.remaining)-others, now

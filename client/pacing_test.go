@@ -243,3 +243,23 @@ func TestNo429Concurrent(t *testing.T) {
 		})
 	}
 }
+
+// The legacy trio names no window, so its X-RateLimit-Limit gives no rate
+// to refill by: the units left are X-RateLimit-Remaining until the next
+// answer, as without a Limit (a q over no window once refilled the quota
+// at once, to the full Limit, and sent every caller).
+func TestPacerLegacyLimitNoRate(t *testing.T) {
+	var p pacer
+	now := epoch
+	t1, _, _ := p.acquire("h", now)
+	p.done("h", t1, now, []quotaInfo{{key: quotaKey{legacy: true}, remaining: 1, next: time.Minute, limit: 10}}, 0)
+	for _, at := range []time.Time{now, now.Add(time.Millisecond)} {
+		if _, h, ch := p.acquire("h", at); ch != nil {
+			t.Fatalf("at +%v: hold %v with 1 left, want the request sent", at.Sub(now), h)
+		}
+		if _, h, ch := p.acquire("h", at); ch == nil || h.wait != waitForAnswer {
+			t.Fatalf("at +%v: hold %v with none left and one in flight, want a wait for its answer", at.Sub(now), h)
+		}
+		p.cancel("h")
+	}
+}
