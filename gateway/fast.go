@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"iter"
 	"net"
 	"net/netip"
 	"net/url"
@@ -286,22 +287,14 @@ func peerOf(ctx *fasthttp.RequestCtx) netip.AddrPort {
 type fastHeaders fasthttp.RequestHeader
 
 func (f *fastHeaders) Values(dst []string, name string) []string {
-	for k, v := range (*fasthttp.RequestHeader)(f).All() {
-		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
-			dst = append(dst, b2s(v))
-		}
-	}
-	return dst
+	return fieldValues((*fasthttp.RequestHeader)(f).All(), dst, name)
 }
 
 // Names lists a name once per field line, repeats included: making them
 // unique would compare each name with every one before it, quadratic in
 // what a caller sends (9,000 names fit in the header limit).
 func (f *fastHeaders) Names(dst []string) []string {
-	for k := range (*fasthttp.RequestHeader)(f).All() {
-		dst = append(dst, b2s(k))
-	}
-	return dst
+	return fieldNames((*fasthttp.RequestHeader)(f).All(), dst)
 }
 
 // respHeaders reads the answer's fields for the decision core's after
@@ -309,7 +302,17 @@ func (f *fastHeaders) Names(dst []string) []string {
 type respHeaders fasthttp.ResponseHeader
 
 func (f *respHeaders) Values(dst []string, name string) []string {
-	for k, v := range (*fasthttp.ResponseHeader)(f).All() {
+	return fieldValues((*fasthttp.ResponseHeader)(f).All(), dst, name)
+}
+
+func (f *respHeaders) Names(dst []string) []string {
+	return fieldNames((*fasthttp.ResponseHeader)(f).All(), dst)
+}
+
+// fieldValues appends the values of the fields in all named name, in
+// any case: fastHeaders' and respHeaders' Values.
+func fieldValues(all iter.Seq2[[]byte, []byte], dst []string, name string) []string {
+	for k, v := range all {
 		if len(k) == len(name) && strings.EqualFold(b2s(k), name) {
 			dst = append(dst, b2s(v))
 		}
@@ -317,8 +320,9 @@ func (f *respHeaders) Values(dst []string, name string) []string {
 	return dst
 }
 
-func (f *respHeaders) Names(dst []string) []string {
-	for k := range (*fasthttp.ResponseHeader)(f).All() {
+// fieldNames appends the name of each field line in all.
+func fieldNames(all iter.Seq2[[]byte, []byte], dst []string) []string {
+	for k := range all {
 		dst = append(dst, b2s(k))
 	}
 	return dst
