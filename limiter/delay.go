@@ -34,10 +34,21 @@ func (l *Limit) Cancel(s *State, r Reservation, cost int64) bool {
 	if !l.alg.HasBurst() || cost < 1 || cost > l.burst || r.Level < need || r.At < 1 {
 		return false
 	}
-	// The state's level and the time it was measured at (gcra: the TAT and
-	// its fraction, TAT*n + frac = TAT*n + level). The level is still the
-	// reservation's if that is the same point: at*n + level = At*n + Level.
-	var level, at int64
+	level, ok := l.lastSpent(s, r)
+	if !ok || (l.alg != GCRA && level < need) { // its turn has long passed
+		return false
+	}
+	l.giveBack(s, r, need, level)
+	return true
+}
+
+// lastSpent returns the level of a bucket's state s and whether r is
+// still its last spending: whether the point the bucket drains to is
+// still r's. The level is measured at a time (gcra: the TAT, with its
+// fraction as the level, TAT*n + frac); it is r's point if at*n + level =
+// At*n + Level.
+func (l *Limit) lastSpent(s *State, r Reservation) (level int64, ok bool) {
+	var at int64
 	switch l.alg {
 	case TokenBucket:
 		level, at = l.burst*l.p-s.A, s.B
@@ -49,21 +60,22 @@ func (l *Limit) Cancel(s *State, r Reservation, cost int64) bool {
 	// Both levels are below 2^53, so the points can only be equal for
 	// |at - At| <= 2^53/n, where (at - At)*n is exact (as in Redis).
 	dt := at - r.At
-	if at == 0 || dt < -exactLimit/l.n || dt > exactLimit/l.n || dt*l.n+level != r.Level {
-		return false
-	}
-	if l.alg != GCRA && level < need { // its turn has long passed
-		return false
-	}
+	return level, at != 0 && dt >= -exactLimit/l.n && dt <= exactLimit/l.n && dt*l.n+level == r.Level
+}
+
+// giveBack gives need units (r.Level or less) back into a bucket whose
+// last spending was r and whose level is level (lastSpent): gcra goes
+// back to r's point less need, the others give back need, but no more of
+// it than has not drained since.
+func (l *Limit) giveBack(s *State, r Reservation, need, level int64) {
 	switch l.alg {
 	case TokenBucket:
-		s.A += need
+		s.A += min(need, level)
 	case GCRA:
 		rest := r.Level - need
 		q := rest / l.n
 		s.A, s.B = r.At+q, rest-q*l.n
 	default:
-		s.A -= need
+		s.A -= min(need, level)
 	}
-	return true
 }

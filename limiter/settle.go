@@ -103,26 +103,8 @@ func settle(l *Limit, s State, t int64, r Reservation, reserved, actual int64) S
 // cost: what has drained since is not given back.
 func refundBucket(l *Limit, s State, r Reservation, refund int64) State {
 	need := refund * l.p
-	level, at := s.A, s.B // leaky_bucket
-	switch l.alg {
-	case TokenBucket:
-		level = l.burst*l.p - s.A
-	case GCRA:
-		level, at = s.B, s.A
-	}
-	dt := at - r.At
-	if at == 0 || r.Level < need || dt < -exactLimit/l.n || dt > exactLimit/l.n || dt*l.n+level != r.Level {
-		return s
-	}
-	switch l.alg {
-	case TokenBucket:
-		s.A += min(need, level)
-	case GCRA:
-		rest := r.Level - need
-		q := rest / l.n
-		s.A, s.B = r.At+q, rest-q*l.n
-	default:
-		s.A -= min(need, level)
+	if level, ok := l.lastSpent(&s, r); ok && r.Level >= need {
+		l.giveBack(&s, r, need, level)
 	}
 	return s
 }
