@@ -223,13 +223,9 @@ func (s *Store) decideLocked(sh *shard, h uint64, key string, l *limiter.Limit, 
 // DecideBatch decides each request in order, as Decide does. After Close
 // it returns store.ErrClosed and no results.
 func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
-	results := make([]store.Result, len(reqs))
-	for i, r := range reqs {
-		d, err := s.Decide(ctx, r.Key, r.Limit, now, r.Cost)
-		if err == store.ErrClosed {
-			return nil, err
-		}
-		results[i] = store.Result{Decision: d, Err: err}
+	results, err := s.AppendDecideBatch(ctx, make([]store.Result, 0, len(reqs)), reqs, now)
+	if err != nil {
+		return nil, err
 	}
 	return results, nil
 }
