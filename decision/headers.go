@@ -174,7 +174,7 @@ func (p *problem) appendJSON(b []byte) []byte {
 	b = appendJSONString(append(b, `"title":`...), p.Title)
 	b = strconv.AppendInt(append(b, `,"status":`...), int64(p.Status), 10)
 	if len(p.Detail) > 0 {
-		b = appendJSONBytes(append(b, `,"detail":`...), p.Detail)
+		b = appendJSONString(append(b, `,"detail":`...), p.Detail)
 	}
 	if len(p.ViolatedPolicies) > 0 {
 		b = append(b, `,"violated-policies":[`...)
@@ -194,27 +194,14 @@ func (p *problem) appendJSON(b []byte) []byte {
 
 // appendJSONString appends s as a JSON string: quotes, backslashes and
 // control characters escaped, invalid UTF-8 replaced, as encoding/json does.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for s != "" {
-		n := plainJSON(s)
-		b, s = append(b, s[:n]...), s[n:] // the plain run, copied whole
-		if s != "" {
-			r, size := utf8.DecodeRuneInString(s) // an invalid byte is U+FFFD
-			b, s = appendJSONRune(b, r), s[size:]
-		}
-	}
-	return append(b, '"')
-}
-
-// appendJSONBytes is appendJSONString for bytes.
-func appendJSONBytes(b []byte, s []byte) []byte {
+func appendJSONString[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '"')
 	for len(s) > 0 {
 		n := plainJSON(s)
-		b, s = append(b, s[:n]...), s[n:]
+		b, s = append(b, s[:n]...), s[n:] // the plain run, copied whole
 		if len(s) > 0 {
-			r, size := utf8.DecodeRune(s) // an invalid byte is U+FFFD, as in a range over a string
+			// an invalid byte is U+FFFD; a rune's few bytes are converted on the stack
+			r, size := utf8.DecodeRuneInString(string(s[:min(len(s), utf8.UTFMax)]))
 			b, s = appendJSONRune(b, r), s[size:]
 		}
 	}
