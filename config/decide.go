@@ -58,7 +58,7 @@ func (d *decoder) decide(n *yaml.Node, path string) *Decide {
 	if d.failed[path] {
 		return nil
 	}
-	dc := &Decide{HTTPDenyStatus: DefaultDenyStatus}
+	dc := &Decide{}
 	if g := m["grpc"]; !isNull(g) {
 		dc.GRPC = d.hostPort(g, join(path, "grpc"), false)
 	}

@@ -36,7 +36,7 @@ func (d *decoder) protect(n *yaml.Node, path string) *throttle.Config {
 	if d.failed[path] {
 		return nil
 	}
-	cfg := &throttle.Config{MaxInFlight: 1, ShedFrom: DefaultShedFrom}
+	cfg := &throttle.Config{MaxInFlight: 1}
 	if d.required(m, n, path, "max_in_flight", "max_in_flight: 200") {
 		cfg.MaxInFlight = int(d.integer(m["max_in_flight"], join(path, "max_in_flight"), 1, MaxInFlightBound, 1,
 			"1 to "+strconv.Itoa(MaxInFlightBound)+": requests at the upstream at once"))
@@ -82,7 +82,7 @@ func (d *decoder) queue(n *yaml.Node, path string) throttle.Queue {
 		return throttle.Queue{}
 	}
 	m := d.fields(n, path, "a mapping (max_wait, max_length)", queueFields)
-	q := throttle.Queue{MaxLength: DefaultQueueMaxLength, MaxWait: DefaultQueueMaxWait}
+	var q throttle.Queue
 	q.MaxWait = d.timeout(m["max_wait"], join(path, "max_wait"), DefaultQueueMaxWait, false)
 	q.MaxLength = int(d.integer(m["max_length"], join(path, "max_length"), 0, MaxInFlightBound, DefaultQueueMaxLength,
 		"0 (no queue) to "+strconv.Itoa(MaxInFlightBound)+"; default "+strconv.Itoa(DefaultQueueMaxLength)))
