@@ -113,8 +113,8 @@ func TestPolicyDomainBadInput(t *testing.T) {
 
 // TestPolicyDomainManyEntries: a raw call of the policy domain filled to
 // its 1 MiB with header entries, each of another name, is answered well
-// within the client's 10 s deadline (the names were deduplicated in
-// quadratic time: some 5 s of CPU per such call, 30 s and more with -race).
+// within the client's 10 s deadline (names made unique in time quadratic
+// in their number once took longer than that).
 func TestPolicyDomainManyEntries(t *testing.T) {
 	h := startPolicy(t)
 	d := desc("remote_address=10.1.2.3", ":path=/claims")
