@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
@@ -122,22 +123,11 @@ func actualCost(it *settleItem, resp *Response) (int64, error) {
 		return reserved, nil // no answer from the service: nothing to read, nothing to report
 	}
 	if len(values) != 1 {
-		return reserved, &CostError{Rule: rule.Name, Header: rule.CostHeader, Value: joinValues(values)}
+		return reserved, &CostError{Rule: rule.Name, Header: rule.CostHeader, Value: strings.Join(values, ", ")}
 	}
 	n, err := strconv.ParseInt(values[0], 10, 64)
 	if err != nil || n < 0 {
 		return reserved, &CostError{Rule: rule.Name, Header: rule.CostHeader, Value: values[0]}
 	}
 	return n, nil
-}
-
-func joinValues(values []string) string {
-	if len(values) == 0 {
-		return ""
-	}
-	s := values[0]
-	for _, v := range values[1:] {
-		s += ", " + v
-	}
-	return s
 }
