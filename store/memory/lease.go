@@ -251,11 +251,7 @@ func (sh *leaseShard) makeRoom(t int64) bool {
 
 // leaseOverflowKey returns the key shared by every key of key's rule and
 // limit that found no room for a lease: '#', then store.Key of the rule,
-// "concurrency" and the limit's Max (see overflowKey).
+// "concurrency" and the limit's Max (see appendOverflowKey).
 func leaseOverflowKey(key string, limit store.Concurrency) string {
-	if _, rest, ok := store.SplitGroup(key); ok {
-		key = rest
-	}
-	rule, _ := firstPart(key)
-	return "#" + store.Key(rule, "concurrency", strconv.FormatInt(limit.Max, 10))
+	return "#" + store.Key(ruleOf(key), "concurrency", strconv.FormatInt(limit.Max, 10))
 }

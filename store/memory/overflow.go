@@ -48,10 +48,7 @@ func (s *Store) decideOverflow(key string, limit limiter.Limit, now time.Time, c
 // it has one; a key not made by store.Key has no rule, and shares one
 // overflow counter per limit with such keys.
 func appendOverflowKey(b []byte, key string, limit limiter.Limit) []byte {
-	if _, rest, ok := store.SplitGroup(key); ok {
-		key = rest
-	}
-	rule, _ := firstPart(key)
+	rule := ruleOf(key)
 	b = append(b, '#')
 	b = strconv.AppendInt(b, int64(len(rule)), 10)
 	b = append(append(b, ':'), rule...)
@@ -62,12 +59,16 @@ func appendOverflowKey(b []byte, key string, limit limiter.Limit) []byte {
 	return b
 }
 
-// firstPart returns the first part of a key made by store.Key: its rule.
-func firstPart(key string) (string, bool) {
+// ruleOf returns the rule of a key made by store.Key or store.GroupKey:
+// its first part, after its group if it has one; "" for another key.
+func ruleOf(key string) string {
+	if _, rest, ok := store.SplitGroup(key); ok {
+		key = rest
+	}
 	n, tail, found := strings.Cut(key, ":")
 	size, err := strconv.Atoi(n)
 	if !found || err != nil || size < 0 || size > len(tail) || n != strconv.Itoa(size) {
-		return "", false
+		return ""
 	}
-	return tail[:size], true
+	return tail[:size]
 }
