@@ -3,6 +3,7 @@ package decision
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -118,7 +119,7 @@ func (e *Engine) spendHeld(ctx context.Context, v *Verdict, looks []store.Result
 	}
 	v.again = v.again[:0]
 	for k := range v.reqs {
-		if !contains(v.held, k) {
+		if !slices.Contains(v.held, k) {
 			v.again = append(v.again, v.reqs[k])
 		}
 	}
@@ -136,13 +137,4 @@ func (e *Engine) spendHeld(ctx context.Context, v *Verdict, looks []store.Result
 		}
 	}
 	return res, true, nil
-}
-
-func contains(ks []int, k int) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
 }

@@ -268,8 +268,3 @@ const (
 )
 
 var errShortBatch = errors.New("decision: store returned too few results")
-
-// released is what a Verdict's after steps see of a context: the
-// request's values, never its end (the caller may have gone; what it took
-// is still owed back).
-func released(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
