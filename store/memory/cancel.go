@@ -26,7 +26,7 @@ func (s *Store) Cancel(_ context.Context, key string, limit limiter.Limit, r lim
 		return false, store.ErrClosed
 	}
 	i := sh.tab.find(h, key)
-	if i < 0 || limit.Algorithm() == limiter.SlidingLog {
+	if i < 0 {
 		return false, nil
 	}
 	e := sh.tab.at(i)
