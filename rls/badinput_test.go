@@ -183,7 +183,8 @@ func (blockingStore) DecideBatch(ctx context.Context, _ []store.Request, _ time.
 }
 
 // TestHungStoreNeverHoldsEnvoy: past Options.Timeout the call is answered,
-// OK as on_failure: open answers, and counted as a store error.
+// OK as on_failure: open answers (OVER_LIMIT as closed does), and counted
+// as a store error either way.
 func TestHungStoreNeverHoldsEnvoy(t *testing.T) {
 	h := start(t, nil)
 	hung := startWith(t, rulesFrom(t, rlRules), blockingStore{h.srv.opts.Store}, h.clk, Options{Timeout: 50 * time.Millisecond})
@@ -199,6 +200,9 @@ func TestHungStoreNeverHoldsEnvoy(t *testing.T) {
 	resp := closed.ask(request("rl", desc("foo=x")))
 	if got := brief(resp); got != "OVER_LIMIT OVER_LIMIT/0/1s" || headerMap(resp)["Retry-After"] != "1" {
 		t.Errorf("on_failure closed: got %q, Retry-After %q, want OVER_LIMIT for 1s", got, headerMap(resp)["Retry-After"])
+	}
+	if n := testutil.ToFloat64(closed.srv.metrics.storeErrors.WithLabelValues("rl")); n != 1 {
+		t.Errorf("on_failure closed: store errors %v, want 1", n)
 	}
 }
 

@@ -20,9 +20,10 @@
 //
 // Where the answers differ from envoyproxy/ratelimit's: a denied hit
 // spends nothing (that service counts it), so after a large hits_addend
-// is refused a smaller one may still pass; a store error answers OK for
-// its descriptors as on_failure: open lets a request pass, where that
-// service fails the call; keys are never joined with '_', so that key
+// is refused a smaller one may still pass; a store error answers its
+// descriptors as the store's on_failure says (open: OK; closed or local:
+// OVER_LIMIT, see Options.OnStoreError), where that service fails the
+// call; keys are never joined with '_', so that key
 // "a_b" value "c" and key "a" value "b_c" stay two counters; and a
 // rate_limit may name any of sluice's six algorithms.
 //

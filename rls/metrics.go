@@ -54,7 +54,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"domain", "descriptor", "decision"}),
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_rls_store_errors_total",
-			Help: "Descriptors the store could not decide (answered OK, as on_failure: open lets them pass).",
+			Help: "Descriptors the store could not decide (answered OK with on_failure open, OVER_LIMIT with closed or local).",
 		}, []string{"domain"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sluice_rls_request_duration_seconds",
