@@ -81,12 +81,9 @@ func (c *completions) wait(now time.Time, n int) (d time.Duration, ok bool) {
 		per = min(per, float64(ratePeriod)/count)
 	}
 	if busyFor := now.Sub(c.busy); !c.busy.IsZero() && busyFor >= 0 && busyFor < ratePeriod {
-		switch { // a young busy spell, measured over itself
-		case c.sinceBusy > 0:
-			per = min(per, float64(busyFor)/float64(c.sinceBusy))
-		default: // nothing finished in it yet
-			per = min(per, float64(busyFor))
-		}
+		// A young busy spell, measured over itself (as if one finished
+		// now when none has yet).
+		per = min(per, float64(busyFor)/float64(max(c.sinceBusy, 1)))
 	}
 	return time.Duration(min(per*float64(n), float64(maxEstimate))), true
 }
