@@ -133,15 +133,11 @@ curl -s -D - -o /dev/null -H 'X-API-Key: key-a' "http://127.0.0.1:$ngcheck_port/
 targets=(direct check limit_req)
 declare -A ports=([direct]=$up_port [check]=$ngcheck_port [limit_req]=$nglimit_port)
 
-# run TARGET runs wrk once against TARGET and appends its requests per
-# second and p99 (ms) to $tmp/TARGET.rps and $tmp/TARGET.p99; it warns when
+# run TARGET runs wrk once against TARGET (wrk_record); it warns when
 # answers were not 2xx.
 run() {
-	wrk_run "${ports[$1]}" "$threads" "$conns" "$duration"
-	echo "$rps" >>"$tmp/$1.rps"
-	echo "$p99" >>"$tmp/$1.p99"
+	wrk_record "$1" "${ports[$1]}"
 	((bad * 1000 <= total)) || echo "check: warning: $1: $bad of $total answers were not 2xx" >&2
-	printf 'check: %-10s %10.0f req/s  p99 %s ms\n' "$1" "$rps" "$p99" >&2
 }
 
 for ((r = 1; r <= rounds; r++)); do
@@ -150,11 +146,7 @@ for ((r = 1; r <= rounds; r++)); do
 	for t in "${order[@]}"; do run "$t"; done
 done
 
-printf '%-12s %14s %14s %14s %12s\n' target "median req/s" "min req/s" "max req/s" "median p99"
-for t in "${targets[@]}"; do
-	printf '%-12s %14.0f %14.0f %14.0f %9.2f ms\n' "$t" "$(median "$tmp/$t.rps")" \
-		"$(sort -g "$tmp/$t.rps" | head -1)" "$(sort -g "$tmp/$t.rps" | tail -1)" "$(median "$tmp/$t.p99")"
-done
+wrk_table "${targets[@]}"
 awk -v c="$(median "$tmp/check.rps")" -v l="$(median "$tmp/limit_req.rps")" -v d="$(median "$tmp/direct.rps")" \
 	-v p="$(median "$tmp/check.p99")" -v lp="$(median "$tmp/limit_req.p99")" 'BEGIN {
 	printf "check: nginx_check=%.0f nginx_limit_req=%.0f ratio=%.2f direct=%.0f p99_ms=%.2f limit_req_p99_ms=%.2f\n",

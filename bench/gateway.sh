@@ -124,20 +124,16 @@ targets=(direct sluice sluice_prot nginx sluice_rej nginx_rej)
 declare -A ports=([direct]=$up_port [sluice]=$sl_port [sluice_prot]=$prot_port [nginx]=$ng_port [sluice_rej]=$rej_port
 	[nginx_rej]=$ngrej_port)
 
-# run TARGET runs wrk once against TARGET and appends its requests per
-# second and p99 (ms) to $tmp/TARGET.rps and $tmp/TARGET.p99. It warns when
-# an allowed path answered anything but 2xx, or a rejected one anything but
+# run TARGET runs wrk once against TARGET (wrk_record). It warns when an
+# allowed path answered anything but 2xx, or a rejected one anything but
 # 429 (wrk counts both as non-2xx).
 run() {
-	wrk_run "${ports[$1]}" "$threads" "$conns" "$duration"
-	echo "$rps" >>"$tmp/$1.rps"
-	echo "$p99" >>"$tmp/$1.p99"
+	wrk_record "$1" "${ports[$1]}"
 	if [[ $1 == *_rej ]]; then
 		((bad * 100 >= total * 99)) || echo "gateway: warning: $1: only $bad of $total answers were rejections" >&2
 	else
 		((bad * 1000 <= total)) || echo "gateway: warning: $1: $bad of $total answers were not 2xx" >&2
 	fi
-	printf 'gateway: %-10s %10.0f req/s  p99 %s ms\n' "$1" "$rps" "$p99" >&2
 }
 
 for ((r = 1; r <= rounds; r++)); do
@@ -146,11 +142,7 @@ for ((r = 1; r <= rounds; r++)); do
 	for t in "${order[@]}"; do run "$t"; done
 done
 
-printf '%-12s %14s %14s %14s %12s\n' target "median req/s" "min req/s" "max req/s" "median p99"
-for t in "${targets[@]}"; do
-	printf '%-12s %14.0f %14.0f %14.0f %9.2f ms\n' "$t" "$(median "$tmp/$t.rps")" \
-		"$(sort -g "$tmp/$t.rps" | head -1)" "$(sort -g "$tmp/$t.rps" | tail -1)" "$(median "$tmp/$t.p99")"
-done
+wrk_table "${targets[@]}"
 awk -v a="$(median "$tmp/sluice.rps")" -v na="$(median "$tmp/nginx.rps")" \
 	-v j="$(median "$tmp/sluice_rej.rps")" -v nj="$(median "$tmp/nginx_rej.rps")" \
 	-v d="$(median "$tmp/direct.rps")" -v p="$(median "$tmp/sluice.p99")" -v np="$(median "$tmp/nginx.p99")" \

@@ -99,6 +99,27 @@ wrk_run() {
 	bad=${bad:-0}
 }
 
+# wrk_record TARGET PORT runs wrk_run against PORT with $threads, $conns and
+# $duration, appends its requests per second and p99 (ms) to
+# $tmp/TARGET.rps and $tmp/TARGET.p99 and prints them.
+wrk_record() {
+	wrk_run "$2" "$threads" "$conns" "$duration"
+	echo "$rps" >>"$tmp/$1.rps"
+	echo "$p99" >>"$tmp/$1.p99"
+	printf '%s: %-10s %10.0f req/s  p99 %s ms\n' "$name" "$1" "$rps" "$p99" >&2
+}
+
+# wrk_table TARGET... prints, from wrk_record's files, a table of each
+# target's median, least and most requests per second and median p99.
+wrk_table() {
+	local t
+	printf '%-12s %14s %14s %14s %12s\n' target "median req/s" "min req/s" "max req/s" "median p99"
+	for t in "$@"; do
+		printf '%-12s %14.0f %14.0f %14.0f %9.2f ms\n' "$t" "$(median "$tmp/$t.rps")" \
+			"$(sort -g "$tmp/$t.rps" | head -1)" "$(sort -g "$tmp/$t.rps" | tail -1)" "$(median "$tmp/$t.p99")"
+	done
+}
+
 # median [FILE] prints the median of the numbers in FILE (or standard
 # input), one a line.
 median() {
