@@ -223,7 +223,12 @@ type answer struct {
 
 // get sends GET /claims/7 as client to inst.
 func get(c *http.Client, inst *instance, client string) answer {
-	req, err := http.NewRequest(http.MethodGet, inst.url+"/claims/7", nil)
+	return send(c, inst, client, "/claims/7")
+}
+
+// send sends GET path as client to inst.
+func send(c *http.Client, inst *instance, client, path string) answer {
+	req, err := http.NewRequest(http.MethodGet, inst.url+path, nil)
 	if err != nil {
 		return answer{err: err}
 	}

@@ -50,25 +50,21 @@ func newHoldingUpstream(t *testing.T) *holdingUpstream {
 	return u
 }
 
+// hold sends GET /claims/hold as partner-a to inst from a goroutine of wg
+// and returns once the request is held at the upstream.
+func (u *holdingUpstream) hold(t *testing.T, wg *sync.WaitGroup, c *http.Client, inst *instance) {
+	t.Helper()
+	wg.Go(func() { _ = send(c, inst, "partner-a", "/claims/hold") })
+	select {
+	case <-u.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a request never reached the upstream")
+	}
+}
+
 // letGo ends every held request; a cleanup registered after the
 // instances', so that it runs before they shut down.
 func (u *holdingUpstream) letGo() { u.once.Do(func() { close(u.gate) }) }
-
-// send sends GET path as partner-a to inst.
-func send(c *http.Client, inst *instance, path string) answer {
-	req, err := http.NewRequest(http.MethodGet, inst.url+path, nil)
-	if err != nil {
-		return answer{err: err}
-	}
-	req.Header.Set("X-API-Key", keys["partner-a"])
-	resp, err := c.Do(req)
-	if err != nil {
-		return answer{err: err}
-	}
-	defer resp.Body.Close()
-	_, err = io.ReadAll(resp.Body)
-	return answer{status: resp.StatusCode, header: resp.Header, err: err}
-}
 
 // Three instances on one Redis share partner-a's 4 slots in flight; when
 // the instance holding two of them dies (closed without releasing them),
@@ -87,19 +83,11 @@ func TestConcurrencySharedAndDeadInstanceSlotsReturn(t *testing.T) {
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)  // the held requests answered,
 	t.Cleanup(up.letGo) // once let go (cleanups run last first)
-	hold := func(inst *instance) {
-		wg.Go(func() { _ = send(c, inst, "/claims/hold") })
-		select {
-		case <-up.entered:
-		case <-time.After(10 * time.Second):
-			t.Fatal("a request never reached the upstream")
-		}
-	}
 	for _, inst := range []*instance{dying, dying, b, c2} {
-		hold(inst)
+		up.hold(t, &wg, c, inst)
 	}
 	for _, inst := range []*instance{dying, b, c2} {
-		if a := send(c, inst, "/claims/quick"); a.status != http.StatusTooManyRequests {
+		if a := send(c, inst, "partner-a", "/claims/quick"); a.status != http.StatusTooManyRequests {
 			t.Fatalf("a 5th request in flight: %d %v, want 429 on every instance", a.status, a.err)
 		}
 	}
@@ -110,11 +98,11 @@ func TestConcurrencySharedAndDeadInstanceSlotsReturn(t *testing.T) {
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if a := send(c, b, "/claims/quick"); time.Since(died) < leaseTTL-time.Second && a.status != http.StatusTooManyRequests {
+	if a := send(c, b, "partner-a", "/claims/quick"); time.Since(died) < leaseTTL-time.Second && a.status != http.StatusTooManyRequests {
 		t.Errorf("right after the death: %d %v, want 429 (the dead instance's slots are held until they expire)", a.status, a.err)
 	}
 	for {
-		a := send(c, b, "/claims/quick")
+		a := send(c, b, "partner-a", "/claims/quick")
 		if a.status == http.StatusOK {
 			break
 		}
@@ -131,9 +119,9 @@ func TestConcurrencySharedAndDeadInstanceSlotsReturn(t *testing.T) {
 
 	// Exactly the dead instance's 2 came back: the live instances' 2, held
 	// longer than the TTL, were renewed.
-	hold(b)
-	hold(c2)
-	if a := send(c, c2, "/claims/quick"); a.status != http.StatusTooManyRequests {
+	up.hold(t, &wg, c, b)
+	up.hold(t, &wg, c, c2)
+	if a := send(c, c2, "partner-a", "/claims/quick"); a.status != http.StatusTooManyRequests {
 		t.Errorf("with 4 in flight again: %d %v, want 429", a.status, a.err)
 	}
 }
@@ -165,31 +153,22 @@ func TestConcurrencyWhileRedisDown(t *testing.T) {
 			t.Cleanup(wg.Wait)
 			t.Cleanup(up.letGo)
 			srv.Stop()
-			hold := func(inst *instance) {
-				t.Helper()
-				wg.Go(func() { _ = send(c, inst, "/claims/hold") })
-				select {
-				case <-up.entered:
-				case <-time.After(10 * time.Second):
-					t.Fatal("a request never reached the upstream")
-				}
-			}
 			switch mode {
 			case "open":
 				for range 7 { // one more than the limit: nothing is counted
-					hold(first)
+					up.hold(t, &wg, c, first)
 				}
 			case "closed":
-				if a := send(c, first, "/claims/quick"); a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" {
+				if a := send(c, first, "partner-a", "/claims/quick"); a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" {
 					t.Errorf("closed: %d %v, want 503 with Retry-After", a.status, a.err)
 				}
 			case "local":
-				hold(first)
-				hold(first)
-				if a := send(c, first, "/claims/quick"); a.status != http.StatusTooManyRequests {
+				up.hold(t, &wg, c, first)
+				up.hold(t, &wg, c, first)
+				if a := send(c, first, "partner-a", "/claims/quick"); a.status != http.StatusTooManyRequests {
 					t.Errorf("local: a third on the first instance got %d %v, want 429 (its share is 6/3)", a.status, a.err)
 				}
-				if a := send(c, second, "/claims/quick"); a.status != http.StatusOK {
+				if a := send(c, second, "partner-a", "/claims/quick"); a.status != http.StatusOK {
 					t.Errorf("local: the second instance's own share got %d %v, want 200", a.status, a.err)
 				}
 			}
