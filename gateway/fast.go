@@ -125,13 +125,7 @@ func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision
 		return false
 	}
 	var set [2]fastproxy.Field
-	fwd := fastproxy.Forwarding{Peer: peer, Trusted: v.PeerTrusted, Header: snap.cfg.Compiled.ForwardedHeader(),
-		Method: s2b(v.Method), URI: snap.target(ctx, v.Path), Removed: v.Removed, Drop: isLoopHeader, Kept: snap.kept,
-		Set: set[:0]}
-	if v.Client != "" {
-		fwd.Set = append(fwd.Set, fastproxy.Field{Name: policy.ClientHeader, Value: v.Client})
-	}
-	fwd.Set = append(fwd.Set, fastproxy.Field{Name: loopHeader, Value: g.loopMarks(&ctx.Request.Header)})
+	fwd := g.forwarding(ctx, snap, v, peer, set[:0])
 	for _, f := range v.Header {
 		ctx.Response.Header.SetBytesV(f.Name, f.Value)
 	}
@@ -155,6 +149,21 @@ func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision
 	v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: lat,
 		Failure: failure, Aborted: out == fastproxy.CallerAborted, Unanswered: out == fastproxy.CallerAborted})
 	return false
+}
+
+// forwarding is how a passed request goes on (passFast, passUpgrade): its
+// caller's forwarding header, the decision's method, target and removed
+// fields, then X-Sluice-Client and Sluice-Loop-Mark appended to set (room
+// for two keeps them off the heap).
+func (g *Gateway) forwarding(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision.Verdict, peer netip.Addr,
+	set []fastproxy.Field) fastproxy.Forwarding {
+	if v.Client != "" {
+		set = append(set, fastproxy.Field{Name: policy.ClientHeader, Value: v.Client})
+	}
+	set = append(set, fastproxy.Field{Name: loopHeader, Value: g.loopMarks(&ctx.Request.Header)})
+	return fastproxy.Forwarding{Peer: peer, Trusted: v.PeerTrusted, Header: snap.cfg.Compiled.ForwardedHeader(),
+		Method: s2b(v.Method), URI: snap.target(ctx, v.Path), Removed: v.Removed, Drop: isLoopHeader, Kept: snap.kept,
+		Set: set}
 }
 
 // proxyFailed counts and logs a request the proxy could not complete

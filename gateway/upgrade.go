@@ -11,7 +11,6 @@ import (
 
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/internal/fastproxy"
-	"github.com/sluice-rl/sluice/policy"
 )
 
 // A protocol upgrade (WebSocket) is decided, counted and limited as any
@@ -32,7 +31,8 @@ func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, v *decis
 	}
 	start := g.opts.Clock.Now()
 	t := g.tunnels.add(ctx.Conn())
-	fwd := g.upgradeForwarding(ctx, snap, v, peer)
+	var set [2]fastproxy.Field
+	fwd := g.forwarding(ctx, snap, v, peer, set[:0]) // Upgrade and Connection: Upgrade are fastproxy.Proxy.Upgrade's
 	for _, f := range v.Header {
 		ctx.Response.Header.SetBytesV(f.Name, f.Value)
 	}
@@ -75,19 +75,6 @@ func (g *Gateway) hijack(ctx *fasthttp.RequestCtx, t *tunnel, tun *fastproxy.Tun
 		defer end()
 		tun.Splice(c, g.server.IdleTimeout)
 	})
-}
-
-// upgradeForwarding is how an upgrade goes on: as passFast sends a request
-// (Upgrade and Connection: Upgrade are fastproxy.Proxy.Upgrade's).
-func (g *Gateway) upgradeForwarding(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision.Verdict,
-	peer netip.Addr) fastproxy.Forwarding {
-	fwd := fastproxy.Forwarding{Peer: peer, Trusted: v.PeerTrusted, Header: snap.cfg.Compiled.ForwardedHeader(),
-		Method: s2b(v.Method), URI: snap.target(ctx, v.Path), Removed: v.Removed, Drop: isLoopHeader, Kept: snap.kept}
-	if v.Client != "" {
-		fwd.Set = append(fwd.Set, fastproxy.Field{Name: policy.ClientHeader, Value: v.Client})
-	}
-	fwd.Set = append(fwd.Set, fastproxy.Field{Name: loopHeader, Value: g.loopMarks(&ctx.Request.Header)})
-	return fwd
 }
 
 // tunnels are Run's upgrades, from their dial to their end, by the
