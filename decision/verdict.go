@@ -3,7 +3,6 @@ package decision
 import (
 	"context"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
@@ -230,11 +229,7 @@ func (v *Verdict) setField(name string, from int) {
 }
 
 // retryAfter adds Retry-After for a wait of d (retryAfterSeconds).
-func (v *Verdict) retryAfter(d time.Duration) {
-	from := len(v.buf)
-	v.buf = strconv.AppendInt(v.buf, retryAfterSeconds(d), 10)
-	v.setField("Retry-After", from)
-}
+func (v *Verdict) retryAfter(d time.Duration) { v.intField("Retry-After", retryAfterSeconds(d)) }
 
 // answer makes v a refusal with p, its detail in v.detail: status, the
 // problem+json body and its fields.
