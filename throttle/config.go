@@ -35,8 +35,9 @@ type Config struct {
 	// Clock tells the time; nil means clock.Real. It is read with the
 	// Throttle's lock held.
 	Clock clock.Clock
-	// Rand returns a uniform number in [0, 1) for early shedding; nil means
-	// math/rand/v2's Float64. It is called with the Throttle's lock held.
+	// Rand returns a uniform number in [0, 1) for early shedding and for
+	// the adaptive limit's sample of latencies; nil means math/rand/v2's
+	// Float64. It is called with the Throttle's lock held.
 	Rand func() float64
 }
 
