@@ -152,30 +152,26 @@ func cmpInt(a, b int64) int {
 }
 
 // chargeTokens takes charge requests' tokens from a token_bucket at t,
-// down to none (requests held for their turn may have taken it below). A
-// bucket full again by t (the request outlasted a whole refill) is as good
-// as a key forgotten, which a store no longer holds: it takes nothing.
+// down to none: chargeLevel on the level the tokens leave empty (capacity
+// less the tokens), as tokenBucket decides.
 func chargeTokens(l *Limit, tokens, last, t, charge int64) (int64, int64) {
 	capacity := l.burst * l.p
-	now, at := tokens, last
-	if t > last { // a clock gone back refills nothing
-		now, at = capacity-drain(capacity-tokens, t-last, l.n), t
-	}
-	if last == 0 || now >= capacity || now <= 0 { // full again (as good as forgotten), or empty
-		return tokens, last
-	}
-	return max(now-charge*l.p, 0), at
+	level, at := chargeLevel(l, capacity-tokens, last, t, charge)
+	return capacity - level, at
 }
 
-// chargeLevel pours charge requests into a leaky_bucket at t, up to full;
-// an empty one (drained since) takes nothing, as chargeTokens.
+// chargeLevel pours charge requests into a leaky_bucket at t, up to full
+// (requests held for their turn may have filled it beyond: it takes
+// nothing then). A bucket drained empty by t (the request outlasted a
+// whole drain) is as good as a key forgotten, which a store no longer
+// holds: it takes nothing either.
 func chargeLevel(l *Limit, level, last, t, charge int64) (int64, int64) {
 	capacity := l.burst * l.p
 	now, at := level, last
-	if t > last {
+	if t > last { // a clock gone back drains nothing
 		now, at = drain(level, t-last, l.n), t
 	}
-	if last == 0 || now == 0 || now >= capacity { // drained (as good as forgotten), or full
+	if last == 0 || now <= 0 || now >= capacity { // drained (as good as forgotten), or full
 		return level, last
 	}
 	return min(now+charge*l.p, capacity), at
@@ -183,7 +179,7 @@ func chargeLevel(l *Limit, level, last, t, charge int64) (int64, int64) {
 
 // chargeGCRA pushes the theoretical arrival time on by charge requests at
 // t, no further than a full bucket ahead of t; a bucket drained empty by
-// t takes nothing, as chargeTokens.
+// t takes nothing, as chargeLevel.
 func chargeGCRA(l *Limit, tat, frac, t, charge int64) (int64, int64) {
 	capacity := l.burst * l.p
 	level := int64(0)
