@@ -3,6 +3,7 @@ package decision
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -183,12 +184,9 @@ func (v *Verdict) values(name string) []string {
 
 // remove adds name to Removed, once.
 func (v *Verdict) remove(name string) {
-	for _, r := range v.Removed {
-		if r == name {
-			return
-		}
+	if !slices.Contains(v.Removed, name) {
+		v.Removed = append(v.Removed, name)
 	}
-	v.Removed = append(v.Removed, name)
 }
 
 // scrub lists in Removed the fields a caller must not pass on, in every
