@@ -124,10 +124,14 @@ run() {
 	local line
 	line=$("$tmp/rlsload" -addr "${addr[$1]}" -concurrency "$concurrency" -keys "$2" -duration "${duration}s")
 	printf 'rls: %-6s keys=%-6s %s\n' "$1" "$2" "$line" >&2
-	awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "per_s") print kv[2] } }' <<<"$line" >>"$tmp/$1.dps"
-	awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "p99_ms") print kv[2] } }' <<<"$line" >>"$tmp/$1.p99"
-	awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); if ((kv[1] == "errors" || kv[1] == "over_limit") && kv[2] != 0) exit 1 } }' <<<"$line" ||
-		echo "rls: warning: $1 answered errors or OVER_LIMIT: $line" >&2
+	awk -v dps="$tmp/$1.dps" -v p99="$tmp/$1.p99" '{
+		for (i = 1; i <= NF; i++) {
+			split($i, kv, "=")
+			if (kv[1] == "per_s") print kv[2] >>dps
+			if (kv[1] == "p99_ms") print kv[2] >>p99
+			if ((kv[1] == "errors" || kv[1] == "over_limit") && kv[2] != 0) bad = 1
+		}
+	} END { exit bad }' <<<"$line" || echo "rls: warning: $1 answered errors or OVER_LIMIT: $line" >&2
 }
 
 for ((r = 1; r <= rounds; r++)); do
