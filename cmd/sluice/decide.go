@@ -167,7 +167,7 @@ func runServices(ctx context.Context, cfg *config.File, g *gateway.Gateway, ln, 
 	if d := cfg.Server.ShutdownDelay; d > 0 && err == nil {
 		time.Sleep(d) // the gateway, if any, waits the same delay in Run
 	}
-	sctx, stop := context.WithTimeout(context.Background(), cmp.Or(cfg.Server.DrainTimeout, config.DefaultDrainTimeout))
+	sctx, stop := context.WithTimeout(context.Background(), cfg.Server.DrainTimeout) // 0 allowed: no wait, as at the gateway
 	defer stop()
 	stopErr := stopAll(sctx, svcs)
 	if adm != nil { // last: /readyz answers 503 while the others drain
