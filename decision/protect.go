@@ -81,7 +81,7 @@ func throttleOutcome(resp *Response, now time.Time) throttle.Outcome {
 		o.Failed = true
 	case resp.Status == statusTooManyRequests || resp.Status == statusUnavailable:
 		var room [1]string
-		if vs := values(resp.Header, room[:0], "Retry-After"); len(vs) > 0 {
+		if vs := resp.Header.Values(room[:0], "Retry-After"); len(vs) > 0 {
 			o.RetryAfter = parseRetryAfter(vs[0], now)
 		}
 	}

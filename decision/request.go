@@ -120,14 +120,6 @@ type noHeaders struct{}
 func (noHeaders) Values(dst []string, _ string) []string { return dst }
 func (noHeaders) Names(dst []string) []string            { return dst }
 
-// values is h.Values, nil reading as no fields.
-func values(h Headers, dst []string, name string) []string {
-	if h == nil {
-		return dst
-	}
-	return h.Values(dst, name)
-}
-
 // ctxOr returns ctx, or context.Background() for nil.
 func ctxOr(ctx context.Context) context.Context {
 	if ctx == nil {

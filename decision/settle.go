@@ -118,7 +118,7 @@ func actualCost(it *settleItem, resp *Response) (int64, error) {
 		return reserved, nil
 	}
 	var room [2]string
-	values := values(resp.Header, room[:0], it.costName)
+	values := resp.Header.Values(room[:0], it.costName) // Finish gives the steps a Header, never nil
 	if len(values) == 0 && resp.Failure != NoFailure {
 		return reserved, nil // no answer from the service: nothing to read, nothing to report
 	}
