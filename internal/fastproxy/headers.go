@@ -138,11 +138,7 @@ func appendForwardedFor(b []byte, addr netip.Addr) []byte {
 // broken.
 func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, drop func(name string) bool) {
 	out.SetStatusCode(in.StatusCode())
-	var toks [][]byte
-	for _, v := range in.PeekAll("Connection") {
-		toks = appendTokens(toks, v)
-	}
-	conn := newConnNames(toks)
+	conn := responseConnNames(in)
 	for k, v := range in.All() {
 		name := b2s(k)
 		if oneOf(name, hopByHop) || conn.has(k) || (drop != nil && drop(name)) || bytes.IndexByte(k, ' ') >= 0 {
@@ -150,6 +146,16 @@ func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, dro
 		}
 		out.AddBytesKV(k, v)
 	}
+}
+
+// responseConnNames are the field names the upstream's Connection fields
+// list (CopyResponse, switchingHead).
+func responseConnNames(h *fasthttp.ResponseHeader) connNames {
+	var toks [][]byte
+	for _, v := range h.PeekAll("Connection") {
+		toks = appendTokens(toks, v)
+	}
+	return newConnNames(toks)
 }
 
 // connectionTokens returns the field names the caller's Connection

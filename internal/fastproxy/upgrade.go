@@ -161,12 +161,9 @@ func upgradeFailed(ctx *fasthttp.RequestCtx, err error) Outcome {
 // then Connection: Upgrade and the upstream's Upgrade.
 func switchingHead(in, own *fasthttp.ResponseHeader, drop func(string) bool) []byte {
 	b := append([]byte(nil), "HTTP/1.1 101 Switching Protocols\r\n"...)
-	var conn [][]byte
-	for _, v := range in.PeekAll("Connection") {
-		conn = appendTokens(conn, v)
-	}
+	conn := responseConnNames(in)
 	for k, v := range in.All() {
-		if name := b2s(k); oneOf(name, hopByHop) || tokenIn(conn, k) || (drop != nil && drop(name)) {
+		if name := b2s(k); oneOf(name, hopByHop) || conn.has(k) || (drop != nil && drop(name)) {
 			continue
 		}
 		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)
