@@ -69,10 +69,11 @@ const (
 // and puts the upstream's answer on ctx.Response: status and fields at
 // once, the body as a stream the server copies after the handler returns.
 // When Answered, done (nil: none) runs once that copy has ended, or before
-// Serve returns when there is no body to copy; otherwise it never runs. bodyStart is when the body timeout started (the
-// deadline is the caller's: SetBodyDeadline): a timeout reading the body
-// is the upstream's fault (504) when sluice spent less than half the time
-// since waiting for the caller. err is what failed, nil when Answered.
+// Serve returns when there is no body to copy; otherwise it never runs.
+// bodyStart is when the body timeout started (the deadline is the
+// caller's: SetBodyDeadline): a timeout reading the body is the
+// upstream's fault (504) when sluice spent less than half the time since
+// waiting for the caller. err is what failed, nil when Answered.
 func (p *Proxy) Serve(ctx *fasthttp.RequestCtx, f *Forwarding, bodyStart time.Time, done func()) (Outcome, error) {
 	req := fasthttp.AcquireRequest()
 	f.Build(&ctx.Request.Header, &req.Header, ctx.IsTLS())
@@ -214,11 +215,11 @@ func (b *upstreamBody) CloseWithError(err error) error {
 	return nil
 }
 
-// failed answers a request the upstream did not answer, blaming the side
-// that failed.
 // errInterim is an upstream's interim answer (1xx) where a final one was due.
 var errInterim = errors.New("fastproxy: the upstream answered 101 Switching Protocols to a request that asked for no upgrade")
 
+// failed answers a request the upstream did not answer, blaming the side
+// that failed.
 func failed(ctx *fasthttp.RequestCtx, body *callerBody, err error) (Outcome, error) {
 	var bodyErr error
 	if body != nil {
