@@ -64,7 +64,7 @@ func (p *Proxy) dial() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p.conns.add(&upstreamConn{Conn: c, rd: Deadline{Wait: p.timeout}, wd: Deadline{Wait: p.timeout}, open: p.conns}), nil
+	return p.conns.add(c, p.timeout), nil
 }
 
 // Tunnel is an upgraded connection to the upstream, after its 101.

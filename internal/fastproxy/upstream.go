@@ -39,7 +39,7 @@ func newClient(u *url.URL, timeout time.Duration, conns *openConns) *fasthttp.Ho
 			if err != nil {
 				return nil, err
 			}
-			return conns.add(&upstreamConn{Conn: c, rd: Deadline{Wait: timeout}, wd: Deadline{Wait: timeout}, open: conns}), nil
+			return conns.add(c, timeout), nil
 		},
 		MaxConns:                      4096,
 		MaxConnWaitTimeout:            timeout,
@@ -83,11 +83,14 @@ type openConns struct {
 	aborted atomic.Bool // Abort ran: nothing is sent again
 }
 
-func (o *openConns) add(c *upstreamConn) *upstreamConn {
+// add is c, each read and write on it waiting at most timeout, known to
+// o until closed.
+func (o *openConns) add(c net.Conn, timeout time.Duration) *upstreamConn {
+	uc := &upstreamConn{Conn: c, rd: Deadline{Wait: timeout}, wd: Deadline{Wait: timeout}, open: o}
 	o.mu.Lock()
-	o.m[c] = struct{}{}
+	o.m[uc] = struct{}{}
 	o.mu.Unlock()
-	return c
+	return uc
 }
 
 func (o *openConns) remove(c *upstreamConn) {
