@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/netip"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
@@ -257,27 +258,11 @@ func respells(name string, names []string) bool {
 // oneOf reports whether name is one of names, in any case.
 func oneOf(name string, names []string) bool {
 	for _, n := range names {
-		if len(n) == len(name) && equalFold(n, name) {
+		if len(n) == len(name) && strings.EqualFold(n, name) {
 			return true
 		}
 	}
 	return false
-}
-
-func equalFold(a, b string) bool {
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 func orBytes(a, b []byte) []byte {
