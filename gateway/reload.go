@@ -15,12 +15,13 @@ import (
 
 // Reload reads the configuration file again and, if it is valid, puts its
 // policy, upstream and settings in force, at once, for the requests that
-// start afterwards. A bad file is
-// refused: the error is returned and logged and the old policy stays.
-// Counters of unchanged rules survive, since the store keys state by rule
-// name and limit. A protect block takes effect too, on the gateway's one
-// Throttle, updated in place: requests in flight keep their slots. Listen, admin and store settings need a restart; a change
-// of them is logged and otherwise ignored.
+// start afterwards. A bad file is refused: the error is returned and
+// logged and the old policy stays. Counters of unchanged rules survive,
+// since the store keys state by rule name and limit. A protect block
+// takes effect too, on the gateway's one Throttle, updated in place:
+// requests in flight keep their slots. Listen, admin, server, store and
+// decide settings, and adding or removing the upstream, need a restart; a
+// change of them is logged and otherwise ignored.
 func (g *Gateway) Reload() error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
