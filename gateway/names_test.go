@@ -30,7 +30,7 @@ func manyNames(tb testing.TB, n int) *fasthttp.RequestHeader {
 // needs no more), and so it is linear in the fields: a caller's 9,000
 // distinct names, which fit in the 64 KiB header limit, cost it
 // microseconds (BenchmarkFastHeadersNames), where comparing each name
-// with every one listed before it was quadratic in them and let a few
+// with every one listed before it was quadratic in them and let a dozen
 // such requests a second take a core whatever the limits said.
 func TestFastHeadersNamesAll(t *testing.T) {
 	h := manyNames(t, 100)
