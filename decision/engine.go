@@ -166,6 +166,7 @@ func (e *Engine) decide(v *Verdict, set *Settings) {
 	}
 	v.Client = clientName(pol, caller)
 	rep.Client = cmp.Or(v.Client, "-")
+	rep.pol, rep.caller, rep.v = pol, caller, v
 	if err := v.clean(); err != nil {
 		v.badRequest(pathDetail(err))
 		return
@@ -203,7 +204,7 @@ func (e *Engine) decideRules(v *Verdict, pol *policy.Compiled, caller *policy.Ca
 		pass = e.acquire(v, pol, caller, addr, now)
 	case len(v.leaseIndex) > 0: // refused before the concurrency rules were asked
 		for _, i := range v.leaseIndex {
-			v.Report.Rules = append(v.Report.Rules, RuleResult{Rule: pol.Rule(i).Name, Outcome: NotSpent})
+			v.Report.Rules = append(v.Report.Rules, RuleResult{Rule: pol.Rule(i).Name, Index: i, Outcome: NotSpent})
 		}
 	}
 	if pass {

@@ -22,7 +22,7 @@ func (e *Engine) judge(v *Verdict, pol *policy.Compiled, caller *policy.Caller, 
 	}
 	if err != nil {
 		for _, i := range v.index {
-			rep.Rules = append(rep.Rules, RuleResult{Rule: pol.Rule(i).Name, Outcome: Failed})
+			rep.Rules = append(rep.Rules, RuleResult{Rule: pol.Rule(i).Name, Index: i, Outcome: Failed})
 		}
 		return e.storeFailed(v, err)
 	}
@@ -31,7 +31,7 @@ func (e *Engine) judge(v *Verdict, pol *policy.Compiled, caller *policy.Caller, 
 	for k, res := range results {
 		rule := pol.Rule(v.index[k])
 		if res.Err != nil {
-			rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Outcome: Failed})
+			rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Index: v.index[k], Key: v.reqs[k].Key, Outcome: Failed})
 			if !e.storeFailed(v, res.Err) {
 				return false
 			}
@@ -45,7 +45,7 @@ func (e *Engine) judge(v *Verdict, pol *policy.Compiled, caller *policy.Caller, 
 				worst, worstRule, worstHeader = d.RetryAfter, k, len(v.headers)
 			}
 		}
-		rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Outcome: out, Decision: d})
+		rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Index: v.index[k], Key: v.reqs[k].Key, Outcome: out, Decision: d})
 		if rule.Mode == policy.Enforce {
 			v.headers = append(v.headers, ruleHeader{name: rule.Name, limit: d.Limit, window: policyWindow(v.reqs[k].Limit),
 				remaining: d.Remaining, more: quotaSeconds(d)})

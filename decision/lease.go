@@ -29,7 +29,7 @@ func (e *Engine) acquire(v *Verdict, pol *policy.Compiled, caller *policy.Caller
 		rule := pol.Rule(i)
 		d, err := e.acquireOne(v.ctx, v.leaseKeys[k], store.Concurrency{Max: caller.Concurrency(i), TTL: e.opts.LeaseTTL}, now, rule.Cost)
 		if err != nil {
-			rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Outcome: Failed})
+			rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Index: i, Key: v.leaseKeys[k], Outcome: Failed})
 			if e.storeFailed(v, err) {
 				continue // fail open: admitted without a lease
 			}
@@ -41,7 +41,7 @@ func (e *Engine) acquire(v *Verdict, pol *policy.Compiled, caller *policy.Caller
 		case !d.Allowed && rule.Mode == policy.Shadow:
 			out = ShadowLimited
 		case !d.Allowed:
-			rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Outcome: Limited, Decision: leaseDecision(d)})
+			rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Index: i, Key: v.leaseKeys[k], Outcome: Limited, Decision: leaseDecision(d)})
 			v.headers = append(v.headers, ruleHeader{name: rule.Name, limit: d.Limit, remaining: d.Remaining(), inFlight: true})
 			e.giveBack(v.ctx, held, rep, first, v.leaseIndex[k+1:], pol)
 			v.refuseInFlight(pol, caller, addr, i, d)
@@ -50,7 +50,7 @@ func (e *Engine) acquire(v *Verdict, pol *policy.Compiled, caller *policy.Caller
 		if !d.Lease.IsZero() {
 			held = append(held, d.Lease)
 		}
-		rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Outcome: out, Decision: leaseDecision(d)})
+		rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Index: i, Key: v.leaseKeys[k], Outcome: out, Decision: leaseDecision(d)})
 		if rule.Mode == policy.Enforce {
 			v.headers = append(v.headers, ruleHeader{name: rule.Name, limit: d.Limit, remaining: d.Remaining(), inFlight: true})
 		}
@@ -94,7 +94,7 @@ func (e *Engine) giveBack(ctx context.Context, held []store.Lease, rep *Report, 
 		}
 	}
 	for _, i := range rest {
-		rep.Rules = append(rep.Rules, RuleResult{Rule: pol.Rule(i).Name, Outcome: NotSpent})
+		rep.Rules = append(rep.Rules, RuleResult{Rule: pol.Rule(i).Name, Index: i, Outcome: NotSpent})
 	}
 }
 

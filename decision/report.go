@@ -80,11 +80,39 @@ type Report struct {
 	// when its caller left meanwhile, 503 when the server cancelled the
 	// wait.
 	Held time.Duration
+
+	// What CountedBy names a rule's counter from, set once the caller
+	// is identified.
+	pol    *policy.Compiled
+	caller *policy.Caller
+	v      *Verdict
+}
+
+// CountedBy names what Rules[j] counted for this request, as a 429's
+// detail does: the client id, the address, `header X-Tenant "acme"`, or
+// all callers together; never an access key. It is "" for a request whose
+// caller was not identified. It reads the request, so it is valid only
+// during Options.OnDecision, as the Report is; it allocates, so call it
+// for the few results a caller keeps (a live view's new entry), not for
+// every request.
+func (r *Report) CountedBy(j int) string {
+	if r.caller == nil || r.v == nil || j < 0 || j >= len(r.Rules) {
+		return ""
+	}
+	return counted(r.pol, r.caller, r.Rules[j].Index, r.v.Addr, r.v)
 }
 
 // RuleResult is one rule's decision.
 type RuleResult struct {
-	Rule     string
+	// Rule is the rule's name and Index its place in the policy
+	// (policy.Compiled.Rule).
+	Rule  string
+	Index int
+	// Key is the store key the rule counted this request on: one string
+	// per counter, the same for every request counted together (and
+	// never shown: it may hold a header's value). "" when nothing was
+	// asked of the store (Exempt, or NotSpent before it was asked).
+	Key      string
 	Outcome  Outcome
 	Decision limiter.Decision
 }

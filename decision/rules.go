@@ -20,12 +20,12 @@ func (v *Verdict) requests(pol *policy.Compiled, caller *policy.Caller, addr net
 			continue // counts nothing: its priority and degrade are read by admit
 		}
 		if pol.Exempt(i, caller.ID, addr) {
-			v.Report.Rules = append(v.Report.Rules, RuleResult{Rule: rule.Name, Outcome: Exempt})
+			v.Report.Rules = append(v.Report.Rules, RuleResult{Rule: rule.Name, Index: i, Outcome: Exempt})
 			continue
 		}
 		if rule.Mode == policy.Shadow && rule.Key.Kind == policy.KeyHeader && rule.Key.Missing == policy.MissingReject {
 			if _, missing := headerValue(pol, i, v); missing {
-				v.Report.Rules = append(v.Report.Rules, RuleResult{Rule: rule.Name, Outcome: ShadowLimited})
+				v.Report.Rules = append(v.Report.Rules, RuleResult{Rule: rule.Name, Index: i, Outcome: ShadowLimited})
 				continue
 			}
 		}
