@@ -13,8 +13,8 @@ import (
 	"github.com/sluice-rl/sluice/config"
 )
 
-// AdminHandler returns the admin side: /metrics, /healthz, /readyz and
-// POST /reload. It must never be served on the callers' address.
+// AdminHandler returns the admin side: the dashboard at /, /metrics,
+// /healthz, /readyz and POST /reload. It must never be served on the callers' address.
 //
 // Browsers are kept out: a cross-origin POST (Sec-Fetch-Site or Origin
 // naming another site) is refused with 403, so that no web page open on the
@@ -26,6 +26,8 @@ import (
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", g.adminOnly(g.metrics.handler()))
+	mux.Handle("GET /{$}", dashboardHandler())
+	mux.Handle("GET /dashboard/{file}", dashboardHandler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok\n")
 	})
