@@ -3,8 +3,10 @@ package rls
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -303,5 +305,83 @@ func TestStoreKeysBounded(t *testing.T) {
 		if len(k) > maxStoreKey {
 			t.Errorf("store key %d is %d bytes (at most %d)", i, len(k), maxStoreKey)
 		}
+	}
+}
+
+// TestConnectionAttacks: what a caller on raw HTTP/2 connections holds,
+// and for how long. Each row is an attack of issue 15 and the bound that
+// ends it (the row held before when it says so); the bounds are set short
+// or long so that each row shows one of them.
+func TestConnectionAttacks(t *testing.T) {
+	const short = 300 * time.Millisecond
+	closed := func(c *rawConn) string {
+		if c.closedWithin(20 * time.Second) {
+			return "closed"
+		}
+		return "open after 20s"
+	}
+	for _, tc := range []struct {
+		name   string
+		opts   Options
+		attack func(t *testing.T, h *harness) string
+		want   string
+	}{
+		{"item 1: preface and SETTINGS, then no call: closed at IdleTimeout", Options{IdleTimeout: short},
+			func(t *testing.T, h *harness) string { return closed(dialRaw(t, h.conn.Target(), greeting)) }, "closed"},
+		{"item 1: half a preface, then nothing: closed at HandshakeTimeout", Options{HandshakeTimeout: short},
+			func(t *testing.T, h *harness) string { return closed(dialRaw(t, h.conn.Target(), greeting[:10])) }, "closed"},
+		{"item 1: a connection that sends nothing: closed at HandshakeTimeout", Options{HandshakeTimeout: short},
+			func(t *testing.T, h *harness) string { return closed(dialRaw(t, h.conn.Target(), nil)) }, "closed"},
+		{"item 1: a call ended, then no other: closed at IdleTimeout", Options{IdleTimeout: short, MessageTimeout: short},
+			func(t *testing.T, h *harness) string {
+				c := dialRaw(t, h.conn.Target(), greeting)
+				c.calls(1, 1)
+				return closed(c)
+			}, "closed"},
+		{"keepalive: 5 pings at once: GOAWAY too_many_pings, closed (held before)", Options{},
+			func(t *testing.T, h *harness) string {
+				c := dialRaw(t, h.conn.Target(), greeting)
+				for i := range 5 {
+					if err := c.fr.WritePing(false, [8]byte{byte(i)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return closed(c)
+			}, "closed"},
+		{"item 2: HEADERS without their message: reset at MessageTimeout", Options{MessageTimeout: short},
+			func(t *testing.T, h *harness) string {
+				c := dialRaw(t, h.conn.Target(), greeting)
+				c.calls(1, 1)
+				return fmt.Sprintf("%d reset", watchResets(c).reach(1))
+			}, "1 reset"},
+		{"item 2: 3 connections x 40 HEADERS without their message, MaxWaitingCalls 16: the 104 oldest reset at once, " +
+			"then the oldest for a real call, which is answered", Options{MaxWaitingCalls: 16, MessageTimeout: time.Hour},
+			func(t *testing.T, h *harness) string {
+				before := runtime.NumGoroutine()
+				conns := []*rawConn{dialRaw(t, h.conn.Target(), greeting), dialRaw(t, h.conn.Target(), greeting),
+					dialRaw(t, h.conn.Target(), greeting)}
+				for _, c := range conns {
+					c.calls(1, 40)
+				}
+				r := watchResets(conns...)
+				flood := r.reach(104)
+				// Each connection's three (reading, writing, keepalive), the
+				// readers above, and one for each call that waits (on a
+				// stream worker, or on a goroutine of its own when the
+				// workers were busy as it came).
+				if n := goroutinesAtMost(before + 3*3 + 3 + 16); n > before+3*3+3+16 {
+					t.Errorf("goroutines: %d before the flood, %d under it", before, n)
+				}
+				answer := brief(h.ask(request("rl", desc("foo=x"))))
+				return fmt.Sprintf("%d reset, then %s, then %d reset", flood, answer, r.reach(105))
+			}, "104 reset, then OK OK, then 105 reset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(epoch)
+			h := startWith(t, nil, memory.New(memory.Options{Clock: clk}), clk, tc.opts)
+			if got := tc.attack(t, h); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -23,6 +23,7 @@ type metrics struct {
 	descriptors *prometheus.CounterVec // domain, descriptor, decision
 	storeErrors *prometheus.CounterVec // domain
 	duration    prometheus.Histogram
+	callsReset  *prometheus.CounterVec // reason
 
 	mu      sync.Mutex
 	domains map[string]*domainStats // by domain label
@@ -61,10 +62,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time to answer a ShouldRateLimit call, store included.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
 		}),
+		callsReset: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_rls_calls_reset_total",
+			Help: "Calls reset while waiting for their request message, by reason: message_timeout (it did not arrive in time) or evicted (the most calls were waiting, and this one had waited longest).",
+		}, []string{"reason"}),
 		domains: map[string]*domainStats{},
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.descriptors, m.storeErrors, m.duration)
+		reg.MustRegister(m.callsReset)
 	}
 	m.unknown = m.domain(unknownDomain)
 	return m

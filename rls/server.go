@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/sluice-rl/sluice/clock"
@@ -62,6 +63,27 @@ type Options struct {
 	// MaxRequestBytes is the largest request message accepted (gRPC's
 	// ResourceExhausted beyond). Default 1 MiB.
 	MaxRequestBytes int
+	// HandshakeTimeout bounds a new connection's start: the caller's
+	// HTTP/2 preface and first SETTINGS frame must arrive within it, or
+	// the connection is closed. It also bounds the wait for the answer to
+	// the server's keepalive ping (see IdleTimeout). Default 10s, as
+	// server.read_header_timeout.
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes a connection with no call in flight for that
+	// long (GOAWAY, then close), counted from its start or its last call's
+	// end; a connection on which nothing has arrived for that long is
+	// pinged, and closed if the ping is not answered within
+	// HandshakeTimeout. Default 2m, as server.idle_timeout.
+	IdleTimeout time.Duration
+	// MessageTimeout bounds the wait for a call's request message once
+	// its HEADERS have arrived: a call still without it is reset. Default
+	// 10s, as server.read_header_timeout bounds /check's question.
+	MessageTimeout time.Duration
+	// MaxWaitingCalls is the most calls, over all connections, that may
+	// wait for their request message at once: past it, the call that has
+	// waited longest is reset, so that calls whose message never comes
+	// cannot hold more than that many goroutines. Default 1024.
+	MaxWaitingCalls int
 	// Registerer receives the server's metrics; nil registers none.
 	Registerer prometheus.Registerer
 	// Logger logs start and stop. Default slog.Default().
@@ -88,6 +110,14 @@ var _ pb.RateLimitServiceServer = (*Server)(nil)
 // connection could hold any number of goroutines, each with a request
 // buffered up to its flow-control window.
 const maxStreams = 1024
+
+// keepaliveMinTime is the shortest interval between the keepalive pings a
+// client may send, with or without a call in flight: a client that pings
+// more often is sent GOAWAY (ENHANCE_YOUR_CALM) and closed, so that pings
+// cost the server nothing that matters, while Envoy's connection_keepalive
+// at its usual intervals (10s and more) is answered. gRPC's default, 5m
+// and no pings without a call, would close such an Envoy's connections.
+const keepaliveMinTime = 10 * time.Second
 
 // maxHeaderBytes bounds a call's header fields (Envoy's take a few hundred
 // bytes), as /check's are: gRPC's default is 16 MiB, held by each call.
@@ -130,6 +160,18 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = 1 << 20
 	}
+	if opts.HandshakeTimeout <= 0 {
+		opts.HandshakeTimeout = 10 * time.Second
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 2 * time.Minute
+	}
+	if opts.MessageTimeout <= 0 {
+		opts.MessageTimeout = 10 * time.Second
+	}
+	if opts.MaxWaitingCalls <= 0 {
+		opts.MaxWaitingCalls = 1024
+	}
 	if opts.PolicyDomain == "" {
 		opts.PolicyDomain = DefaultPolicyDomain
 	}
@@ -139,13 +181,28 @@ func NewServer(opts Options) (*Server, error) {
 	s := &Server{opts: opts, metrics: newMetrics(opts.Registerer), health: health.NewServer()}
 	s.policyStats = s.metrics.domain(opts.PolicyDomain)
 	s.SetRules(opts.Rules)
-	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRequestBytes), grpc.MaxConcurrentStreams(maxStreams),
-		grpc.MaxHeaderListSize(maxHeaderBytes), grpc.NumStreamWorkers(streamWorkers))
+	s.grpc = grpc.NewServer(append(connectionOptions(opts, s.metrics),
+		grpc.MaxRecvMsgSize(opts.MaxRequestBytes), grpc.MaxConcurrentStreams(maxStreams),
+		grpc.MaxHeaderListSize(maxHeaderBytes), grpc.NumStreamWorkers(streamWorkers))...)
 	pb.RegisterRateLimitServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	s.health.SetServingStatus(serviceName, healthpb.HealthCheckResponse_SERVING)
 	return s, nil
+}
+
+// connectionOptions are the gRPC server's bounds on its connections and on
+// the calls that wait for their message.
+func connectionOptions(opts Options, m *metrics) []grpc.ServerOption {
+	waiting := newWaitingCalls(opts.MessageTimeout, opts.MaxWaitingCalls,
+		m.callsReset.WithLabelValues("message_timeout"), m.callsReset.WithLabelValues("evicted"))
+	return []grpc.ServerOption{
+		grpc.ConnectionTimeout(opts.HandshakeTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: opts.IdleTimeout,
+			Time: opts.IdleTimeout, Timeout: opts.HandshakeTimeout}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinTime, PermitWithoutStream: true}),
+		grpc.InTapHandle(waiting.tap), grpc.UnaryInterceptor(waiting.unary), grpc.StreamInterceptor(waiting.stream),
+	}
 }
 
 // SetRules replaces the rules; calls under way finish on the old ones.

@@ -70,14 +70,19 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 // listenGRPC listens for Envoy's rate limit service on decide.grpc,
 // deciding envoyproxy/ratelimit's rule files (decide.envoy_config) on the
 // gateway's store, with its series on the admin port's /metrics, and the
-// domain "sluice" with dec.
+// domain "sluice" with dec. The server block bounds its connections as
+// /check's: read_header_timeout a connection's start and a call's wait for
+// its message, idle_timeout a connection without calls, max_connections
+// their number.
 func listenGRPC(cfg *config.File, g *gateway.Gateway, dec *gateway.Decider, log *slog.Logger) (service, error) {
 	d := cfg.Decide
 	rules, err := loadEnvoyRules(d.EnvoyConfig)
 	if err != nil {
 		return service{}, err
 	}
+	header := cmp.Or(cfg.Server.ReadHeaderTimeout, config.DefaultReadHeaderTimeout)
 	srv, err := rls.NewServer(rls.Options{Store: g.Store(), OnStoreError: cfg.Store.OnFailure, Rules: rules, Decide: dec.Decide,
+		HandshakeTimeout: header, MessageTimeout: header, IdleTimeout: cmp.Or(cfg.Server.IdleTimeout, config.DefaultIdleTimeout),
 		Registerer: g.Registerer(), Logger: log})
 	if err != nil {
 		return service{}, err

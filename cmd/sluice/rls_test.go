@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +19,9 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/gateway"
 )
 
 // grpcAddr returns the Envoy gRPC address of the "sluice serving" log line.
@@ -111,5 +117,61 @@ func TestCheckEnvoyRuleFiles(t *testing.T) {
 	replace(t, rules, "domain: edge\ndescriptors:\n  - {key: remote_address, rate_limit: {unit: minute, requests_per_unit: 1}}\n")
 	if code, out, errs := runCmd("check", "--config", path); code != 0 {
 		t.Fatalf("a good rule file: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestGRPCIdleConnectionsDoNotLockOut (issue 15 item 1): with
+// max_connections taken by connections that sent the HTTP/2 preface and
+// SETTINGS and then no call, the gRPC port closes them at idle_timeout,
+// and a new client is answered. (rls's TestConnectionAttacks has the
+// other bounds.)
+func TestGRPCIdleConnectionsDoNotLockOut(t *testing.T) {
+	cfg, err := config.Parse("t.yaml", []byte("server:\n  max_connections: 2\n  idle_timeout: 1s\n  read_header_timeout: 1s\n"+
+		"decide:\n  grpc: 127.0.0.1:0\nadmin: 127.0.0.1:0\nrules:\n  - {name: all, match: {path: /}, rate: 10/m}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	svcs, err := listenDecide(cfg, g, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := svcs[0]
+	errc := make(chan error, 1)
+	go func() { errc <- s.run() }()
+	defer func() {
+		if err := stopAll(context.Background(), svcs); err != nil {
+			t.Error(err)
+		}
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	}()
+	for range 2 {
+		c, err := net.Dial("tcp", s.ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := grpc.NewClient(s.ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := pb.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "edge",
+		Descriptors: []*rlv3.RateLimitDescriptor{{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "k", Value: "v"}}}}})
+	if err != nil || resp.GetOverallCode() != pb.RateLimitResponse_OK {
+		t.Fatalf("a new client beside max_connections idle ones: %v %v, want OK", resp.GetOverallCode(), err)
 	}
 }
