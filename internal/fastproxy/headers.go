@@ -136,9 +136,10 @@ func appendForwardedFor(b []byte, addr netip.Addr) []byte {
 // Connection, those drop refuses (nil: none) and those whose name has a
 // space in it, which fasthttp reads and net/http refuses: a reader in
 // front of sluice may read "X A: 1" as another field, or the line as
-// broken.
+// broken. An answer without Content-Type goes on without one.
 func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, drop func(name string) bool) {
 	out.SetStatusCode(in.StatusCode())
+	in.SetNoDefaultContentType(true) // else All lists fasthttp's text/plain for an answer without one
 	conn := responseConnNames(in)
 	for k, v := range in.All() {
 		name := b2s(k)

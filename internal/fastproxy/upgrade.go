@@ -161,6 +161,7 @@ func upgradeFailed(ctx *fasthttp.RequestCtx, err error) Outcome {
 // then Connection: Upgrade and the upstream's Upgrade.
 func switchingHead(in, own *fasthttp.ResponseHeader, drop func(string) bool) []byte {
 	b := append([]byte(nil), "HTTP/1.1 101 Switching Protocols\r\n"...)
+	in.SetNoDefaultContentType(true) // a 101 has no Content-Type: All would list fasthttp's default
 	conn := responseConnNames(in)
 	for k, v := range in.All() {
 		if name := b2s(k); oneOf(name, hopByHop) || conn.has(k) || (drop != nil && drop(name)) {
