@@ -166,6 +166,15 @@ var attacks = []attack{
 		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
 	{name: "Connection names the key header", send: request("GET /claims/1", withB, "Connection: keep-alive, x-api-key, X-SLUICE-CLIENT"),
 		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
+	// Issue 15 item 11: a Connection list of thousands of names cost every
+	// step that read it; past 32 names the request is refused, uncounted.
+	{name: "Connection naming 32 fields, the key among them", send: request("GET /claims/1", withB, "X-Note: a",
+		"Connection: "+connectionNames(30)+", X-Note, X-API-Key"),
+		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
+	{name: "Connection naming 33 fields", prime: primeA, send: request("GET /claims/1", withA, "Connection: "+connectionNames(33)),
+		status: []int{400}},
+	{name: "Connection naming 5,000 fields", send: request("GET /claims/1", withB, "Connection: "+connectionNames(5000)),
+		status: []int{400}},
 
 	// An upgrade to cleartext HTTP/2 would carry the connection's later
 	// requests past the limiter as HTTP/2 streams: it never goes on.
@@ -218,6 +227,15 @@ var attacks = []attack{
 }
 
 func TestAttacks(t *testing.T) { runAttacks(t, attacks) }
+
+// connectionNames lists n field names: "x-1, x-2, ...".
+func connectionNames(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "x-" + strconv.Itoa(i+1)
+	}
+	return strings.Join(names, ", ")
+}
 
 // runAttacks runs each row against a gateway of its own.
 func runAttacks(t *testing.T, rows []attack) {

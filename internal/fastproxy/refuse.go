@@ -2,6 +2,7 @@ package fastproxy
 
 import (
 	"bytes"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
 )
@@ -26,7 +27,8 @@ import (
 //     follows as the next request, where net/http refuses it and a reader
 //     of RFC 2616 reads the body to the connection's end: 400;
 //   - a space or tab inside a field name ("X-API Key"), which fasthttp
-//     keeps and net/http refuses: 400.
+//     keeps and net/http refuses: 400;
+//   - Connection fields naming more than MaxConnectionNames fields: 400.
 func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	if p := h.Protocol(); !bytes.Equal(p, http11) && !bytes.Equal(p, http10) {
 		return fasthttp.StatusHTTPVersionNotSupported, "only HTTP/1.0 and HTTP/1.1 are served here"
@@ -53,8 +55,21 @@ func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	if spaced {
 		return fasthttp.StatusBadRequest, "a header field's name has a space in it (a name is one token, as X-API-Key)"
 	}
+	if tooManyConnectionNames(h) {
+		return fasthttp.StatusBadRequest, connectionNamesDetail
+	}
 	return 0, ""
 }
+
+// tooManyConnectionNames reports whether h's Connection fields name more
+// than MaxConnectionNames fields; it reads no further than the one past.
+func tooManyConnectionNames(h *fasthttp.RequestHeader) bool {
+	var named [MaxConnectionNames + 1][]byte
+	return len(appendConnectionNames(named[:0], h, len(named))) > MaxConnectionNames
+}
+
+var connectionNamesDetail = "the request's Connection fields name more than " + strconv.Itoa(MaxConnectionNames) +
+	" fields (a client names a few: close, keep-alive, upgrade)"
 
 // scanNames reports whether a field name in raw, a request's header block
 // as received, has a space or tab in it, and whether one is

@@ -1,6 +1,7 @@
 package fastproxy_test
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -62,6 +63,13 @@ func TestSmuggling(t *testing.T) {
 		{"broken chunk size", req("POST /u", "Transfer-Encoding: chunked") + "0x1\r\nA\r\n0\r\n\r\n", []int{400}, nil},
 		{"trailer not sent on", req("POST /u", "Transfer-Encoding: chunked") + "1\r\nA\r\n0\r\nX-API-Key: z\r\n\r\n",
 			[]int{200}, []string{"POST /u body=1"}},
+		// Issue 15 item 11: a Connection list is read at most
+		// MaxConnectionNames names far.
+		{"Connection naming 32 fields", req("GET /u", "Connection: "+names(32), "X-API-Key: k"),
+			[]int{200}, []string{"GET /u body=0"}},
+		{"Connection naming 33 fields", req("GET /u", "Connection: "+names(33)), []int{400}, nil},
+		{"Connection fields naming 33 fields together", req("GET /u", "Connection: "+names(20), "Connection: ,, "+names(13)),
+			[]int{400}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -84,6 +92,15 @@ func TestSmuggling(t *testing.T) {
 			}
 		})
 	}
+}
+
+// names lists n field names, X-API-Key last: "x-1, ..., X-API-Key".
+func names(n int) string {
+	var b strings.Builder
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "x-%d, ", i)
+	}
+	return b.String() + "X-API-Key"
 }
 
 // TestSlowHeaders: headers that do not arrive within the header timeout
