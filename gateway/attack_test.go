@@ -221,6 +221,15 @@ var attacks = []attack{
 		status: []int{429}, counted: []string{"claims partner-a limited"}},
 	{name: "obs-fold sent on unfolded", send: "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key:\r\n " + keyB + "\r\n\r\n",
 		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
+	// Issue 15 item 8: a header block whose end is a bare LF is refused,
+	// whatever follows it (alone, TestBareLFHeaderEnd); other line ends of
+	// a bare LF are read as CRLF.
+	{name: "header block ended by a bare LF", prime: primeA, send: "GET /claims/1 HTTP/1.1\nHost: x\n" + withA + "\n\n",
+		status: []int{400}},
+	{name: "last field's line ended by a bare LF", send: "GET /claims/1 HTTP/1.1\r\nHost: x\r\n" + withB + "\n\r\n",
+		status: []int{400}},
+	{name: "bare LF line ends, CRLF CRLF end", send: "GET /claims/1 HTTP/1.1\nHost: x\n" + withB + "\r\n\r\n",
+		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
 	{name: "obs-fold hiding a key in another field", prime: primeA,
 		send:   "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-Note: a\r\n X-API-Key: " + keyB + "\r\n" + withA + "\r\n\r\n",
 		status: []int{429}, counted: []string{"claims partner-a limited"}},

@@ -28,7 +28,10 @@ import (
 //     of RFC 2616 reads the body to the connection's end: 400;
 //   - a space or tab inside a field name ("X-API Key"), which fasthttp
 //     keeps and net/http refuses: 400;
-//   - Connection fields naming more than MaxConnectionNames fields: 400.
+//   - Connection fields naming more than MaxConnectionNames fields: 400;
+//   - a header block whose empty line ends in a bare LF, which fasthttp
+//     reads only when a CRLF CRLF came after it (alone, it is refused
+//     before Refuse: HeaderEnd): 400, whatever followed.
 func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	if p := h.Protocol(); !bytes.Equal(p, http11) && !bytes.Equal(p, http10) {
 		return fasthttp.StatusHTTPVersionNotSupported, "only HTTP/1.0 and HTTP/1.1 are served here"
@@ -58,8 +61,17 @@ func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	if tooManyConnectionNames(h) {
 		return fasthttp.StatusBadRequest, connectionNamesDetail
 	}
+	// The fields as received, with the block's end (none: no fields, the
+	// end unseen). The request line's end may be a bare LF.
+	if raw := h.RawHeaders(); len(raw) > 0 && !bytes.HasSuffix(raw, crlfCRLF) {
+		return fasthttp.StatusBadRequest, bareLFDetail
+	}
 	return 0, ""
 }
+
+// bareLFDetail is the problem detail of a request whose header block
+// ends in a bare LF (Refuse, and the server for ErrBareLFEnd).
+const bareLFDetail = "the request's header block ends in a bare LF (end it, and each line, with CRLF)"
 
 // tooManyConnectionNames reports whether h's Connection fields name more
 // than MaxConnectionNames fields; it reads no further than the one past.
@@ -95,6 +107,7 @@ func scanNames(raw []byte) (spaced, te bool) {
 var (
 	http11           = []byte("HTTP/1.1")
 	http10           = []byte("HTTP/1.0")
+	crlfCRLF         = []byte("\r\n\r\n")
 	contentLength    = []byte("content-length")
 	transferEncoding = []byte("transfer-encoding")
 )
