@@ -29,9 +29,10 @@ import (
 //   - a space or tab inside a field name ("X-API Key"), which fasthttp
 //     keeps and net/http refuses: 400;
 //   - Connection fields naming more than MaxConnectionNames fields: 400;
-//   - a header block whose empty line ends in a bare LF, which fasthttp
-//     reads only when a CRLF CRLF came after it (alone, it is refused
-//     before Refuse: HeaderEnd): 400, whatever followed.
+//   - a header block whose end is a bare LF (its empty line, or the
+//     line before it), which fasthttp reads only when a CRLF CRLF came
+//     after it (alone, it is refused before Refuse: HeaderEnd): 400,
+//     whatever followed.
 func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	if p := h.Protocol(); !bytes.Equal(p, http11) && !bytes.Equal(p, http10) {
 		return fasthttp.StatusHTTPVersionNotSupported, "only HTTP/1.0 and HTTP/1.1 are served here"
