@@ -87,6 +87,11 @@ start_nginx 4096 <<EOF
             add_header RateLimit-Policy \$sluice_policy always;
             add_header RateLimit \$sluice_ratelimit always;
             proxy_set_header X-Sluice-Client \$sluice_client;
+            proxy_set_header X-HTTP-Method-Override "";
+            proxy_set_header X-HTTP-Method "";
+            proxy_set_header X-Method-Override "";
+            proxy_set_header X-Original-URL "";
+            proxy_set_header X-Rewrite-URL "";
             proxy_pass http://up;
             proxy_http_version 1.1;
             proxy_set_header Connection "";

@@ -166,6 +166,15 @@ var attacks = []attack{
 		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
 	{name: "Connection names the key header", send: request("GET /claims/1", withB, "Connection: keep-alive, x-api-key, X-SLUICE-CLIENT"),
 		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
+	// Issue 15 item 11: a Connection list of thousands of names cost every
+	// step that read it; past 32 names the request is refused, uncounted.
+	{name: "Connection naming 32 fields, the key among them", send: request("GET /claims/1", withB, "X-Note: a",
+		"Connection: "+connectionNames(30)+", X-Note, X-API-Key"),
+		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
+	{name: "Connection naming 33 fields", prime: primeA, send: request("GET /claims/1", withA, "Connection: "+connectionNames(33)),
+		status: []int{400}},
+	{name: "Connection naming 5,000 fields", send: request("GET /claims/1", withB, "Connection: "+connectionNames(5000)),
+		status: []int{400}},
 
 	// An upgrade to cleartext HTTP/2 would carry the connection's later
 	// requests past the limiter as HTTP/2 streams: it never goes on.
@@ -212,12 +221,30 @@ var attacks = []attack{
 		status: []int{429}, counted: []string{"claims partner-a limited"}},
 	{name: "obs-fold sent on unfolded", send: "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key:\r\n " + keyB + "\r\n\r\n",
 		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
+	// Issue 15 item 8: a header block whose end is a bare LF is refused,
+	// whatever follows it (alone, TestBareLFHeaderEnd); other line ends of
+	// a bare LF are read as CRLF.
+	{name: "header block ended by a bare LF", prime: primeA, send: "GET /claims/1 HTTP/1.1\nHost: x\n" + withA + "\n\n",
+		status: []int{400}},
+	{name: "last field's line ended by a bare LF", send: "GET /claims/1 HTTP/1.1\r\nHost: x\r\n" + withB + "\n\r\n",
+		status: []int{400}},
+	{name: "bare LF line ends, CRLF CRLF end", send: "GET /claims/1 HTTP/1.1\nHost: x\n" + withB + "\r\n\r\n",
+		status: []int{200}, received: []string{"GET /claims/1 | " + fromB}, counted: []string{"claims partner-b allowed"}},
 	{name: "obs-fold hiding a key in another field", prime: primeA,
 		send:   "GET /claims/1 HTTP/1.1\r\nHost: x\r\nX-Note: a\r\n X-API-Key: " + keyB + "\r\n" + withA + "\r\n\r\n",
 		status: []int{429}, counted: []string{"claims partner-a limited"}},
 }
 
 func TestAttacks(t *testing.T) { runAttacks(t, attacks) }
+
+// connectionNames lists n field names: "x-1, x-2, ...".
+func connectionNames(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "x-" + strconv.Itoa(i+1)
+	}
+	return strings.Join(names, ", ")
+}
 
 // runAttacks runs each row against a gateway of its own.
 func runAttacks(t *testing.T, rows []attack) {

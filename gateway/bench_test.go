@@ -2,10 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -26,11 +28,43 @@ func BenchmarkRun(b *testing.B) {
 		{"Allowed", "gcra", "1000000000/s"},
 		{"Rejected", "fixed_window", "1/d"},
 	} {
-		b.Run(c.name, func(b *testing.B) { benchRun(b, c.algorithm, c.rate) })
+		b.Run(c.name, func(b *testing.B) { benchRun(b, c.algorithm, c.rate, nil) })
 	}
 }
 
-func benchRun(b *testing.B, algorithm, rate string) {
+// BenchmarkRunConnectionTokens is BenchmarkRun/Allowed for a request of
+// some 58 KB: one X-Pad field of 5,000 names (Plain); a Connection field
+// listing them (Tokens: refused, 400, past fastproxy.MaxConnectionNames),
+// what a caller can make one request's Connection field cost the gateway;
+// and a Connection field listing 32 of them beside the X-Pad field
+// (Tokens32, passed).
+//
+//	go test -run XXX -bench RunConnectionTokens -benchmem -cpu 1 ./gateway/
+func BenchmarkRunConnectionTokens(b *testing.B) {
+	toks := make([]string, 5000)
+	for i := range toks {
+		toks[i] = fmt.Sprintf("x-%06d", i)
+	}
+	all, first32 := strings.Join(toks, ", "), strings.Join(toks[:32], ", ")
+	for _, c := range []struct {
+		name   string
+		fields []string
+	}{
+		{"Plain", []string{"X-Pad", all}},
+		{"Tokens", []string{"Connection", all}},
+		{"Tokens32", []string{"X-Pad", all, "Connection", first32}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			benchRun(b, "gcra", "1000000000/s", func(h *fasthttp.RequestHeader) {
+				for i := 0; i < len(c.fields); i += 2 {
+					h.Set(c.fields[i], c.fields[i+1])
+				}
+			})
+		})
+	}
+}
+
+func benchRun(b *testing.B, algorithm, rate string, header func(*fasthttp.RequestHeader)) {
 	up := serveBench(b)
 	dir := b.TempDir()
 	path := filepath.Join(dir, "sluice.yaml")
@@ -62,6 +96,9 @@ func benchRun(b *testing.B, algorithm, rate string) {
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 		req.SetRequestURI("http://" + ln.Addr().String() + "/claims/1")
 		req.Header.Set("X-API-Key", "key-a")
+		if header != nil {
+			header(&req.Header)
+		}
 		for pb.Next() {
 			if err := client.Do(req, resp); err != nil {
 				b.Error(err)

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/sluice-rl/sluice/internal/fastproxy"
 )
 
@@ -77,24 +79,52 @@ func (l *stallListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: l.wait}}, nil
+	sc := &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: l.wait}}
+	sc.head.Begin()
+	return sc, nil
 }
 
 // stallConn gives each write wait to complete. It also hands the reader
-// first what watchGone read ahead.
+// first what watchGone read ahead, and fails at once the read the server
+// would wait on for ever for a header block that ended in a bare LF
+// (fastproxy.HeaderEnd: watched from the connection's start or its
+// return to waiting for a request, headerNext, to the handler, headerRead).
 type stallConn struct {
 	net.Conn
 	wd     fastproxy.Deadline
 	peeked []byte // read by watchGone, not yet by the server
+	head   fastproxy.HeaderEnd
 }
 
 func (c *stallConn) Read(p []byte) (int, error) {
+	if c.head.Stuck() {
+		return 0, fastproxy.ErrBareLFEnd
+	}
 	if len(c.peeked) > 0 {
 		n := copy(p, c.peeked)
 		c.peeked = c.peeked[n:]
+		c.head.See(p[:n])
 		return n, nil
 	}
-	return c.Conn.Read(p)
+	n, err := c.Conn.Read(p)
+	c.head.See(p[:n])
+	return n, err
+}
+
+// headerNext notes that the server waits for c's next request (its
+// ConnState is idle): what c delivers now may be a header block.
+func headerNext(c net.Conn) {
+	if sc := watchedConn(c); sc != nil {
+		sc.head.Begin()
+	}
+}
+
+// headerRead notes that the server has read the header block of the
+// request ctx serves: what its connection delivers now is its body.
+func headerRead(ctx *fasthttp.RequestCtx) {
+	if sc := watchedConn(ctx.Conn()); sc != nil {
+		sc.head.Done()
+	}
 }
 
 func (c *stallConn) Write(p []byte) (int, error) { return c.wd.Write(c.Conn, p) }

@@ -28,6 +28,7 @@ import (
 // queue may impose, and Connection: close on an answer given before the
 // body was read.
 func (g *Gateway) serveFast(ctx *fasthttp.RequestCtx) {
+	headerRead(ctx) // conncap.go
 	g.inflight.Add(1)
 	if !g.decideFast(ctx) {
 		g.inflight.Add(-1)

@@ -280,6 +280,14 @@ var rawAnswers = []rawAttack{
 	{name: "upstream field name with a space", answer: "HTTP/1.1 200 OK\r\nX A: 1\r\nX-B: 2\r\nContent-Length: 2\r\n\r\nok",
 		send: request("GET /raw", withB), status: []int{200}, lines: []string{"GET /raw HTTP/1.1"},
 		answered: []string{"X-B: 2"}, notAnswered: []string{"X A"}},
+	// Issue 15 item 7: an answer without Content-Type reaches the caller
+	// without one (fasthttp would add text/plain; charset=utf-8).
+	{name: "upstream answer without Content-Type", answer: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		send: request("GET /raw", withB), status: []int{200}, lines: []string{"GET /raw HTTP/1.1"},
+		answered: []string{"\r\nContent-Length: 2\r\n"}, notAnswered: []string{"Content-Type", "text/plain"}},
+	{name: "upstream 204 without Content-Type", answer: "HTTP/1.1 204 No Content\r\n\r\n",
+		send: request("GET /raw", withB), status: []int{204}, lines: []string{"GET /raw HTTP/1.1"},
+		notAnswered: []string{"Content-Type", "text/plain"}},
 }
 
 func TestRawUpstreamAnswers(t *testing.T) {

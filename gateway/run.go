@@ -44,6 +44,9 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	g.tunnels.reset()
 	srv.ConnState = func(c net.Conn, st fasthttp.ConnState) {
 		conns.track(c, st)
+		if st == fasthttp.StateIdle {
+			headerNext(c) // conncap.go
+		}
 		if st == fasthttp.StateClosed {
 			g.tunnels.connClosed(c) // closed before a hijack took it (upgrade.go)
 		}

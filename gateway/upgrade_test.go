@@ -122,6 +122,9 @@ func TestUpgradeEchoes(t *testing.T) {
 		resp.Header.Get("RateLimit-Policy") != `"claims";q=100;w=60` {
 		t.Errorf("101's fields: %v", resp.Header)
 	}
+	if ct, ok := resp.Header["Content-Type"]; ok { // issue 15 item 7: the upstream's 101 has none
+		t.Errorf("the 101 has Content-Type %q, which the upstream's had not", ct)
+	}
 	for _, msg := range []string{"ping", strings.Repeat("x", 100<<10)} {
 		r.write(msg)
 		r.expect(msg)

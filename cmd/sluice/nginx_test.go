@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // nginxRecipe is docs/decide.md's nginx recipe, with the addresses and the
@@ -55,6 +58,11 @@ http {
       add_header RateLimit-Policy $sluice_policy always;
       add_header RateLimit $sluice_ratelimit always;
       proxy_set_header X-Sluice-Client $sluice_client;
+      proxy_set_header X-HTTP-Method-Override "";
+      proxy_set_header X-HTTP-Method "";
+      proxy_set_header X-Method-Override "";
+      proxy_set_header X-Original-URL "";
+      proxy_set_header X-Rewrite-URL "";
       proxy_pass {upstream};
     }
 
@@ -180,13 +188,19 @@ func freeLoopback(t *testing.T) string {
 
 // seenUpstream records what reached the upstream.
 type seenUpstream struct {
-	mu      sync.Mutex
-	clients []string // X-Sluice-Client of each request
+	mu        sync.Mutex
+	clients   []string // X-Sluice-Client of each request
+	overrides []string // "Name: value" of every method- or path-override header received
 }
 
 func (s *seenUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.clients = append(s.clients, strings.Join(r.Header.Values("X-Sluice-Client"), ","))
+	for name, vs := range r.Header {
+		if policy.RemovedHeader(name) && name != policy.ClientHeader {
+			s.overrides = append(s.overrides, name+": "+strings.Join(vs, ","))
+		}
+	}
 	s.mu.Unlock()
 	fmt.Fprintf(w, "claims service: %s", r.URL.Path)
 }
@@ -299,6 +313,45 @@ func TestNginxAuthRequest(t *testing.T) {
 	}
 	if got := up.seen(); len(got) != 3 || got[2] != "partner-b" {
 		t.Errorf("the upstream saw %q, want partner-a twice then partner-b", got)
+	}
+}
+
+// TestNginxOverrideHeaders (issue 15 item 12): sluice counts the request
+// line nginx describes in X-Original-Method and X-Original-URI, so the
+// recipe clears the method- and path-override headers, with which some
+// upstreams serve another request (a POST counted as a write served as a
+// GET): none reaches the upstream, in any case; nginx drops the spellings
+// with underscores itself (underscores_in_headers off).
+func TestNginxOverrideHeaders(t *testing.T) {
+	up := &seenUpstream{}
+	upSrv := httptest.NewServer(up)
+	t.Cleanup(upSrv.Close)
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	replace(t, path, nginxConfig)
+	p := startServe(t, path)
+	ngx := startNginx(t, checkAddr(p.logs.String()), upSrv.URL)
+	c, err := net.Dial("tcp", ngx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.WriteString(c, "POST /claims/1 HTTP/1.1\r\nHost: x\r\nX-API-Key: key-b-3a9e5d1c0f\r\nContent-Length: 0\r\n"+
+		"X-HTTP-Method-Override: GET\r\nx-http-method: GET\r\nX-METHOD-OVERRIDE: GET\r\n"+
+		"X-Original-URL: /free\r\nx-rewrite-url: /free\r\nX_HTTP_Method_Override: GET\r\nX_Original_URL: /free\r\n"+
+		"Connection: close\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d, want 200", resp.StatusCode)
+	}
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if len(up.clients) != 1 || len(up.overrides) != 0 {
+		t.Errorf("the upstream received %d requests, with the override headers %q; want one, with none", len(up.clients), up.overrides)
 	}
 }
 

@@ -70,8 +70,9 @@ func (f *Forwarding) Build(in, out *fasthttp.RequestHeader, tls bool) {
 	out.SetMethodBytes(orBytes(f.Method, in.Method()))
 	out.SetRequestURIBytes(orBytes(f.URI, in.RequestURI()))
 	out.SetHostBytes(in.Host())
-	out.SetNoDefaultContentType(true) // a body without Content-Type goes on without one
-	conn := newConnNames(connectionTokens(in))
+	out.SetNoDefaultContentType(true)    // a body without Content-Type goes on without one
+	var named [MaxConnectionNames][]byte // Refuse lets no more through: the list stays on the stack
+	conn := newConnNames(appendConnectionNames(named[:0], in, -1))
 	for k, v := range in.All() {
 		name := b2s(k)
 		if oneOf(name, hopByHop) || respells(name, forwarding) || slices.Contains(f.Removed, name) ||
@@ -136,9 +137,10 @@ func appendForwardedFor(b []byte, addr netip.Addr) []byte {
 // Connection, those drop refuses (nil: none) and those whose name has a
 // space in it, which fasthttp reads and net/http refuses: a reader in
 // front of sluice may read "X A: 1" as another field, or the line as
-// broken.
+// broken. An answer without Content-Type goes on without one.
 func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, drop func(name string) bool) {
 	out.SetStatusCode(in.StatusCode())
+	in.SetNoDefaultContentType(true) // else All lists fasthttp's text/plain for an answer without one
 	conn := responseConnNames(in)
 	for k, v := range in.All() {
 		name := b2s(k)
@@ -154,32 +156,60 @@ func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, dro
 func responseConnNames(h *fasthttp.ResponseHeader) connNames {
 	var toks [][]byte
 	for _, v := range h.PeekAll("Connection") {
-		toks = appendTokens(toks, v)
+		for item, rest := nextItem(v); item != nil; item, rest = nextItem(rest) {
+			toks = append(toks, item)
+		}
 	}
 	return newConnNames(toks)
 }
 
-// connectionTokens returns the field names the caller's Connection
-// fields list, as written.
-func connectionTokens(h *fasthttp.RequestHeader) [][]byte {
-	var toks [][]byte
+// MaxConnectionNames is the most names a request's Connection fields may
+// list (Refuse): a client names a few (close, keep-alive, upgrade, te and
+// the fields of an upgrade), and a caller naming thousands would make
+// every step that reads them cost as much.
+const MaxConnectionNames = 32
+
+// appendConnectionNames appends to toks the field names the caller's
+// Connection fields list, as written (not copied), but no more than max
+// of them (-1: all).
+func appendConnectionNames(toks [][]byte, h *fasthttp.RequestHeader, max int) [][]byte {
+	n := 0
 	for k, v := range h.All() {
-		if b2s(k) == "Connection" {
-			toks = appendTokens(toks, v)
+		if b2s(k) != "Connection" {
+			continue
+		}
+		for item, rest := nextItem(v); item != nil; item, rest = nextItem(rest) {
+			if n == max {
+				return toks
+			}
+			toks, n = append(toks, item), n+1
 		}
 	}
 	return toks
 }
 
-func appendTokens(toks [][]byte, v []byte) [][]byte {
+// nextItem returns the first item of the comma-separated list v (RFC
+// 9110 5.6.1), trimmed, empty ones skipped, and the rest of v after it;
+// nil when there is none.
+func nextItem(v []byte) (item, rest []byte) {
 	for len(v) > 0 {
-		var tok []byte
-		tok, v, _ = bytes.Cut(v, []byte{','})
-		if tok = bytes.TrimSpace(tok); len(tok) > 0 {
-			toks = append(toks, tok)
+		item, v, _ = bytes.Cut(v, []byte{','})
+		if item = bytes.TrimSpace(item); len(item) > 0 {
+			return item, v
 		}
 	}
-	return toks
+	return nil, nil
+}
+
+// listHas reports whether the comma-separated list v has the item tok,
+// in any case.
+func listHas(v, tok []byte) bool {
+	for item, rest := nextItem(v); item != nil; item, rest = nextItem(rest) {
+		if bytes.EqualFold(item, tok) {
+			return true
+		}
+	}
+	return false
 }
 
 // connNames are the field names that Connection fields list (RFC 9110

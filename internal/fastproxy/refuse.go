@@ -2,6 +2,7 @@ package fastproxy
 
 import (
 	"bytes"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
 )
@@ -26,7 +27,12 @@ import (
 //     follows as the next request, where net/http refuses it and a reader
 //     of RFC 2616 reads the body to the connection's end: 400;
 //   - a space or tab inside a field name ("X-API Key"), which fasthttp
-//     keeps and net/http refuses: 400.
+//     keeps and net/http refuses: 400;
+//   - Connection fields naming more than MaxConnectionNames fields: 400;
+//   - a header block whose end is a bare LF (its empty line, or the
+//     line before it), which fasthttp reads only when a CRLF CRLF came
+//     after it (alone, it is refused before Refuse: HeaderEnd): 400,
+//     whatever followed.
 func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	if p := h.Protocol(); !bytes.Equal(p, http11) && !bytes.Equal(p, http10) {
 		return fasthttp.StatusHTTPVersionNotSupported, "only HTTP/1.0 and HTTP/1.1 are served here"
@@ -53,8 +59,30 @@ func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	if spaced {
 		return fasthttp.StatusBadRequest, "a header field's name has a space in it (a name is one token, as X-API-Key)"
 	}
+	if tooManyConnectionNames(h) {
+		return fasthttp.StatusBadRequest, connectionNamesDetail
+	}
+	// The fields as received, with the block's end (none: no fields, the
+	// end unseen). The request line's end may be a bare LF.
+	if raw := h.RawHeaders(); len(raw) > 0 && !bytes.HasSuffix(raw, crlfCRLF) {
+		return fasthttp.StatusBadRequest, bareLFDetail
+	}
 	return 0, ""
 }
+
+// bareLFDetail is the problem detail of a request whose header block
+// ends in a bare LF (Refuse, and the server for ErrBareLFEnd).
+const bareLFDetail = "the request's header block ends in a bare LF (end it, and each line, with CRLF)"
+
+// tooManyConnectionNames reports whether h's Connection fields name more
+// than MaxConnectionNames fields; it reads no further than the one past.
+func tooManyConnectionNames(h *fasthttp.RequestHeader) bool {
+	var named [MaxConnectionNames + 1][]byte
+	return len(appendConnectionNames(named[:0], h, len(named))) > MaxConnectionNames
+}
+
+var connectionNamesDetail = "the request's Connection fields name more than " + strconv.Itoa(MaxConnectionNames) +
+	" fields (a client names a few: close, keep-alive, upgrade)"
 
 // scanNames reports whether a field name in raw, a request's header block
 // as received, has a space or tab in it, and whether one is
@@ -80,6 +108,7 @@ func scanNames(raw []byte) (spaced, te bool) {
 var (
 	http11           = []byte("HTTP/1.1")
 	http10           = []byte("HTTP/1.0")
+	crlfCRLF         = []byte("\r\n\r\n")
 	contentLength    = []byte("content-length")
 	transferEncoding = []byte("transfer-encoding")
 )

@@ -1,6 +1,7 @@
 package fastproxy_test
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -62,6 +63,20 @@ func TestSmuggling(t *testing.T) {
 		{"broken chunk size", req("POST /u", "Transfer-Encoding: chunked") + "0x1\r\nA\r\n0\r\n\r\n", []int{400}, nil},
 		{"trailer not sent on", req("POST /u", "Transfer-Encoding: chunked") + "1\r\nA\r\n0\r\nX-API-Key: z\r\n\r\n",
 			[]int{200}, []string{"POST /u body=1"}},
+		// Issue 15 item 8: a header block whose end is a bare LF is
+		// refused, also when a CRLF CRLF after it lets fasthttp read it
+		// (alone, the server refuses it: TestHeaderEnd, gateway's
+		// TestBareLFHeaderEnd); other line ends of a bare LF are read.
+		{"header block ended by a bare LF, a request after it", "GET /1 HTTP/1.1\nHost: x\n\n" + req("GET /2"), []int{400}, nil},
+		{"last field's line a bare LF", "GET /1 HTTP/1.1\r\nHost: x\n\r\n" + req("GET /2"), []int{400}, nil},
+		{"bare LF line ends, CRLF CRLF end", "GET /1 HTTP/1.1\nHost: x\nX-A: a\r\n\r\n", []int{200}, []string{"GET /1 body=0"}},
+		// Issue 15 item 11: a Connection list is read at most
+		// MaxConnectionNames names far.
+		{"Connection naming 32 fields", req("GET /u", "Connection: "+names(32), "X-API-Key: k"),
+			[]int{200}, []string{"GET /u body=0"}},
+		{"Connection naming 33 fields", req("GET /u", "Connection: "+names(33)), []int{400}, nil},
+		{"Connection fields naming 33 fields together", req("GET /u", "Connection: "+names(20), "Connection: ,, "+names(13)),
+			[]int{400}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -84,6 +99,15 @@ func TestSmuggling(t *testing.T) {
 			}
 		})
 	}
+}
+
+// names lists n field names, X-API-Key last: "x-1, ..., X-API-Key".
+func names(n int) string {
+	var b strings.Builder
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "x-%d, ", i)
+	}
+	return b.String() + "X-API-Key"
 }
 
 // TestSlowHeaders: headers that do not arrive within the header timeout

@@ -37,7 +37,8 @@ type Timeouts struct {
 // never parsed; no Server header and no default Content-Type added to what
 // the upstream answered; Connection: close on answers while shutting down.
 // A request fasthttp cannot parse is answered with a problem+json body
-// (400, 431 for headers over MaxHeaderBytes, 408 for headers too slow).
+// (400, 431 for headers over MaxHeaderBytes, 408 for headers too slow;
+// 400 for a read failed with ErrBareLFEnd).
 // Body timeouts are the handler's: SetBodyDeadline.
 func NewServer(h fasthttp.RequestHandler, t Timeouts, log fasthttp.Logger) *fasthttp.Server {
 	return &fasthttp.Server{
@@ -70,6 +71,8 @@ func parseFailed(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.As(err, &small):
 		WriteProblem(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "the request's header fields are larger than 64 KiB")
+	case errors.Is(err, ErrBareLFEnd):
+		WriteProblem(ctx, fasthttp.StatusBadRequest, bareLFDetail)
 	case errors.As(err, &ne) && ne.Timeout():
 		WriteProblem(ctx, fasthttp.StatusRequestTimeout, "the request did not arrive within the header timeout")
 	default:

@@ -32,14 +32,20 @@ func UpgradeOf(h *fasthttp.RequestHeader) []byte {
 	if n := h.ContentLength(); n > 0 || n == -1 {
 		return nil
 	}
-	if !tokenIn(connectionTokens(h), upgrade) {
+	if !namesUpgrade(h) {
 		return nil
 	}
 	proto := h.Peek("Upgrade")
-	if len(bytes.TrimSpace(proto)) == 0 || len(h.PeekAll("Upgrade")) > 1 || tokenIn(appendTokens(nil, proto), h2c) {
+	if len(bytes.TrimSpace(proto)) == 0 || len(h.PeekAll("Upgrade")) > 1 || listHas(proto, h2c) {
 		return nil
 	}
 	return proto
+}
+
+// namesUpgrade reports whether h's Connection fields name upgrade.
+func namesUpgrade(h *fasthttp.RequestHeader) bool {
+	var named [MaxConnectionNames][]byte // Refuse lets no more through: the list stays on the stack
+	return tokenIn(appendConnectionNames(named[:0], h, -1), upgrade)
 }
 
 var (
@@ -137,7 +143,7 @@ func (p *Proxy) Upgrade(ctx *fasthttp.RequestCtx, f *Forwarding, proto []byte, o
 	}
 	defer fasthttp.ReleaseResponse(resp)
 	got := resp.Header.Peek("Upgrade")
-	if len(resp.Header.PeekAll("Upgrade")) != 1 || !tokenIn(appendTokens(nil, proto), bytes.TrimSpace(got)) {
+	if len(resp.Header.PeekAll("Upgrade")) != 1 || !listHas(proto, bytes.TrimSpace(got)) {
 		_ = up.Close()
 		WriteProblem(ctx, fasthttp.StatusBadGateway, "the upstream service switched to a protocol the request did not ask for")
 		return nil, UpstreamFailed, errors.New("fastproxy: upstream switched to " + string(got) + ", not " + string(proto))
@@ -161,6 +167,7 @@ func upgradeFailed(ctx *fasthttp.RequestCtx, err error) Outcome {
 // then Connection: Upgrade and the upstream's Upgrade.
 func switchingHead(in, own *fasthttp.ResponseHeader, drop func(string) bool) []byte {
 	b := append([]byte(nil), "HTTP/1.1 101 Switching Protocols\r\n"...)
+	in.SetNoDefaultContentType(true) // a 101 has no Content-Type: All would list fasthttp's default
 	conn := responseConnNames(in)
 	for k, v := range in.All() {
 		if name := b2s(k); oneOf(name, hopByHop) || conn.has(k) || (drop != nil && drop(name)) {

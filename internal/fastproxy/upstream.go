@@ -48,19 +48,38 @@ func newClient(u *url.URL, timeout time.Duration, conns *openConns) *fasthttp.Ho
 		NoDefaultUserAgentHeader:      true,
 		DisablePathNormalizing:        true,
 		DisableHeaderNamesNormalizing: true,
-		// A request without a body is sent again, once, when a kept-alive
-		// connection turns out closed by the upstream before it was
-		// answered (as net/http does); one whose body streams cannot be,
-		// one that timed out has had its time, and one whose connection
-		// sluice closed (Abort) is not to be sent again.
+		// A request without a body whose method is safe is sent again,
+		// once, when the kept-alive connection it went on turns out
+		// closed by the upstream (stale), as net/http's Transport does.
+		// One whose body streams cannot be, one that timed out has had
+		// its time, and one whose connection sluice closed (Abort) is not
+		// to be sent again.
 		MaxIdemponentCallAttempts: 2,
 		RetryIfErr: func(req *fasthttp.Request, _ int, err error) (bool, bool) {
-			closedThere := errors.Is(err, fasthttp.ErrConnectionClosed) || errors.Is(err, io.EOF) ||
-				errors.Is(err, syscall.ECONNRESET)
-			return false, closedThere && !conns.aborted.Load() && !errors.Is(err, net.ErrClosed) && !req.IsBodyStream() &&
-				(req.Header.IsGet() || req.Header.IsHead())
+			return false, stale(err) && !conns.aborted.Load() && !req.IsBodyStream() && safeMethod(&req.Header)
 		},
 	}
+}
+
+// stale reports whether err says that the upstream had closed the
+// connection before it read the request: the write failed (EPIPE, which
+// Linux reports once the upstream's FIN and then a reset have arrived,
+// as a keep-alive probe of an idle connection draws; ECONNRESET), or the
+// connection was reset, or ended before the answer's first byte (a bare
+// io.EOF: fasthttp wraps an end met later), before its head was read and
+// so before any of it went to the caller. net.ErrClosed is sluice's own
+// close (Abort).
+func stale(err error) bool {
+	return !errors.Is(err, net.ErrClosed) && (err == io.EOF || errors.Is(err, fasthttp.ErrConnectionClosed) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET))
+}
+
+// safeMethod reports whether h's method is one net/http's Transport sends
+// again on a new connection: GET, HEAD, OPTIONS, TRACE (RFC 9110 9.2.1).
+// PUT and DELETE are idempotent but not safe: sent twice, the second
+// answer may not be the first's (a 404 for a DELETE that succeeded).
+func safeMethod(h *fasthttp.RequestHeader) bool {
+	return h.IsGet() || h.IsHead() || h.IsOptions() || h.IsTrace()
 }
 
 // upstreamConn gives each read and each write wait to complete.
