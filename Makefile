@@ -6,8 +6,9 @@ GO ?= go
 
 test: deps vet unit
 
-# Tests start real redis-server processes (standalone and cluster) and a
-# real nginx; install Debian's redis-server and nginx when they are missing.
+# Tests start real redis-server processes (standalone and cluster), a
+# real nginx and a headless chromium; install Debian's redis-server, nginx
+# and chromium when they are missing.
 deps:
 	@command -v redis-server >/dev/null || { \
 		echo "installing redis-server"; \
@@ -24,6 +25,12 @@ deps:
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; }; \
 		[ -z "$$made" ] || rm -f /usr/sbin/policy-rc.d; }
 	@PATH="$$PATH:/usr/sbin" command -v nginx >/dev/null || { echo "nginx still missing" >&2; exit 1; }
+	@# The dashboard's test renders it in a real browser: Debian's chromium,
+	@# headless.
+	@command -v chromium >/dev/null || { \
+		echo "installing chromium"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@command -v chromium >/dev/null || { echo "chromium still missing" >&2; exit 1; }
 
 # go.mod and go.sum must be tidy: `go mod tidy -diff` prints what tidying
 # would change and fails (it needs the module proxy or a warm module cache).
