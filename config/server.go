@@ -34,6 +34,21 @@ type Server struct {
 	// callers wait in the kernel's listen backlog until one closes.
 	// Default 10000.
 	MaxConnections int
+	// BodyBuffer is the largest request body, in bytes, read whole before
+	// its request takes a slot of protect's (max_in_flight): its caller's
+	// upload then holds no slot of the service. A larger body streams to
+	// the upstream as it arrives, without a slot, among at most
+	// MaxStreamedBodies at once. Only with a protect block. Default 65536.
+	BodyBuffer int
+	// BodyBufferTotal bounds, in bytes, the bodies read whole at once in
+	// the process (BodyBuffer each); a body that finds no room streams as a
+	// larger one does. Default 67108864 (64 MiB).
+	BodyBufferTotal int64
+	// MaxStreamedBodies caps the requests whose body streams to the
+	// upstream at once without a slot of protect's (larger than
+	// BodyBuffer, or no room in BodyBufferTotal); more are answered 503
+	// with Retry-After. Only with a protect block. Default 100.
+	MaxStreamedBodies int
 	// ShutdownDelay is how long the gateway keeps serving, with /readyz
 	// answering 503, after it is told to stop and before it stops
 	// accepting connections, so that load balancers see it leave. Default 0.
@@ -51,6 +66,11 @@ const (
 	DefaultUpstreamTimeout   = 30 * time.Second
 	DefaultMaxConnections    = 10_000
 	DefaultDrainTimeout      = 10 * time.Second
+	DefaultBodyBuffer        = 64 << 10
+	DefaultBodyBufferTotal   = 64 << 20
+	DefaultMaxStreamedBodies = 100
+	maxBodyBuffer            = 16 << 20
+	maxBodyBufferTotal       = 64 << 30
 	maxServerDuration        = 24 * time.Hour
 )
 
@@ -58,7 +78,8 @@ const (
 func DefaultServer() Server {
 	return Server{ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyTimeout: DefaultBodyTimeout,
 		IdleTimeout: DefaultIdleTimeout, UpstreamTimeout: DefaultUpstreamTimeout,
-		MaxConnections: DefaultMaxConnections, DrainTimeout: DefaultDrainTimeout}
+		MaxConnections: DefaultMaxConnections, DrainTimeout: DefaultDrainTimeout, BodyBuffer: DefaultBodyBuffer,
+		BodyBufferTotal: DefaultBodyBufferTotal, MaxStreamedBodies: DefaultMaxStreamedBodies}
 }
 
 // summary is check's line for the server block, "" for the defaults.
@@ -66,12 +87,14 @@ func (s Server) summary() string {
 	if s == DefaultServer() {
 		return ""
 	}
-	return fmt.Sprintf("server: timeouts header %v, body %v, idle %v, upstream %v; at most %d connections; shutdown delay %v, drain %v\n",
-		s.ReadHeaderTimeout, s.BodyTimeout, s.IdleTimeout, s.UpstreamTimeout, s.MaxConnections, s.ShutdownDelay, s.DrainTimeout)
+	return fmt.Sprintf("server: timeouts header %v, body %v, idle %v, upstream %v; at most %d connections; shutdown delay %v, drain %v; "+
+		"bodies read first up to %d bytes, %d at once, at most %d streamed\n",
+		s.ReadHeaderTimeout, s.BodyTimeout, s.IdleTimeout, s.UpstreamTimeout, s.MaxConnections, s.ShutdownDelay, s.DrainTimeout,
+		s.BodyBuffer, s.BodyBufferTotal, s.MaxStreamedBodies)
 }
 
 var serverFields = []string{"read_header_timeout", "body_timeout", "idle_timeout", "upstream_timeout",
-	"max_connections", "shutdown_delay", "drain_timeout"}
+	"max_connections", "body_buffer", "body_buffer_total", "max_streamed_bodies", "shutdown_delay", "drain_timeout"}
 
 // server decodes the server block.
 func (d *decoder) server(n *yaml.Node, path string) Server {
@@ -83,9 +106,22 @@ func (d *decoder) server(n *yaml.Node, path string) Server {
 	s.UpstreamTimeout = d.timeout(m["upstream_timeout"], join(path, "upstream_timeout"), s.UpstreamTimeout, false)
 	s.MaxConnections = int(d.integer(m["max_connections"], join(path, "max_connections"), 1, 1_000_000,
 		DefaultMaxConnections, "1 to 1000000; default 10000"))
+	s.BodyBuffer = int(d.integer(m["body_buffer"], join(path, "body_buffer"), 1, maxBodyBuffer, DefaultBodyBuffer,
+		"1 to 16777216 bytes; default 65536"))
+	s.BodyBufferTotal = d.bodyBufferTotal(m["body_buffer_total"], join(path, "body_buffer_total"), s.BodyBuffer)
+	s.MaxStreamedBodies = int(d.integer(m["max_streamed_bodies"], join(path, "max_streamed_bodies"), 1, 1_000_000,
+		DefaultMaxStreamedBodies, "1 to 1000000; default 100"))
 	s.ShutdownDelay = d.timeout(m["shutdown_delay"], join(path, "shutdown_delay"), s.ShutdownDelay, true)
 	s.DrainTimeout = d.timeout(m["drain_timeout"], join(path, "drain_timeout"), s.DrainTimeout, true)
 	return s
+}
+
+// bodyBufferTotal decodes server.body_buffer_total: room for at least one
+// body of each bytes (server.body_buffer).
+func (d *decoder) bodyBufferTotal(n *yaml.Node, path string, each int) int64 {
+	accepted := fmt.Sprintf("%d (body_buffer) to %d bytes; default %d", each, int64(maxBodyBufferTotal), DefaultBodyBufferTotal)
+	def := max(DefaultBodyBufferTotal, int64(each))
+	return d.integer(n, path, int64(each), maxBodyBufferTotal, def, accepted)
 }
 
 // timeout decodes a server duration: more than 0 (or 0 itself with

@@ -25,6 +25,9 @@ func TestServerBlock(t *testing.T) {
   idle_timeout: 30s
   upstream_timeout: 500ms
   max_connections: 64
+  body_buffer: 1024
+  body_buffer_total: 1048576
+  max_streamed_bodies: 8
   shutdown_delay: 5s
   drain_timeout: 0s
 rules: [{name: a, rate: 1/s}]
@@ -34,7 +37,8 @@ rules: [{name: a, rate: 1/s}]
 		t.Fatal(err)
 	}
 	want := Server{ReadHeaderTimeout: 2 * time.Second, BodyTimeout: time.Minute, IdleTimeout: 30 * time.Second,
-		UpstreamTimeout: 500 * time.Millisecond, MaxConnections: 64, ShutdownDelay: 5 * time.Second}
+		UpstreamTimeout: 500 * time.Millisecond, MaxConnections: 64, ShutdownDelay: 5 * time.Second,
+		BodyBuffer: 1024, BodyBufferTotal: 1 << 20, MaxStreamedBodies: 8}
 	if f.Server != want {
 		t.Errorf("server = %+v, want %+v", f.Server, want)
 	}
@@ -42,7 +46,8 @@ rules: [{name: a, rate: 1/s}]
 	if err := f.WriteSummary(&b); err != nil {
 		t.Fatal(err)
 	}
-	line := "server: timeouts header 2s, body 1m0s, idle 30s, upstream 500ms; at most 64 connections; shutdown delay 5s, drain 0s\n"
+	line := "server: timeouts header 2s, body 1m0s, idle 30s, upstream 500ms; at most 64 connections; shutdown delay 5s, drain 0s; " +
+		"bodies read first up to 1024 bytes, 1048576 at once, at most 8 streamed\n"
 	if !strings.Contains(b.String(), line) {
 		t.Errorf("summary lacks %q:\n%s", line, b.String())
 	}
@@ -59,7 +64,13 @@ func TestServerErrors(t *testing.T) {
 		{"max_connections", "server: {max_connections: 0}\n",
 			"t.yaml:3:27: server.max_connections: 0 is out of range (1 to 1000000; default 10000)"},
 		{"unknown field", "server: {body_timout: 1s}\n",
-			`t.yaml:3:10: server: unknown field "body_timout" (did you mean "body_timeout"? accepted: read_header_timeout, body_timeout, idle_timeout, upstream_timeout, max_connections, shutdown_delay, drain_timeout)`},
+			`t.yaml:3:10: server: unknown field "body_timout" (did you mean "body_timeout"? accepted: read_header_timeout, body_timeout, idle_timeout, upstream_timeout, max_connections, body_buffer, body_buffer_total, max_streamed_bodies, shutdown_delay, drain_timeout)`},
+		{"body_buffer zero", "server: {body_buffer: 0}\n",
+			"t.yaml:3:23: server.body_buffer: 0 is out of range (1 to 16777216 bytes; default 65536)"},
+		{"body_buffer_total below body_buffer", "server: {body_buffer: 4096, body_buffer_total: 1024}\n",
+			"t.yaml:3:48: server.body_buffer_total: 1024 is out of range (4096 (body_buffer) to 68719476736 bytes; default 67108864)"},
+		{"max_streamed_bodies", "server: {max_streamed_bodies: 1.5}\n",
+			`t.yaml:3:31: server.max_streamed_bodies: "1.5" is not a whole number (1 to 1000000; default 100)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("t.yaml", []byte(head+tc.text+"rules: [{name: a, rate: 1/s}]\n"))

@@ -181,7 +181,12 @@ func (e *Engine) decide(v *Verdict, set *Settings) {
 	}
 	e.decideRules(v, pol, caller, addr, now)
 	if v.Pass && set.Throttle != nil { // a refusal gives the leases back in their after step
-		v.Pass = e.admit(v, set.Throttle, pol, caller, addr)
+		switch v.ready() {
+		case BodyRead:
+			v.Pass = e.admit(v, set.Throttle, pol, caller, addr)
+		case BodyFailed:
+			v.Pass, v.Report.Status = false, StatusClientGone // the transport answers
+		}
 	}
 }
 

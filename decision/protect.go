@@ -55,6 +55,15 @@ func (e *Engine) admit(v *Verdict, thr *throttle.Throttle, pol *policy.Compiled,
 	return false
 }
 
+// ready is what the transport found of v's body once the rules passed
+// it (Request.Ready): BodyRead when it has no Ready.
+func (v *Verdict) ready() Readiness {
+	if v.req.Ready == nil {
+		return BodyRead
+	}
+	return v.req.Ready()
+}
+
 // slotStep releases a request's throttle slot after the response, with the
 // upstream's outcome.
 type slotStep struct{ d throttle.Decision }

@@ -56,11 +56,36 @@ type Request struct {
 	// a transport sets it from its own hook (httplimit.Options.Key). Nil:
 	// every rule counts by its own key.
 	Key func(rule string) (key string, ok bool)
+	// Ready, if set, is called once the rules have passed the request and
+	// before Settings.Throttle is asked for its slot (never without a
+	// Throttle): a transport reads the request's body there, so that a
+	// caller's upload never holds a slot of the service. Its answer says
+	// how the request goes on (Readiness). Nil: it takes its slot.
+	Ready func() Readiness
 	// Origin is the transport's own request, handed back to its callbacks
 	// (Options.OnDecision, OnResponse, OnSettle) and never read by the
 	// Engine: httplimit's *http.Request.
 	Origin any
 }
+
+// Readiness is what a transport's Request.Ready found of the request's
+// body.
+type Readiness uint8
+
+// The answers of Request.Ready.
+const (
+	// BodyRead: the body has been read whole (or there is none); the
+	// request takes a slot of the Throttle, waits for one, or is refused.
+	BodyRead Readiness = iota
+	// BodyStreams: the body is too large to read first; the request passes
+	// without a slot of the Throttle, its upload streaming to the service.
+	// The transport bounds how many do at once.
+	BodyStreams
+	// BodyFailed: the body broke off, came too slowly or was malformed.
+	// The request does not pass; its Status is StatusClientGone and the
+	// transport answers it itself.
+	BodyFailed
+)
 
 // Field is one response header field to set, in canonical form.
 type Field struct {

@@ -235,6 +235,20 @@ var attacks = []attack{
 		status: []int{429}, counted: []string{"claims partner-a limited"}},
 }
 
+// protectAttackConfig is attackConfig with a protect block: bodies of up
+// to server.body_buffer are read before their request takes a slot.
+const protectAttackConfig = attackConfig + "protect:\n  max_in_flight: 4\n"
+
+// uploadAttacks (issue 15, items 5 and 6; the slow uploads of items 4 and
+// 5 are upload_test.go's, which need connections at once).
+var uploadAttacks = []attack{
+	{name: "15.5: a broken chunked body under protect never reaches the upstream", config: protectAttackConfig,
+		send: request("POST /other", withB, "Transfer-Encoding: chunked") + "1\r\na\r\nzz\r\n", status: []int{400}},
+	{name: "15.5: a body under protect goes on whole, and the connection is kept", config: protectAttackConfig,
+		send:   request("POST /other", withB, "Transfer-Encoding: chunked") + "1\r\na\r\n2\r\nbc\r\n0\r\n\r\n" + request("GET /other", withB),
+		status: []int{200, 200}, received: []string{"POST /other | " + fromB + ` | body="abc"`, "GET /other | " + fromB}},
+}
+
 func TestAttacks(t *testing.T) { runAttacks(t, attacks) }
 
 // connectionNames lists n field names: "x-1, x-2, ...".
@@ -244,6 +258,30 @@ func connectionNames(n int) string {
 		names[i] = "x-" + strconv.Itoa(i+1)
 	}
 	return strings.Join(names, ", ")
+}
+
+func TestUploadAttacks(t *testing.T) { runAttacks(t, uploadAttacks) }
+
+// chunksOf frames body as chunks of one byte each.
+func chunksOf(body string) string {
+	var b strings.Builder
+	for i := range len(body) {
+		b.WriteString("1\r\n" + body[i:i+1] + "\r\n")
+	}
+	return b.String() + "0\r\n\r\n"
+}
+
+// rawUploadAttacks: item 6 of issue 15, on the upstream's wire.
+var rawUploadAttacks = []rawAttack{
+	{name: "15.6: 1-byte chunks go on as one chunk", send: request("POST /other", withB, "Transfer-Encoding: chunked") +
+		chunksOf(strings.Repeat("a", 30)), status: []int{200}, lines: []string{"POST /other HTTP/1.1"},
+		wire: []string{"\r\n1e\r\n" + strings.Repeat("a", 30) + "\r\n0\r\n"}, notWire: []string{"\r\n1\r\na\r\n"}},
+}
+
+func TestRawUploadAttacks(t *testing.T) {
+	for _, a := range rawUploadAttacks {
+		t.Run(a.name, func(t *testing.T) { a.run(t) })
+	}
 }
 
 // runAttacks runs each row against a gateway of its own.

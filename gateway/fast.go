@@ -69,8 +69,14 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 			defer stop()
 		}
 	}
+	up := g.newUpload(ctx, snap, hasBody, bodyStart) // body.go
+	defer up.release()
 	v := g.engine.Decide(dctx, snap.settings, decision.Request{Method: b2s(ctx.Method()),
-		Path: b2s(ctx.URI().PathOriginal()), Peer: peer, Header: (*fastHeaders)(&ctx.Request.Header)})
+		Path: b2s(ctx.URI().PathOriginal()), Peer: peer, Header: (*fastHeaders)(&ctx.Request.Header),
+		Ready: up.readiness()})
+	if g.uploadFailed(ctx, snap, v, up) {
+		return false
+	}
 	if !v.Pass {
 		g.refuseFast(ctx, v, hasBody)
 		return false
@@ -78,7 +84,7 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 	if proto := fastproxy.UpgradeOf(&ctx.Request.Header); proto != nil {
 		return g.passUpgrade(ctx, snap, v, peer.Addr(), proto) // upgrade.go
 	}
-	return g.passFast(ctx, snap, v, peer.Addr(), bodyStart, hasBody)
+	return g.passFast(ctx, snap, v, peer.Addr(), up.bodyOf(ctx, bodyStart))
 }
 
 // reqsCtx is the context requests are decided under: cancelled, with
@@ -112,9 +118,13 @@ func (g *Gateway) refuseFast(ctx *fasthttp.RequestCtx, v *decision.Verdict, hasB
 // decision's RateLimit fields, on ctx; the verdict is finished once the
 // answer's body has gone to the caller, or at once when the upstream did
 // not answer. It reports whether it counts inflight down itself (the
-// upstream answered: once the body has gone).
+// upstream answered: once the body has gone). The upstream's latency the
+// decision core learns (the adaptive limit, sluice_upstream_seconds) is
+// the time to the answer's status less what the upstream waited for the
+// caller's body: a slow upload is no slow upstream.
 func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision.Verdict, peer netip.Addr,
-	bodyStart time.Time, hasBody bool) bool {
+	body *fastproxy.Body) bool {
+	hasBody := body != nil
 	if snap.proxy == nil {
 		g.answer(ctx, fasthttp.StatusBadGateway, "the gateway has no upstream", hasBody)
 		v.Finish(&decision.Response{Passed: true, Status: fasthttp.StatusBadGateway, Failure: decision.UpstreamFailed})
@@ -132,13 +142,13 @@ func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision
 	}
 	start := g.opts.Clock.Now()
 	var firstByte time.Duration
-	out, err := snap.proxy.Serve(ctx, &fwd, bodyStart, func() {
+	out, err := snap.proxy.Serve(ctx, &fwd, body, func() {
 		lat := g.opts.Clock.Now().Sub(start)
 		v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(),
-			Header: (*respHeaders)(&ctx.Response.Header), Latency: lat, FirstByte: cmp.Or(firstByte, lat)})
+			Header: (*respHeaders)(&ctx.Response.Header), Latency: lat, FirstByte: cmp.Or(firstByte, upstreamTime(lat, body))})
 		g.inflight.Add(-1)
 	})
-	firstByte = g.opts.Clock.Now().Sub(start)
+	firstByte = upstreamTime(g.opts.Clock.Now().Sub(start), body)
 	if out == fastproxy.Answered {
 		return true
 	}
@@ -147,9 +157,16 @@ func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision
 	}
 	failure := g.proxyFailed(ctx, snap, out, err)
 	lat := g.opts.Clock.Now().Sub(start)
-	v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: lat,
+	v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: upstreamTime(lat, body),
 		Failure: failure, Aborted: out == fastproxy.CallerAborted, Unanswered: out == fastproxy.CallerAborted})
 	return false
+}
+
+// upstreamTime is the part of d, the time from passing a request on, that
+// was the upstream's and not spent waiting for the caller's body (at
+// least 1ns: 0 would read as none).
+func upstreamTime(d time.Duration, body *fastproxy.Body) time.Duration {
+	return max(d-body.Waited(), 1)
 }
 
 // forwarding is how a passed request goes on (passFast, passUpgrade): its

@@ -76,6 +76,10 @@ type Gateway struct {
 	inflight atomic.Int64
 	cutting  atomic.Bool // the drain timeout passed: requests at the upstream get 503
 	tunnels  tunnels     // upgraded connections (upgrade.go)
+	// Request bodies under protect (body.go): read whole before admission
+	// into buffers, or streamed without a slot, at most server.max_streamed_bodies.
+	buffers  *fastproxy.Buffers
+	streamed atomic.Int64
 }
 
 // New builds a gateway from opts. It opens the store but starts no server.
@@ -89,6 +93,7 @@ func New(opts Options) (*Gateway, error) {
 	if g.opts.ShutdownTimeout <= 0 {
 		g.opts.ShutdownTimeout = g.server.DrainTimeout
 	}
+	g.buffers = fastproxy.NewBuffers(g.server.BodyBuffer, g.server.BodyBufferTotal)
 	g.logGate = newLogGate(opts.Clock, time.Second)
 	g.logWarnings(opts.Config)
 	g.startSum = fileSum(opts.Config.Path)
@@ -148,6 +153,15 @@ func serverDefaults(s config.Server) config.Server {
 	}
 	if s.MaxConnections <= 0 {
 		s.MaxConnections = def.MaxConnections
+	}
+	if s.BodyBuffer <= 0 {
+		s.BodyBuffer = def.BodyBuffer
+	}
+	if s.BodyBufferTotal < int64(s.BodyBuffer) {
+		s.BodyBufferTotal = max(def.BodyBufferTotal, int64(s.BodyBuffer))
+	}
+	if s.MaxStreamedBodies <= 0 {
+		s.MaxStreamedBodies = def.MaxStreamedBodies
 	}
 	return s
 }

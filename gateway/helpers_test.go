@@ -210,6 +210,9 @@ type harness struct {
 	cancel   context.CancelFunc
 	done     chan error
 	store    store.Store // the gateway's store; nil: the one its config describes
+	// realClock serves with the real clock, not clock: for what measures
+	// time taken (latencies, the adaptive limit).
+	realClock bool
 }
 
 // startGateway writes cfg ({{UPSTREAM}} filled in) and serves a gateway
@@ -240,10 +243,14 @@ func (h *harness) serve() {
 	if err != nil {
 		t.Fatalf("config.Load: %v", err)
 	}
+	var clk clock.Clock = h.clock
+	if h.realClock {
+		clk = clock.Real{}
+	}
 	h.g, err = gateway.New(gateway.Options{
 		Config: file,
 		Logger: slog.New(slog.NewJSONHandler(h.logs, nil)),
-		Clock:  h.clock,
+		Clock:  clk,
 		Store:  h.store,
 	})
 	if err != nil {

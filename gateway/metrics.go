@@ -73,7 +73,7 @@ func newMetrics() *metrics {
 			"Time each request protect admitted waited in its queue (0 for one admitted at once), by priority.",
 			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "priority"),
 		upstreamSeconds: histogram("sluice_upstream_seconds",
-			"Time from passing a request on to the upstream's response headers (however fast the caller then reads the body).",
+			"The upstream's time to its response headers: from passing a request on, less the time it waited for the caller's body (however fast the caller sends the body, or then reads the answer).",
 			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}),
 		upstreamResponses: counterVec("sluice_upstream_responses_total",
 			"The upstream's answers by status code (other: outside 100-599); the gateway's own 502 and 504 are sluice_upstream_errors_total.",

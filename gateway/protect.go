@@ -68,8 +68,9 @@ var shedReasons = []throttle.Reason{throttle.ReasonDegraded, throttle.ReasonShed
 var priorities = []throttle.Priority{throttle.Low, throttle.Normal, throttle.High, throttle.Critical}
 
 // throttleCollector reads the Throttle's Stats when metrics are scraped:
-// nothing is counted on the request path. Without protect it reports
-// nothing.
+// nothing is counted on the request path; with it, the bodies read
+// before admission and those streamed without a slot (body.go). Without
+// protect it reports nothing.
 type throttleCollector struct{ g *Gateway }
 
 var (
@@ -79,6 +80,10 @@ var (
 		"The in-flight limit in force: protect.max_in_flight, or less while the adaptive limit holds it lower.", nil, nil)
 	queueLengthDesc = prometheus.NewDesc("sluice_queue_length",
 		"Requests waiting for a slot in protect's queue.", nil, nil)
+	bodyBufferDesc = prometheus.NewDesc("sluice_body_buffer_bytes",
+		"Bytes of request bodies read whole before their request takes a slot (protect; at most server.body_buffer_total).", nil, nil)
+	streamedBodiesDesc = prometheus.NewDesc("sluice_streamed_bodies",
+		"Requests whose body streams to the upstream without a slot (protect; at most server.max_streamed_bodies).", nil, nil)
 	shedDesc = prometheus.NewDesc("sluice_shed_total",
 		"Requests protect refused, by priority and reason: degraded, shed, queue_full, wait_too_long, upstream_backoff.",
 		[]string{"priority", "reason"}, nil)
@@ -89,6 +94,8 @@ func (c throttleCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- inFlightLimitDesc
 	ch <- queueLengthDesc
 	ch <- shedDesc
+	ch <- bodyBufferDesc
+	ch <- streamedBodiesDesc
 }
 
 func (c throttleCollector) Collect(ch chan<- prometheus.Metric) {
@@ -96,6 +103,8 @@ func (c throttleCollector) Collect(ch chan<- prometheus.Metric) {
 	if thr == nil {
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(bodyBufferDesc, prometheus.GaugeValue, float64(c.g.buffers.Used()))
+	ch <- prometheus.MustNewConstMetric(streamedBodiesDesc, prometheus.GaugeValue, float64(c.g.streamed.Load()))
 	st := thr.Stats()
 	ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(st.InFlight))
 	ch <- prometheus.MustNewConstMetric(inFlightLimitDesc, prometheus.GaugeValue, float64(st.Limit))

@@ -27,7 +27,7 @@ import (
 func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision.Verdict, peer netip.Addr,
 	proto []byte) bool {
 	if snap.proxy == nil || g.cutting.Load() {
-		return g.passFast(ctx, snap, v, peer, time.Time{}, false) // answered 502 or 503, as any request
+		return g.passFast(ctx, snap, v, peer, nil) // answered 502 or 503, as any request
 	}
 	start := g.opts.Clock.Now()
 	t := g.tunnels.add(ctx.Conn())

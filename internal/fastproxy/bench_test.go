@@ -30,7 +30,7 @@ func BenchmarkProxy(b *testing.B) {
 			return
 		}
 		f := fastproxy.Forwarding{Peer: ctx.RemoteAddr().(*net.TCPAddr).AddrPort().Addr(), Set: set}
-		_, _ = p.Serve(ctx, &f, time.Now(), nil)
+		_, _ = p.Serve(ctx, &f, fastproxy.NewBody(ctx, time.Now()), nil)
 	})
 	client := &fasthttp.HostClient{Addr: front, MaxConns: 256,
 		Dial: func(addr string) (net.Conn, error) { return net.Dial("tcp", addr) }}
@@ -50,7 +50,7 @@ func BenchmarkProxy(b *testing.B) {
 }
 
 // serveFast serves h on a free port of 127.0.0.1 until the benchmark ends.
-func serveFast(b *testing.B, h fasthttp.RequestHandler) string {
+func serveFast(b testing.TB, h fasthttp.RequestHandler) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -65,27 +65,21 @@ const (
 	UpstreamFailed                 // 502: the upstream could not be reached, or broke off
 )
 
-// Serve sends the request ctx serves on as f says, streaming its body,
-// and puts the upstream's answer on ctx.Response: status and fields at
-// once, the body as a stream the server copies after the handler returns.
-// When Answered, done (nil: none) runs once that copy has ended, or before
-// Serve returns when there is no body to copy; otherwise it never runs.
-// bodyStart is when the body timeout started (the deadline is the
-// caller's: SetBodyDeadline): a timeout reading the body is the
-// upstream's fault (504) when sluice spent less than half the time since
-// waiting for the caller. err is what failed, nil when Answered.
-func (p *Proxy) Serve(ctx *fasthttp.RequestCtx, f *Forwarding, bodyStart time.Time, done func()) (Outcome, error) {
+// Serve sends the request ctx serves on as f says, with body (nil: it
+// has none; NewBody, Buffers.Read), and puts the upstream's answer on
+// ctx.Response: status and fields at once, the body as a stream the
+// server copies after the handler returns. When Answered, done (nil:
+// none) runs once that copy has ended, or before Serve returns when there
+// is no body to copy; otherwise it never runs. err is what failed, nil
+// when Answered. The body is sent by the time Serve returns.
+func (p *Proxy) Serve(ctx *fasthttp.RequestCtx, f *Forwarding, body *Body, done func()) (Outcome, error) {
 	req := fasthttp.AcquireRequest()
 	f.Build(&ctx.Request.Header, &req.Header, ctx.IsTLS())
 	if len(req.Header.Host()) == 0 { // HTTP/1.0 without Host: the upstream's, as net/http's ReverseProxy sends
 		req.Header.SetHost(p.host)
 	}
-	var body *callerBody
-	if n := ctx.Request.Header.ContentLength(); n > 0 || n == -1 {
-		if st := ctx.RequestBodyStream(); st != nil {
-			body = &callerBody{src: st, start: bodyStart, want: int64(n)}
-			req.SetBodyStream(body, n)
-		}
+	if body != nil {
+		req.SetBodyStream(body, int(body.want))
 	}
 	resp := fasthttp.AcquireResponse()
 	resp.SkipBody = ctx.IsHead()
@@ -220,7 +214,7 @@ var errInterim = errors.New("fastproxy: the upstream answered 101 Switching Prot
 
 // failed answers a request the upstream did not answer, blaming the side
 // that failed.
-func failed(ctx *fasthttp.RequestCtx, body *callerBody, err error) (Outcome, error) {
+func failed(ctx *fasthttp.RequestCtx, body *Body, err error) (Outcome, error) {
 	var bodyErr error
 	if body != nil {
 		bodyErr = body.ended()
@@ -263,47 +257,4 @@ func callerFailed(ctx *fasthttp.RequestCtx, err error) (Outcome, error) {
 func isTimeout(err error) bool {
 	var te interface{ Timeout() bool }
 	return errors.As(err, &te) && te.Timeout()
-}
-
-// callerBody is a request body that remembers how reading it ended, and
-// how long it kept the reader waiting.
-type callerBody struct {
-	src    io.Reader
-	start  time.Time // when the body timeout started
-	want   int64     // Content-Length, -1 when chunked
-	got    int64
-	waited time.Duration
-	mu     sync.Mutex
-	err    error // io.EOF once read to the end
-}
-
-func (b *callerBody) Read(p []byte) (int, error) {
-	t0 := time.Now()
-	n, err := b.src.Read(p)
-	b.mu.Lock()
-	b.got += int64(n)
-	if err == io.EOF && b.want >= 0 && b.got < b.want {
-		err = io.ErrUnexpectedEOF // the caller went: fasthttp's stream reads that as the end
-	}
-	b.waited += time.Since(t0)
-	if err != nil && b.err == nil {
-		b.err = err
-	}
-	b.mu.Unlock()
-	return n, err
-}
-
-// upstreamSlow reports whether the body timeout passed while sluice had
-// spent less than half of it waiting for the caller, the rest waiting for
-// the upstream to take what was read.
-func (b *callerBody) upstreamSlow() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return 2*b.waited < time.Since(b.start)
-}
-
-func (b *callerBody) ended() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.err
 }
