@@ -3,12 +3,15 @@ package rls
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
@@ -115,5 +118,52 @@ func TestAttackOverflowDetailIsTruthful(t *testing.T) {
 		`and together they used the 2 requests per 1h of rule per-ip; retry in 360`
 	if resp.GetOverallCode() != pb.RateLimitResponse_OVER_LIMIT || !strings.Contains(body, want) {
 		t.Errorf("fresh address on a spent overflow counter: %s, body %s, want %s", brief(resp), body, want)
+	}
+}
+
+// TestAttackPacingAnswersAreTrue (issue 15 item 9): a client that paces
+// itself by the answer's fields is never misled. A limit of 0 requests
+// (a descriptor's own, or a rule file's) can never pass, so it promises no
+// retry (no Retry-After), and its RateLimit-Policy's w is its period, not
+// 1 second; a hit over what a limit allows at once gets no Retry-After
+// either, and its t is when the window resets, as duration_until_reset
+// says, not 0.
+func TestAttackPacingAnswersAreTrue(t *testing.T) {
+	h := start(t, rulesFrom(t, rlRules, "domain: t\ndescriptors:\n  - {key: tenant, rate_limit: {unit: minute, requests_per_unit: 3}}\n"))
+	h.clk.Advance(20 * time.Second)
+	zero := func(unit typev3.RateLimitUnit) *rlv3.RateLimitDescriptor {
+		d := desc("k=v")
+		d.Limit = &rlv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 0, Unit: unit}
+		return d
+	}
+	huge := desc("tenant=acme")
+	huge.HitsAddend = wrapperspb.UInt64(4294967295)
+	// epoch is 2026-01-01T00:00:00Z: of the 365-day windows since 1970,
+	// the one holding it runs from day 20,440 (2025-12-18) to day 20,805.
+	yearLeft := int64(20805*24*3600) - epoch.Unix() - 20
+	for _, tc := range []struct {
+		name  string
+		req   *pb.RateLimitRequest
+		brief string
+		want  map[string]string // the headers; "" for none
+	}{
+		{"override of 0 an hour", request("rl", zero(typev3.RateLimitUnit_HOUR)), "OVER_LIMIT OVER_LIMIT/0/3580s",
+			map[string]string{"RateLimit-Policy": `"(override)";q=0;w=3600`, "RateLimit": `"(override)";r=0;t=3580`}},
+		{"override of 0 a year", request("rl", zero(typev3.RateLimitUnit_YEAR)), "OVER_LIMIT OVER_LIMIT/0/" + itoa(yearLeft) + "s",
+			map[string]string{"RateLimit-Policy": `"(override)";q=0;w=31536000`, "RateLimit": `"(override)";r=0;t=` + itoa(yearLeft)}},
+		{"rule file's 0 an hour", request("rl", desc("banned=x")), "OVER_LIMIT OVER_LIMIT/0/3580s",
+			map[string]string{"RateLimit-Policy": `"banned";q=0;w=3600`, "RateLimit": `"banned";r=0;t=3580`}},
+		{"hits_addend 4294967295 over 3", request("t", huge), "OVER_LIMIT OVER_LIMIT/3/40s",
+			map[string]string{"RateLimit-Policy": `"tenant";q=3;w=60`, "RateLimit": `"tenant";r=3;t=40`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := h.ask(tc.req)
+			if got := brief(resp); got != tc.brief {
+				t.Errorf("answer %q, want %q", got, tc.brief)
+			}
+			if got := headerMap(resp); !maps.Equal(got, tc.want) {
+				t.Errorf("headers %q, want %q (no Retry-After)", got, tc.want)
+			}
+		})
 	}
 }
