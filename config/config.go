@@ -24,7 +24,10 @@ const (
 	DefaultRedisPrefix  = "sluice:"
 	DefaultStoreType    = "memory"
 	DefaultMaxKeys      = memory.DefaultMaxKeys
-	DefaultInstances    = 1
+	// DefaultMaxRLSKeys is store.memory.max_rls_keys's default: the
+	// memory store's guests (memory.DefaultMaxGuestKeys).
+	DefaultMaxRLSKeys = memory.DefaultMaxGuestKeys
+	DefaultInstances  = 1
 	// DefaultLeaseTTL is store.lease_ttl's default (store.DefaultLeaseTTL),
 	// MinLeaseTTL its least: a lease renewed every third of a shorter TTL
 	// could be lost by a loaded instance while its request is alive.
@@ -105,6 +108,12 @@ type Store struct {
 	// across its keys (store.memory.max_log_entries, also the local
 	// fallback's bound). Default 10,000,000.
 	MaxLogEntries int
+	// MaxRLSKeys bounds the counters the Envoy rate limit service
+	// (decide.grpc) keeps in the memory store, apart from MaxKeys
+	// (store.memory.max_rls_keys, also the local fallback's bound): those
+	// of the rule files and of descriptors' own limits, whose values the
+	// callers pick. Default 100,000.
+	MaxRLSKeys int
 	// LeaseTTL is how long a concurrency rule's lease lives unless renewed
 	// (store.lease_ttl): an instance renews its requests' leases every
 	// third of it, and a dead instance's slots are back within it. Default
@@ -115,7 +124,7 @@ type Store struct {
 // Equal reports whether s and o are the same settings.
 func (s Store) Equal(o Store) bool {
 	return s.Type == o.Type && s.OnFailure == o.OnFailure && s.Instances == o.Instances && s.LeaseTTL == o.LeaseTTL &&
-		s.MaxKeys == o.MaxKeys && s.MaxLogEntries == o.MaxLogEntries && s.Redis.Equal(o.Redis)
+		s.MaxKeys == o.MaxKeys && s.MaxLogEntries == o.MaxLogEntries && s.MaxRLSKeys == o.MaxRLSKeys && s.Redis.Equal(o.Redis)
 }
 
 // Redis is how to reach Redis.

@@ -25,7 +25,7 @@ func TestDesignFile(t *testing.T) {
 		f.Admin != "127.0.0.1:9090" || f.LegacyHeaders {
 		t.Errorf("settings: %+v", f)
 	}
-	wantStore := Store{Type: "memory", OnFailure: store.FailOpen, Instances: 3, MaxKeys: DefaultMaxKeys, MaxLogEntries: DefaultMaxLogEntries, LeaseTTL: DefaultLeaseTTL,
+	wantStore := Store{Type: "memory", OnFailure: store.FailOpen, Instances: 3, MaxKeys: DefaultMaxKeys, MaxLogEntries: DefaultMaxLogEntries, MaxRLSKeys: DefaultMaxRLSKeys, LeaseTTL: DefaultLeaseTTL,
 		Redis: Redis{Addrs: []string{"127.0.0.1:6379"}, Timeout: 50 * time.Millisecond, Prefix: "sluice:"}}
 	if !f.Store.Equal(wantStore) {
 		t.Errorf("store = %+v, want %+v", f.Store, wantStore)
@@ -75,7 +75,7 @@ func TestDefaults(t *testing.T) {
 	if f.Admin != DefaultAdmin || f.LegacyHeaders {
 		t.Errorf("admin %q, legacy %v", f.Admin, f.LegacyHeaders)
 	}
-	want := Store{Type: "memory", OnFailure: store.FailOpen, Instances: 1, MaxKeys: DefaultMaxKeys, MaxLogEntries: DefaultMaxLogEntries, LeaseTTL: DefaultLeaseTTL,
+	want := Store{Type: "memory", OnFailure: store.FailOpen, Instances: 1, MaxKeys: DefaultMaxKeys, MaxLogEntries: DefaultMaxLogEntries, MaxRLSKeys: DefaultMaxRLSKeys, LeaseTTL: DefaultLeaseTTL,
 		Redis: Redis{Timeout: DefaultRedisTimeout, Prefix: DefaultRedisPrefix}}
 	if !f.Store.Equal(want) {
 		t.Errorf("store = %+v, want %+v", f.Store, want)
@@ -102,7 +102,7 @@ case_insensitive_paths: true
 store:
   type: redis
   redis: {addrs: ["r1:6379", "r2:6379"], timeout: 20ms, username: sluice, password: secret, tls: true, prefix: "gw:"}
-  memory: {max_keys: 5000, max_log_entries: 20000}
+  memory: {max_keys: 5000, max_log_entries: 20000, max_rls_keys: 300}
   on_failure: local
   instances: 4
 clients:
@@ -130,7 +130,7 @@ rules:
 
 func TestEverySetting(t *testing.T) {
 	f := mustParse(t, everySetting)
-	want := Store{Type: "redis", OnFailure: store.FailLocal, Instances: 4, MaxKeys: 5000, MaxLogEntries: 20000, LeaseTTL: DefaultLeaseTTL, Redis: Redis{
+	want := Store{Type: "redis", OnFailure: store.FailLocal, Instances: 4, MaxKeys: 5000, MaxLogEntries: 20000, MaxRLSKeys: 300, LeaseTTL: DefaultLeaseTTL, Redis: Redis{
 		Addrs: []string{"r1:6379", "r2:6379"}, Timeout: 20 * time.Millisecond, Username: "sluice", Password: "secret", TLS: true, Prefix: "gw:"}}
 	if f.Listen != ":8080" || f.Admin != "[::1]:9191" || !f.LegacyHeaders || f.Upstream.Path != "/api" || !f.Store.Equal(want) {
 		t.Errorf("settings: %+v store %+v", f, f.Store)

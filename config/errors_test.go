@@ -102,6 +102,8 @@ func TestErrors(t *testing.T) {
 			[]string{"t.yaml:3:39: store.instances: 0 is out of range (1 to 10000; default 1)"}},
 		{"store max_keys", head + "store: {memory: {max_keys: -5}}\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{"t.yaml:3:28: store.memory.max_keys: -5 is out of range (1 to 1000000000; default 1000000)"}},
+		{"store max_rls_keys", head + "store: {memory: {max_rls_keys: 0}}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:3:32: store.memory.max_rls_keys: 0 is out of range (1 to 1000000000; default 100000)"}},
 		{"store unknown field", head + "store: {redis: {adrs: [x]}}\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{`t.yaml:3:17: store.redis: unknown field "adrs" (did you mean "addrs"? accepted: addrs, timeout, username, password, tls, prefix)`}},
 		{"redis addrs", head + "store:\n  redis: {addrs: [\":6379\", \"a:1\", \"a:1\", b]}\nrules: [{name: a, rate: 1/s}]\n", []string{

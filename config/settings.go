@@ -140,7 +140,7 @@ var onFailureNames = []string{store.FailOpen.String(), store.FailClosed.String()
 var (
 	storeFields  = []string{"type", "redis", "memory", "on_failure", "instances", "lease_ttl"}
 	redisFields  = []string{"addrs", "timeout", "username", "password", "tls", "prefix"}
-	memoryFields = []string{"max_keys", "max_log_entries"}
+	memoryFields = []string{"max_keys", "max_log_entries", "max_rls_keys"}
 )
 
 // store decodes the store block.
@@ -149,11 +149,13 @@ func (d *decoder) store(n *yaml.Node, path string) Store {
 	var s Store
 	s.Type = d.oneOf(m["type"], join(path, "type"), DefaultStoreType, []string{"memory", "redis"})
 	s.Redis = d.redis(m["redis"], join(path, "redis"), s.Type == "redis")
-	mem := d.fields(m["memory"], join(path, "memory"), "a mapping (max_keys, max_log_entries)", memoryFields)
+	mem := d.fields(m["memory"], join(path, "memory"), "a mapping (max_keys, max_log_entries, max_rls_keys)", memoryFields)
 	s.MaxKeys = int(d.integer(mem["max_keys"], join(path, "memory.max_keys"), 1, 1_000_000_000, DefaultMaxKeys,
 		fmt.Sprintf("1 to 1000000000; default %d", DefaultMaxKeys)))
 	s.MaxLogEntries = int(d.integer(mem["max_log_entries"], join(path, "memory.max_log_entries"), limiter.MaxLogRate, 1_000_000_000,
 		DefaultMaxLogEntries, fmt.Sprintf("%d to 1000000000; default %d", limiter.MaxLogRate, DefaultMaxLogEntries)))
+	s.MaxRLSKeys = int(d.integer(mem["max_rls_keys"], join(path, "memory.max_rls_keys"), 1, 1_000_000_000, DefaultMaxRLSKeys,
+		fmt.Sprintf("1 to 1000000000; default %d", DefaultMaxRLSKeys)))
 	fail := d.oneOf(m["on_failure"], join(path, "on_failure"), store.FailOpen.String(), onFailureNames)
 	s.OnFailure = store.FailurePolicy(slices.Index(onFailureNames, fail)) // oneOf returns a listed name
 	s.Instances = int(d.integer(m["instances"], join(path, "instances"), 1, 10_000, DefaultInstances,

@@ -35,13 +35,16 @@ func appendRequests(b []byte, n int64) []byte {
 	return append(strconv.AppendInt(b, n, 10), " requests"...)
 }
 
-// appendRetry ends a 429's detail: when to retry, or that waiting will
-// not help.
-func appendRetry(b []byte, retry time.Duration) []byte {
+// appendRetry ends a 429's detail after its rule's parenthesis: when to
+// retry, or that waiting will not help.
+func appendRetry(b []byte, retry time.Duration) []byte { return appendWait(append(b, ')'), retry) }
+
+// appendWait appends "; retry in 23s", or that waiting will not help.
+func appendWait(b []byte, retry time.Duration) []byte {
 	if retry == limiter.Never {
-		return append(b, "); this request costs more than the limit allows at once and will never pass"...)
+		return append(b, "; this request costs more than the limit allows at once and will never pass"...)
 	}
-	b = strconv.AppendInt(append(b, "); retry in "...), retryAfterSeconds(retry), 10)
+	b = strconv.AppendInt(append(b, "; retry in "...), retryAfterSeconds(retry), 10)
 	return append(b, 's')
 }
 
@@ -52,6 +55,19 @@ func (v *Verdict) limitedDetail(who string, rule string, l limiter.Limit, retry 
 	b = appendPeriod(append(appendRequests(b, l.Rate()), " per "...), l.Period())
 	b = append(append(b, " (rule "...), rule...)
 	v.detail = appendRetry(b, retry)
+}
+
+// sharedDetail is limitedDetail for a denial on the store's shared
+// overflow counter (store.Result.Shared): it says what happened, not that
+// who spent the limit: "the store is full: 192.0.2.7 is counted together
+// with every caller it has no room for, and together they used the 2
+// requests per 1h of rule per-ip; retry in 3599s".
+func (v *Verdict) sharedDetail(who string, rule string, l limiter.Limit, retry time.Duration) {
+	b := append(append(v.detail[:0], "the store is full: "...), who...)
+	b = append(b, " is counted together with every caller it has no room for, and together they used the "...)
+	b = appendPeriod(append(appendRequests(b, l.Rate()), " per "...), l.Period())
+	b = append(append(b, " of rule "...), rule...)
+	v.detail = appendWait(b, retry)
 }
 
 // inFlightDetail writes into v.detail the problem detail of a concurrency

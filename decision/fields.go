@@ -12,8 +12,12 @@ import (
 type RateLimitItem struct {
 	// Name names the item; it must hold no '"' or '\' (it is written as
 	// an sf-string without escapes).
-	Name     string
-	Limit    limiter.Limit
+	Name  string
+	Limit limiter.Limit
+	// Period is the w of an item whose Limit is the zero Limit: a limit
+	// of no requests in Period, which no limiter.Limit holds (Envoy's
+	// requests_per_unit 0). It is not read otherwise.
+	Period   time.Duration
 	Decision limiter.Decision
 }
 
@@ -26,7 +30,7 @@ func AppendRateLimit(dst []byte, items []RateLimitItem) ([]byte, int) {
 		if i > 0 {
 			dst = append(dst, ", "...)
 		}
-		dst = appendItem(dst, it.Name, 'q', it.Decision.Limit, 'w', max(ceilSeconds(policyWindow(it.Limit)), 1))
+		dst = appendItem(dst, it.Name, 'q', it.Decision.Limit, 'w', max(ceilSeconds(it.window()), 1))
 	}
 	split := len(dst)
 	for i, it := range items {
@@ -36,6 +40,15 @@ func AppendRateLimit(dst []byte, items []RateLimitItem) ([]byte, int) {
 		dst = appendItem(dst, it.Name, 'r', it.Decision.Remaining, 't', quotaSeconds(it.Decision))
 	}
 	return dst, split
+}
+
+// window is the item's w before rounding: its limit's policyWindow, or
+// Period for a limit of no requests.
+func (it *RateLimitItem) window() time.Duration {
+	if it.Limit.IsZero() {
+		return it.Period
+	}
+	return policyWindow(it.Limit)
 }
 
 // RetryAfterSeconds is the Retry-After the Engine writes for a wait of d:

@@ -27,7 +27,7 @@ func (e *Engine) judge(v *Verdict, pol *policy.Compiled, caller *policy.Caller, 
 		return e.storeFailed(v, err)
 	}
 	var worst time.Duration
-	worstRule, worstHeader := -1, -1
+	worstRule, worstHeader, worstShared := -1, -1, false
 	for k, res := range results {
 		rule := pol.Rule(v.index[k])
 		if res.Err != nil {
@@ -42,10 +42,10 @@ func (e *Engine) judge(v *Verdict, pol *policy.Compiled, caller *policy.Caller, 
 		if out == Limited {
 			v.violated = append(v.violated, rule.Name)
 			if d.RetryAfter > worst || worstRule < 0 {
-				worst, worstRule, worstHeader = d.RetryAfter, k, len(v.headers)
+				worst, worstRule, worstHeader, worstShared = d.RetryAfter, k, len(v.headers), res.Shared
 			}
 		}
-		rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Index: v.index[k], Key: v.reqs[k].Key, Outcome: out, Decision: d})
+		rep.Rules = append(rep.Rules, RuleResult{Rule: rule.Name, Index: v.index[k], Key: v.reqs[k].Key, Outcome: out, Decision: d, Shared: res.Shared})
 		if rule.Mode == policy.Enforce {
 			v.headers = append(v.headers, ruleHeader{name: rule.Name, limit: d.Limit, window: policyWindow(v.reqs[k].Limit),
 				remaining: d.Remaining, more: quotaSeconds(d)})
@@ -58,7 +58,11 @@ func (e *Engine) judge(v *Verdict, pol *policy.Compiled, caller *policy.Caller, 
 	v.rateLimitHeaders(worstHeader)
 	rule := pol.Rule(v.index[worstRule])
 	rep.Counted = counted(pol, caller, v.index[worstRule], addr, v)
-	v.limitedDetail(rep.Counted, rule.Name, v.reqs[worstRule].Limit, worst)
+	if worstShared {
+		v.sharedDetail(rep.Counted, rule.Name, v.reqs[worstRule].Limit, worst)
+	} else {
+		v.limitedDetail(rep.Counted, rule.Name, v.reqs[worstRule].Limit, worst)
+	}
 	v.reject(worst)
 	return false
 }

@@ -115,6 +115,10 @@ type RuleResult struct {
 	Key      string
 	Outcome  Outcome
 	Decision limiter.Decision
+	// Shared reports that the store decided on a counter the caller's key
+	// shares with others (store.Result.Shared: a full memory store's
+	// overflow counter), not on the caller's own.
+	Shared bool
 }
 
 // clientName is what names the caller to the protected service

@@ -115,6 +115,19 @@ func ListedKey(key string) bool {
 	return ok && strings.HasPrefix(group, clientGroup)
 }
 
+// ForeignKey reports whether key is not a store key of a policy's rules:
+// its rule (store.RuleOf) is not a rule's name, which never holds ':'.
+// Such keys are made by others sharing the store, such as package rls's
+// counters of Envoy's rule files and of descriptors' own limits ("rls:"
+// and a domain), whose values, and for a descriptor's own limit even the
+// limit, the caller picks: a bounded store keeps them apart, so that
+// however many a caller makes they take no room from the policy's keys.
+// It is what memory.Options.Guest is for.
+func ForeignKey(key string) bool {
+	rule := store.RuleOf(key)
+	return rule == "" || strings.IndexByte(rule, ':') >= 0
+}
+
 // maxKeyValue is the longest header value used in a state key as it is.
 const maxKeyValue = 128
 

@@ -17,11 +17,13 @@ import (
 )
 
 // openStore opens the store the configuration describes (storeopen.Open),
-// keeping room for the clients the policy lists and timing Redis into the
+// keeping room for the clients the policy lists, a room of its own for the
+// keys of others sharing the store (decision.ForeignKey: package rls's,
+// when the gateway serves decide.grpc), and timing Redis into the
 // gateway's metrics. Every part that keeps time keeps it on clk, the
 // gateway's clock.
 func openStore(ctx context.Context, cfg *config.File, clk clock.Clock, m *metrics, log *slog.Logger) (store.Store, error) {
-	st, err := storeopen.Open(ctx, cfg.Store, storeopen.Options{Clock: clk, Reserved: decision.ListedKey, Logger: log,
+	st, err := storeopen.Open(ctx, cfg.Store, storeopen.Options{Clock: clk, Reserved: decision.ListedKey, Guest: decision.ForeignKey, Logger: log,
 		ObserveShared: func(d time.Duration) { m.storeLatency.Observe(d.Seconds()) }})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)

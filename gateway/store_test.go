@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strconv"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/memory"
 	"github.com/sluice-rl/sluice/throttle"
 )
@@ -59,5 +61,44 @@ func TestNewRefusingProtectClosesStore(t *testing.T) {
 	cfg.Protect = &throttle.Config{MaxInFlight: 0}
 	if _, err := New(Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}); err == nil {
 		t.Fatal("New accepted protect with max_in_flight 0")
+	}
+}
+
+// The memory store the gateway opens keeps the keys of others sharing it
+// (package rls's, "rls:" and a domain: decision.ForeignKey) in a room of
+// their own, store.memory.max_rls_keys: a flood of them, each at its
+// limit, leaves the policy's keys their room, and a policy key that
+// finds none is told it was counted on the shared counter.
+func TestMemoryStoreKeepsRLSKeysApart(t *testing.T) {
+	cfg, err := config.Parse("sluice.yaml", []byte("listen: 127.0.0.1:0\nupstream: http://127.0.0.1:9\n"+
+		"store: {memory: {max_keys: 1, max_rls_keys: 1}}\nrules:\n  - name: r\n    rate: 1/m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := clock.NewFake(time.Date(2090, 1, 2, 3, 4, 0, 0, time.UTC))
+	st, err := openStore(context.Background(), cfg, fake, newMetrics(), slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	l := limiter.MustNew(limiter.FixedWindow, 1, time.Hour, 0)
+	decide := func(key string) store.Result {
+		t.Helper()
+		res, err := st.DecideBatch(context.Background(), []store.Request{{Key: key, Limit: l, Cost: 1}}, fake.Now())
+		if err != nil || res[0].Err != nil {
+			t.Fatal(err, res)
+		}
+		return res[0]
+	}
+	for i := range 100 {
+		if res := decide(store.Key("rls:edge", "user", "=", strconv.Itoa(i))); !res.Decision.Allowed || res.Shared {
+			t.Fatalf("rls key %d: %+v, want its own first count", i, res)
+		}
+	}
+	if res := decide(store.GroupKey(store.Key("ip", "192.0.2.1"), "r", "t")); !res.Decision.Allowed || res.Shared {
+		t.Fatalf("the policy's first key after the flood: %+v, want its own counter", res)
+	}
+	if res := decide(store.GroupKey(store.Key("ip", "192.0.2.2"), "r", "t")); !res.Shared {
+		t.Fatalf("a policy key without room: %+v, want the shared counter, said so", res)
 	}
 }

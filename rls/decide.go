@@ -303,9 +303,11 @@ func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domai
 	case r.current == nil:
 		dom.unmatched.Inc()
 		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}}
-	case sl.req < 0: // requests_per_unit 0: every request is over
+	case sl.req < 0: // requests_per_unit 0: every request is over, and no wait helps
 		left := windowLeft(s.opts.Clock.Now(), r.period)
-		return s.over(r, limiter.Decision{RetryAfter: left, Refill: left, Reset: left})
+		o := s.over(r, limiter.Decision{RetryAfter: limiter.Never, Refill: left, Reset: left})
+		o.status.DurationUntilReset = seconds(left) // the window's end, as envoyproxy/ratelimit says
+		return o
 	}
 	if err == nil {
 		err = results[sl.req].Err
@@ -323,6 +325,12 @@ func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domai
 	}
 	d := results[sl.req].Decision
 	if !d.Allowed {
+		if d.RetryAfter == limiter.Never && d.Refill == 0 {
+			// No wait cures it, and the count is at its full limit: its
+			// t, as its duration_until_reset, is when the limit resets
+			// (for a fixed window, its end), not 0.
+			d.Refill = s.reset(r, d)
+		}
 		o := s.over(r, d)
 		if d.RetryAfter == limiter.Never { // no wait cures it: say when the limit resets
 			o.status.DurationUntilReset = seconds(s.reset(r, d))

@@ -16,7 +16,11 @@
 // is over its limit (quota_mode descriptors: when all of them are).
 // response_headers_to_add carries the draft-10 RateLimit-Policy and
 // RateLimit fields, one item per limited descriptor named by its
-// configured path, and Retry-After when the answer is OVER_LIMIT.
+// configured path, and Retry-After when the answer is OVER_LIMIT. A
+// descriptor that can never pass (requests_per_unit 0, or a hit above what
+// its limit allows at once) adds no Retry-After, and its t, like its
+// duration_until_reset, is when its window resets; w is always the limit's
+// period.
 //
 // Where the answers differ from envoyproxy/ratelimit's: a denied hit
 // spends nothing (that service counts it), so after a large hits_addend

@@ -25,7 +25,7 @@ func (h *headerSet) add(r *rule, d limiter.Decision) {
 	if h.items == nil {
 		h.items = h.room[:0]
 	}
-	h.items = append(h.items, decision.RateLimitItem{Name: headerName(r.label), Limit: r.limit, Decision: d})
+	h.items = append(h.items, decision.RateLimitItem{Name: headerName(r.label), Limit: r.limit, Period: r.period, Decision: d})
 }
 
 // deny notes a denial's wait before the same request would pass.

@@ -68,6 +68,12 @@ type Request struct {
 type Result struct {
 	Decision limiter.Decision
 	Err      error
+	// Shared reports that the decision was made on a counter the key
+	// shares with other keys, not on its own: the memory store's overflow
+	// counter of the key's rule and limit, where the keys it has no room
+	// for count together. A denial then says that those keys spent the
+	// limit, not that this one did.
+	Shared bool
 }
 
 // ErrClosed is returned by a store used after Close.
@@ -127,6 +133,20 @@ func SplitGroup(key string) (group, rest string, ok bool) {
 		return "", "", false
 	}
 	return tail[:size], tail[size:], true
+}
+
+// RuleOf returns the rule of a key made by Key or GroupKey: its first
+// part, after its group if it has one; "" for another key.
+func RuleOf(key string) string {
+	if _, rest, ok := SplitGroup(key); ok {
+		key = rest
+	}
+	n, tail, found := strings.Cut(key, ":")
+	size, err := strconv.Atoi(n)
+	if !found || err != nil || size < 0 || size > len(tail) || n != strconv.Itoa(size) {
+		return ""
+	}
+	return tail[:size]
 }
 
 // keyLen returns the length of Key(rule, parts...), or a little more: it

@@ -16,12 +16,14 @@ func (s *Store) AppendDecideBatch(_ context.Context, dst []store.Result, reqs []
 		r := &reqs[i]
 		dst = append(dst, store.Result{})
 		res := &dst[len(dst)-1]
-		if err := s.decide(r.Key, &r.Limit, now, r.Cost, &res.Decision); err != nil {
-			if err == store.ErrClosed {
-				return dst[:len(dst)-1], err
-			}
+		shared, err := s.decide(r.Key, &r.Limit, now, r.Cost, &res.Decision)
+		switch {
+		case err == store.ErrClosed:
+			return dst[:len(dst)-1], err
+		case err != nil:
 			res.Err = err
 		}
+		res.Shared = shared
 	}
 	return dst, nil
 }

@@ -30,7 +30,8 @@
 // # Bounds
 //
 // The store holds at most Options.MaxKeys keys, split evenly over the
-// shards, besides the reserved keys and overflow counters (see below).
+// shards, besides the reserved keys, the overflow counters and the
+// guests (see below).
 // Each entry remembers when its state becomes as good as a fresh one (the
 // decision time plus Decision.Reset, rounded up to a second): the state
 // can then no longer change a decision and the key may be forgotten.
@@ -64,7 +65,9 @@
 // can make the store full, but cannot switch a limit off for anyone. A key
 // that later finds room starts a counter of its own, so over one period it
 // may pass its own limit besides what it got from the overflow counter,
-// which admits at most the limit in total.
+// which admits at most the limit in total. Such a decision says so
+// (store.Result.Shared), so that a front can tell its caller that the
+// callers without room spent the limit, not it.
 //
 // Keys for which Options.Reserved returns true (the gateway reserves the
 // keys of the clients its configuration lists), and the overflow counters,
@@ -82,6 +85,25 @@
 // needs no entry, so a key over its limit is still denied by its own log.
 // Reserved keys and overflow counters always get their entries: their logs
 // (at most the rate each) come on top of the bound.
+//
+// # Guests
+//
+// Keys for which Options.Guest returns true (the gateway names package
+// rls's counters so: decision.ForeignKey) are guests: keys a caller makes
+// as it likes, values, limits and windows included. They live in a room
+// of their own, Options.MaxGuestKeys keys split over the shards as
+// MaxKeys is, with Options.MaxGuestLogEntries sliding_log entries of
+// their own: they take no room from the other keys, and the other keys
+// none from them. A guest is never decided on an overflow counter for
+// want of a place (only, as a last resort, for a log entry that the
+// guests' full bound cannot give in its shard): when a shard's guests'
+// room is full, the shard drops its expired keys and then evicts about an
+// eighth of its guests, the least recently used first and those not being
+// limited before those that are. Being limited does not keep a guest, as
+// it keeps another key, because a caller can make a guest limited at will
+// (a limit of 1 for a year, hit once): otherwise a flood of such guests
+// would fill the room until they expired. A guest may thus have its count
+// forgotten by a flood of other guests, and start again fresh.
 //
 // # Concurrency trade-offs
 //

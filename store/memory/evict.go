@@ -9,27 +9,29 @@ import (
 // so that deciders on that shard never wait long behind it.
 const sweepBatch = 1024
 
-// makeRoom frees at least one place in a full shard for a new key at now:
-// first by dropping the entries that have expired, then by evicting the
-// least recently used of the keys that are not being limited, about an
-// eighth of them in one pass so that the cost of the pass (a walk over the
-// shard) is spread over the many new keys that fill the room it makes. It
-// reports false, evicting nothing, when every key that takes room is being
-// limited; a shard in that state is walked again only a second later, so
-// that a flood of new keys into a store full of limited keys costs each
-// key no walk over its shard (BenchmarkDecideFullStore).
+// makeRoom frees at least one place in a full shard for a new key of the
+// main room at now: first by dropping the entries that have expired, then
+// by evicting the least recently used of the main room's keys that are not
+// being limited, about an eighth of them in one pass so that the cost of
+// the pass (a walk over the shard) is spread over the many new keys that
+// fill the room it makes. It reports false, evicting nothing, when every
+// key that takes room is being limited; a shard in that state is walked
+// again only a second later, so that a flood of new keys into a store full
+// of limited keys costs each key no walk over its shard
+// (BenchmarkDecideFullStore).
 func (sh *shardState) makeRoom(now time.Time) bool {
 	sec := nowSecond(now)
 	if sh.roomTried == sec {
 		return false
 	}
 	sh.dropExpired(sec, sh.tab.end(), 0)
-	if sh.tab.n-sh.reserved < sh.max {
+	main := sh.tab.n - sh.reserved - sh.guests
+	if main < sh.max {
 		return true
 	}
-	ages := make([]uint32, 0, sh.tab.n-sh.reserved)
+	ages := make([]uint32, 0, main)
 	for i := range sh.tab.end() {
-		if e := sh.tab.at(i); e.inUse() && e.use&(limitedBit|reservedBit) == 0 {
+		if e := sh.tab.at(i); e.inUse() && e.use&(limitedBit|classBits) == 0 {
 			ages = append(ages, sh.age(e))
 		}
 	}
@@ -39,11 +41,62 @@ func (sh *shardState) makeRoom(now time.Time) bool {
 	}
 	oldest := kthLargest(ages, max(1, len(ages)/8))
 	for i := sh.tab.end() - 1; i >= 0; i-- {
-		if e := sh.tab.at(i); e.inUse() && e.use&(limitedBit|reservedBit) == 0 && sh.age(e) >= oldest {
+		if e := sh.tab.at(i); e.inUse() && e.use&(limitedBit|classBits) == 0 && sh.age(e) >= oldest {
 			sh.removeAt(i)
 		}
 	}
 	return true
+}
+
+// makeGuestRoom frees at least one place in the shard's full guests' room
+// for a new guest at now: it drops the expired entries, and if that frees
+// none, evicts an eighth of the guests (evictGuests). Unlike the main
+// room's, it always makes room: a guest's count may be forgotten, its
+// request never refused for want of room.
+func (sh *shardState) makeGuestRoom(now time.Time) {
+	sh.dropExpired(nowSecond(now), sh.tab.end(), 0)
+	if sh.guests >= sh.guestMax {
+		sh.evictGuests(false)
+	}
+}
+
+// evictGuests evicts about an eighth of the shard's guests (with logs
+// only: of those that have a log), the least recently used first and those
+// not being limited before those that are, and reports whether it evicted
+// any. A caller makes guests as it likes, so a guest over its limit is no
+// more the policy's than any other: being limited keeps it only longer
+// than the guests that are not.
+func (sh *shardState) evictGuests(logs bool) bool {
+	pick := func(e *entry) bool {
+		return e.inUse() && e.use&guestBit != 0 && (!logs || len(sh.logs[e.key()]) > 0)
+	}
+	ranks := make([]uint32, 0, sh.guests)
+	for i := range sh.tab.end() {
+		if e := sh.tab.at(i); pick(e) {
+			ranks = append(ranks, sh.guestRank(e))
+		}
+	}
+	if len(ranks) == 0 {
+		return false
+	}
+	first := kthLargest(ranks, max(1, len(ranks)/8))
+	for i := sh.tab.end() - 1; i >= 0; i-- {
+		if e := sh.tab.at(i); pick(e) && sh.guestRank(e) >= first {
+			sh.removeAt(i)
+		}
+	}
+	return true
+}
+
+// guestRank orders the guests for eviction, the first to go highest: its
+// age (below 2^29), raised above every limited guest's when it is not
+// being limited.
+func (sh *shardState) guestRank(e *entry) uint32 {
+	r := sh.age(e)
+	if e.use&limitedBit == 0 {
+		r |= 1 << 30
+	}
+	return r
 }
 
 // dropExpired removes the entries among positions [lo, hi) that have

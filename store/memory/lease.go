@@ -253,5 +253,5 @@ func (sh *leaseShard) makeRoom(t int64) bool {
 // limit that found no room for a lease: '#', then store.Key of the rule,
 // "concurrency" and the limit's Max (see appendOverflowKey).
 func leaseOverflowKey(key string, limit store.Concurrency) string {
-	return "#" + store.Key(ruleOf(key), "concurrency", strconv.FormatInt(limit.Max, 10))
+	return "#" + store.Key(store.RuleOf(key), "concurrency", strconv.FormatInt(limit.Max, 10))
 }

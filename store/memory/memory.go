@@ -17,18 +17,22 @@ import (
 const (
 	DefaultMaxKeys       = 1_000_000
 	DefaultMaxLogEntries = 10_000_000
-	DefaultSweepInterval = 10 * time.Second
-	minDefaultShards     = 64
-	maxShards            = 1 << 16
-	maxShardKeys         = 1 << 31 // entry.limit indexes at most as many limits as keys in 32 bits
+	// DefaultMaxGuestKeys and DefaultMaxGuestLogEntries bound the guests'
+	// room (Options.Guest).
+	DefaultMaxGuestKeys       = 100_000
+	DefaultMaxGuestLogEntries = 1_000_000
+	DefaultSweepInterval      = 10 * time.Second
+	minDefaultShards          = 64
+	maxShards                 = 1 << 16
+	maxShardKeys              = 1 << 31 // entry.limit indexes at most as many limits as keys in 32 bits
 )
 
 // Options configures a Store. The zero Options is valid: every field has a
 // default.
 type Options struct {
 	// MaxKeys is the most keys the store holds, split evenly over the
-	// shards, not counting the keys Reserved names and the overflow
-	// counters (see the package documentation). Zero or less means
+	// shards, not counting the keys Reserved names, the overflow counters
+	// and the guests (see the package documentation). Zero or less means
 	// DefaultMaxKeys (1,000,000).
 	MaxKeys int
 
@@ -67,6 +71,29 @@ type Options struct {
 	// called with the key's shard locked, for each decision on a key the
 	// store does not hold, so it must be quick; nil: no key is reserved.
 	Reserved func(key string) bool
+
+	// Guest, if set, names the keys that have a room of their own, apart
+	// from MaxKeys: keys that callers make as they like (package rls's
+	// counters, whose values and even limits an Envoy caller picks), so
+	// that however many of them arrive they take no room from the other
+	// keys, nor those from them. The guests' room holds at most
+	// MaxGuestKeys keys and MaxGuestLogEntries sliding_log entries; when
+	// it is full its least recently used keys are evicted, those not
+	// being limited first, then those being limited: a guest may have its
+	// count forgotten under a flood of guests, and is never refused for
+	// want of room. It is called as Reserved is, after it (a key Reserved
+	// names is reserved); nil: no key is a guest.
+	Guest func(key string) bool
+
+	// MaxGuestKeys is the most guests the store holds, split evenly over
+	// the shards and at least one in each. Zero or less means
+	// DefaultMaxGuestKeys (100,000).
+	MaxGuestKeys int
+
+	// MaxGuestLogEntries is the most sliding_log entries of guests the
+	// store holds, apart from MaxLogEntries. Zero or less means
+	// DefaultMaxGuestLogEntries (1,000,000: 16 MB of entries).
+	MaxGuestLogEntries int
 }
 
 // Store is the in-memory store: a fixed number of shards, each a mutex and
@@ -77,7 +104,9 @@ type Store struct {
 	mask      uint64 // len(shards) - 1
 	shards    []shard
 	reserved  func(string) bool // Options.Reserved
+	guest     func(string) bool // Options.Guest
 	bound     logBound
+	guestLogs logBound   // the guests' (Options.MaxGuestLogEntries)
 	leases    leaseTable // concurrency leases (lease.go)
 	stop      chan struct{}
 	done      chan struct{}
@@ -99,24 +128,32 @@ func newStore(opts Options, afterSweep func()) *Store {
 	s := &Store{
 		seed:     maphash.MakeSeed(),
 		reserved: opts.Reserved,
+		guest:    opts.Guest,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
 	s.shards = make([]shard, opts.Shards)
 	s.bound.max = int64(opts.MaxLogEntries)
+	s.guestLogs.max = int64(opts.MaxGuestLogEntries)
 	s.mask = uint64(opts.Shards - 1)
-	per, extra := opts.MaxKeys/opts.Shards, opts.MaxKeys%opts.Shards
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.max = min(per, maxShardKeys)
-		if i < extra {
-			sh.max++
-		}
-		sh.bound = &s.bound
+		sh.max = shareOf(opts.MaxKeys, opts.Shards, i)
+		sh.guestMax = max(shareOf(opts.MaxGuestKeys, opts.Shards, i), 1)
+		sh.bound, sh.guestBound = &s.bound, &s.guestLogs
 	}
 	ticker := opts.Clock.NewTicker(opts.SweepInterval)
 	go s.sweepLoop(ticker, afterSweep)
 	return s
+}
+
+// shareOf returns shard i's share of n keys split evenly over shards.
+func shareOf(n, shards, i int) int {
+	per := n / shards
+	if i < n%shards {
+		per++
+	}
+	return min(per, maxShardKeys)
 }
 
 // withDefaults returns o with its defaults filled in and Shards a power of
@@ -127,6 +164,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxLogEntries <= 0 {
 		o.MaxLogEntries = DefaultMaxLogEntries
+	}
+	if o.MaxGuestKeys <= 0 {
+		o.MaxGuestKeys = DefaultMaxGuestKeys
+	}
+	if o.MaxGuestLogEntries <= 0 {
+		o.MaxGuestLogEntries = DefaultMaxGuestLogEntries
 	}
 	if o.Shards <= 0 {
 		o.Shards = max(minDefaultShards, 4*runtime.GOMAXPROCS(0))
@@ -155,15 +198,16 @@ func (o Options) withDefaults() Options {
 // store.ErrClosed after Close. The context is not consulted: a decision
 // does no I/O and waits only for the shard's lock.
 func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
-	err = s.decide(key, &limit, now, cost, &d)
+	_, err = s.decide(key, &limit, now, cost, &d)
 	return d, err
 }
 
-// decide is Decide writing the decision to *d, which it overwrites: Decide
-// and AppendDecideBatch share it, the batch passing its requests' limits
-// and its results' decisions where they are instead of copying each
-// (72 bytes) in and out.
-func (s *Store) decide(key string, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) error {
+// decide is Decide writing the decision to *d, which it overwrites, and
+// reporting whether it was made on an overflow counter (store.Result's
+// Shared): Decide and AppendDecideBatch share it, the batch passing its
+// requests' limits and its results' decisions where they are instead of
+// copying each (72 bytes) in and out.
+func (s *Store) decide(key string, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) (shared bool, err error) {
 	h := maphash.String(s.seed, key)
 	t := limiter.UnixMicro(now) // read once, for the decision and the expiry, before the lock
 	sh := &s.shards[h&s.mask]
@@ -178,7 +222,7 @@ func (s *Store) decide(key string, l *limiter.Limit, now time.Time, cost int64, 
 			l.ApplyMicros(&st, t, cost, d)
 			sh.record(e, d.Allowed && d.Remaining > 0, expiryMicros(t, d.Reset), st.A, st.B)
 			sh.mu.Unlock()
-			return nil
+			return false, nil
 		}
 	}
 	return s.decideSlow(sh, h, key, l, now, cost, d)
@@ -186,13 +230,14 @@ func (s *Store) decide(key string, l *limiter.Limit, now time.Time, cost int64, 
 
 // decideSlow is decide past the common case, sh (the shard of key, whose
 // hash is h) locked: it unlocks it.
-func (s *Store) decideSlow(sh *shard, h uint64, key string, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) (err error) {
+func (s *Store) decideSlow(sh *shard, h uint64, key string, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) (shared bool, err error) {
 	*d, err = s.decideLocked(sh, h, key, l, now, cost)
 	sh.mu.Unlock()
 	if err == errNoRoom {
 		*d, err = s.decideOverflow(key, *l, now, cost)
+		return err == nil, err
 	}
-	return err
+	return false, err
 }
 
 // decideLocked is Decide with sh, the shard of key (whose hash is h),
@@ -203,12 +248,14 @@ func (s *Store) decideLocked(sh *shard, h uint64, key string, l *limiter.Limit, 
 		return limiter.Decision{}, store.ErrClosed
 	}
 	log := l.Algorithm() == limiter.SlidingLog
-	if log && !s.bound.fits(1) {
-		sh.makeLogRoom(now) // before find: it may evict this key
+	if log {
+		if class := s.classOf(key); class != reservedBit && !sh.boundOf(class).fits(1) {
+			sh.makeLogRoom(now, class) // before find: it may evict this key
+		}
 	}
 	i := sh.tab.find(h, key)
 	if i < 0 {
-		return sh.decideNew(h, key, *l, now, cost, s.reserved != nil && s.reserved(key))
+		return sh.decideNew(h, key, *l, now, cost, s.classOf(key))
 	}
 	e := sh.tab.at(i)
 	if !l.Same(sh.limits.at(e.limit)) {
@@ -218,6 +265,19 @@ func (s *Store) decideLocked(sh *shard, h uint64, key string, l *limiter.Limit, 
 		return sh.decideLog(e, *l, now, cost)
 	}
 	return sh.apply(e, l, now, cost), nil
+}
+
+// classOf returns the class of a key the store does not hold: reservedBit
+// for a key Options.Reserved names, guestBit for one Options.Guest names,
+// 0 for a key of the main room.
+func (s *Store) classOf(key string) uint32 {
+	switch {
+	case s.reserved != nil && s.reserved(key):
+		return reservedBit
+	case s.guest != nil && s.guest(key):
+		return guestBit
+	}
+	return 0
 }
 
 // DecideBatch decides each request in order, as Decide does. After Close
@@ -258,6 +318,7 @@ func (s *Store) Close() error {
 			sh.mu.Unlock()
 		}
 		s.bound.used.Store(0)
+		s.guestLogs.used.Store(0)
 	})
 	return nil
 }

@@ -3,7 +3,6 @@ package memory
 import (
 	"hash/maphash"
 	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -33,7 +32,7 @@ func (s *Store) decideOverflow(key string, limit limiter.Limit, now time.Time, c
 	i := sh.tab.find(h, key)
 	switch {
 	case i < 0:
-		return sh.decideNew(h, key, limit, now, cost, true)
+		return sh.decideNew(h, key, limit, now, cost, reservedBit)
 	case limit.Algorithm() == limiter.SlidingLog:
 		return sh.decideLog(sh.tab.at(i), limit, now, cost) // reserved: never errNoRoom
 	}
@@ -48,7 +47,7 @@ func (s *Store) decideOverflow(key string, limit limiter.Limit, now time.Time, c
 // it has one; a key not made by store.Key has no rule, and shares one
 // overflow counter per limit with such keys.
 func appendOverflowKey(b []byte, key string, limit limiter.Limit) []byte {
-	rule := ruleOf(key)
+	rule := store.RuleOf(key)
 	b = append(b, '#')
 	b = strconv.AppendInt(b, int64(len(rule)), 10)
 	b = append(append(b, ':'), rule...)
@@ -57,18 +56,4 @@ func appendOverflowKey(b []byte, key string, limit limiter.Limit) []byte {
 		b = strconv.AppendInt(append(b, ':'), n, 10)
 	}
 	return b
-}
-
-// ruleOf returns the rule of a key made by store.Key or store.GroupKey:
-// its first part, after its group if it has one; "" for another key.
-func ruleOf(key string) string {
-	if _, rest, ok := store.SplitGroup(key); ok {
-		key = rest
-	}
-	n, tail, found := strings.Cut(key, ":")
-	size, err := strconv.Atoi(n)
-	if !found || err != nil || size < 0 || size > len(tail) || n != strconv.Itoa(size) {
-		return ""
-	}
-	return tail[:size]
 }

@@ -47,7 +47,7 @@ func (s *Store) Settle(_ context.Context, key string, limit limiter.Limit, now t
 	st, d := limiter.Settle(limit, st, now, r, reserved, actual)
 	sh.record(e, d.Remaining > 0, expirySecond(now, d.Reset), st.A, st.B)
 	if limit.Algorithm() == limiter.SlidingLog {
-		sh.setLog(e.key(), st.Log, len(old))
+		sh.setLog(e, st.Log, len(old))
 	}
 	return d, nil
 }

@@ -41,6 +41,12 @@ type Options struct {
 	// httplimit.ListedKey keeps room for the clients a policy lists.
 	// Default nil: no key is reserved.
 	Reserved func(key string) bool
+	// Guest is memory.Options.Guest for the memory store and the local
+	// fallback: the keys that callers make as they like, kept in a room
+	// of their own of max_rls_keys keys. With the gateway's policy and
+	// package rls on one store, decision.ForeignKey names rls's keys.
+	// Default nil: no key is a guest.
+	Guest func(key string) bool
 	// Logger receives a warning when Redis cannot be reached at start.
 	// Default: warnings are discarded.
 	Logger *slog.Logger
@@ -52,7 +58,8 @@ type Options struct {
 }
 
 // Open opens the store sc describes. Type "" or "memory" gives a
-// *memory.Store bounded by MaxKeys and MaxLogEntries. Type "redis" gives a
+// *memory.Store bounded by MaxKeys and MaxLogEntries (its guests by
+// MaxRLSKeys). Type "redis" gives a
 // *failover.Store (whose Degraded and Stats a program can export) over a
 // Redis store that connects lazily: Open does not fail while Redis is
 // down, the store then decides by sc.OnFailure until Redis answers, and
@@ -115,9 +122,11 @@ func openRedis(ctx context.Context, sc config.Store, opts Options) (store.Store,
 
 // memoryOptions configures a memory store, the store or the local
 // fallback: bounded by max_keys and max_log_entries, with room always kept
-// for the Reserved keys, sweeping on the clock that times the decisions.
+// for the Reserved keys and a room of max_rls_keys for the guests, sweeping
+// on the clock that times the decisions.
 func memoryOptions(sc config.Store, opts Options) memory.Options {
-	return memory.Options{MaxKeys: sc.MaxKeys, MaxLogEntries: sc.MaxLogEntries, Reserved: opts.Reserved, Clock: opts.Clock}
+	return memory.Options{MaxKeys: sc.MaxKeys, MaxLogEntries: sc.MaxLogEntries, Reserved: opts.Reserved,
+		Guest: opts.Guest, MaxGuestKeys: sc.MaxRLSKeys, Clock: opts.Clock}
 }
 
 // timedRedis is the Redis store as the failover store sees it: each batch
