@@ -20,26 +20,26 @@ import (
 // show it. It never holds an access key: Counted names what is counted
 // as decision.LookResult does.
 type counterJSON struct {
-	Rule        string   `json:"rule"`
-	Client      string   `json:"client,omitempty"`
-	Counted     string   `json:"counted"`
-	Mode        string   `json:"mode"`
-	Algorithm   string   `json:"algorithm,omitempty"` // rate rules
-	Rate        string   `json:"rate,omitempty"`      // the limit in force, as the file writes it: 100/m
-	Concurrency int64    `json:"concurrency,omitempty"`
-	Limit       int64    `json:"limit"`              // what Remaining counts down from (q of RateLimit-Policy)
-	WindowS     float64  `json:"window_s,omitempty"` // w of RateLimit-Policy
-	Source      string   `json:"source"`             // rule, plan:NAME, client:ID
-	Remaining   int64    `json:"remaining"`
-	InFlight    *int64   `json:"in_flight,omitempty"` // concurrency rules
-	Used        float64  `json:"used"`                // share of the limit used now, 0 to 1
-	ResetS      float64  `json:"reset_s"`             // until the counter is full again
-	RetryS      float64  `json:"retry_s"`             // until a request of the rule's cost passes; -1: never
-	Cost        int64    `json:"cost,omitempty"`
-	Exempt      bool     `json:"exempt,omitempty"`
-	Classifies  bool     `json:"classifies,omitempty"`
-	Counter     string   `json:"counter"` // shared, local (this instance's own) or none
-	Error       string   `json:"error,omitempty"`
+	Rule        string  `json:"rule"`
+	Client      string  `json:"client,omitempty"`
+	Counted     string  `json:"counted"`
+	Mode        string  `json:"mode"`
+	Algorithm   string  `json:"algorithm,omitempty"` // rate rules
+	Rate        string  `json:"rate,omitempty"`      // the limit in force, as the file writes it: 100/m
+	Concurrency int64   `json:"concurrency,omitempty"`
+	Limit       int64   `json:"limit"`              // what Remaining counts down from (q of RateLimit-Policy)
+	WindowS     float64 `json:"window_s,omitempty"` // w of RateLimit-Policy
+	Source      string  `json:"source"`             // rule, plan:NAME, client:ID
+	Remaining   int64   `json:"remaining"`
+	InFlight    *int64  `json:"in_flight,omitempty"` // concurrency rules
+	Used        float64 `json:"used"`                // share of the limit used now, 0 to 1
+	ResetS      float64 `json:"reset_s"`             // until the counter is full again
+	RetryS      float64 `json:"retry_s"`             // until a request of the rule's cost passes; -1: never
+	Cost        int64   `json:"cost,omitempty"`
+	Exempt      bool    `json:"exempt,omitempty"`
+	Classifies  bool    `json:"classifies,omitempty"`
+	Counter     string  `json:"counter"` // shared, local (this instance's own) or none
+	Error       string  `json:"error,omitempty"`
 }
 
 // counterOf is res as JSON; where says whose counter it is (storeInfo's
