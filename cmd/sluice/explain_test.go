@@ -40,7 +40,7 @@ type explained struct {
 	Request struct{ Method, Path, Client, Plan, Address string }
 	Rules   []struct {
 		Rule, Counted, Source, Rate, Counter string
-		Remaining, Limit                    int64
+		Remaining, Limit                     int64
 	}
 	Would struct {
 		Status int
