@@ -154,6 +154,10 @@ func (s *Store) State() string {
 	return "shared"
 }
 
+// Shared returns the shared store (Options.Shared), for what a program
+// asks of it beside decisions (the Redis store's instance heartbeat).
+func (s *Store) Shared() store.Store { return s.opts.Shared }
+
 // Degraded reports whether the failure policy is deciding.
 func (s *Store) Degraded() bool { return s.degraded.Load() }
 
