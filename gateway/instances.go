@@ -145,15 +145,11 @@ func (g *Gateway) instances(ctx context.Context) []InstanceInfo {
 	return out
 }
 
-// announce tells the other instances on Redis that this one applies the
-// configuration in force, now and every announceEvery until ctx ends
-// (Run owns it). A failed announcement is retried at the next tick.
-func (g *Gateway) announce(ctx context.Context, tick clock.Ticker) {
+// announce tells the other instances on Redis (hb) that this one applies
+// the configuration in force, now and at every tick until ctx ends (Run
+// owns it). A failed announcement is retried at the next tick.
+func (g *Gateway) announce(ctx context.Context, hb announcer, tick clock.Ticker) {
 	defer tick.Stop()
-	hb, ok := g.heartbeat()
-	if !ok {
-		return
-	}
 	for {
 		self := g.self()
 		_ = hb.Announce(ctx, redisstore.Instance{ID: self.ID, Version: self.Version, Rules: self.Rules}, announceTTL)
