@@ -14,11 +14,14 @@ import (
 )
 
 // AdminHandler returns the admin side: the dashboard at /, /metrics,
-// /healthz, /readyz and POST /reload. It must never be served on the callers' address.
+// /healthz, /readyz, POST /reload, and the operators' API: GET and DELETE
+// /api/v1/keys (a counter now; reset it, keys.go) and GET /api/v1/explain
+// (explain.go). It must never be served on the callers' address.
 //
 // Browsers are kept out: a cross-origin POST (Sec-Fetch-Site or Origin
 // naming another site) is refused with 403, so that no web page open on the
-// operator's machine can reload. /metrics and /reload also need either the
+// operator's machine can reload or reset a counter. /metrics, /reload
+// and /api/v1 also need either the
 // admin token (Authorization: Bearer, when admin.token is set) or, without
 // one, a Host that is an IP address, localhost or the admin address's own
 // host: a page that rebinds its DNS name to 127.0.0.1 still sends its own
@@ -39,6 +42,9 @@ func (g *Gateway) AdminHandler() http.Handler {
 		}
 		writeText(w, http.StatusOK, "reloaded\n")
 	})))
+	mux.Handle("GET /api/v1/keys", g.adminOnly(http.HandlerFunc(g.keys)))
+	mux.Handle("DELETE /api/v1/keys", g.adminOnly(http.HandlerFunc(g.keys)))
+	mux.Handle("GET /api/v1/explain", g.adminOnly(http.HandlerFunc(g.explain)))
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusForbidden, "cross-origin request refused: the admin endpoints take no requests from web pages\n")

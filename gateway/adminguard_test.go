@@ -57,6 +57,10 @@ func TestAdminRefusesBrowsers(t *testing.T) {
 			"Origin: http://127.0.0.1:1\r\nContent-Length: 0\r\n\r\n", 403},
 		{"DNS rebinding POST", "POST /reload HTTP/1.1\r\nHost: evil.example:" + port + "\r\nOrigin: http://evil.example:" + port + "\r\n" +
 			"Sec-Fetch-Site: same-origin\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n", 403},
+		{"cross-site counter reset (Origin)", "DELETE /api/v1/keys?rule=claims&client=partner-a HTTP/1.1\r\nHost: " + adm + "\r\nOrigin: http://evil.example\r\n\r\n", 403},
+		{"cross-site counter reset (Sec-Fetch-Site)", "DELETE /api/v1/keys?rule=claims&client=partner-a HTTP/1.1\r\nHost: " + adm + "\r\nSec-Fetch-Site: cross-site\r\n\r\n", 403},
+		{"DNS rebinding counter read", "GET /api/v1/keys?rule=claims&client=partner-a HTTP/1.1\r\nHost: evil.example:" + port + "\r\n\r\n", 403},
+		{"DNS rebinding explain", "GET /api/v1/explain?path=/claims HTTP/1.1\r\nHost: evil.example:" + port + "\r\n\r\n", 403},
 		{"DNS rebinding metrics", "GET /metrics HTTP/1.1\r\nHost: evil.example:" + port + "\r\nSec-Fetch-Site: same-origin\r\n\r\n", 403},
 		{"DNS rebinding metrics, trailing dot", "GET /metrics HTTP/1.1\r\nHost: localhost.evil.example.:" + port + "\r\n\r\n", 403},
 	}
@@ -115,7 +119,10 @@ func TestAdminToken(t *testing.T) {
 		{"scheme in upper case", "Authorization: BEARER " + token + "\r\n", 200},
 	} {
 		for _, req := range []string{"POST /reload HTTP/1.1\r\nHost: " + adm + "\r\nContent-Length: 0\r\n",
-			"GET /metrics HTTP/1.1\r\nHost: sluice.internal\r\n"} {
+			"GET /metrics HTTP/1.1\r\nHost: sluice.internal\r\n",
+			"GET /api/v1/explain?path=/x HTTP/1.1\r\nHost: sluice.internal\r\n",
+			"GET /api/v1/keys?rule=api&counted=192.0.2.1 HTTP/1.1\r\nHost: sluice.internal\r\n",
+			"DELETE /api/v1/keys?rule=api&counted=192.0.2.1 HTTP/1.1\r\nHost: sluice.internal\r\n"} {
 			if got, body := h.rawAdmin(req + c.auth + "\r\n"); got != c.want {
 				t.Errorf("%s: %q: status %d, want %d (%s)", c.name, strings.SplitN(req, "\r\n", 2)[0], got, c.want, body)
 			}

@@ -52,20 +52,21 @@ type Options struct {
 
 // Gateway is a running sluice: proxy, limiter, admin.
 type Gateway struct {
-	opts      Options
-	snap      atomic.Pointer[snapshot]
-	server    config.Server // as at start: a reload does not change it
-	loopToken string        // this instance's mark on what it forwards
-	metrics   *metrics
-	log       *slog.Logger
-	logGate   *logGate
-	store     store.Store
-	ownsStore bool
-	renewer   *store.Renewer // renews the leases of concurrency rules; nil if the store keeps none
-	reloadMu  sync.Mutex
-	ready     atomic.Bool
-	startSum  string                            // the config file's digest when New ran, for WatchConfig
-	throttle  atomic.Pointer[throttle.Throttle] // protect's, made once (protect.go)
+	opts       Options
+	snap       atomic.Pointer[snapshot]
+	server     config.Server // as at start: a reload does not change it
+	loopToken  string        // this instance's mark on what it forwards
+	instanceID string        // names this instance in the heartbeat (instances.go)
+	metrics    *metrics
+	log        *slog.Logger
+	logGate    *logGate
+	store      store.Store
+	ownsStore  bool
+	renewer    *store.Renewer // renews the leases of concurrency rules; nil if the store keeps none
+	reloadMu   sync.Mutex
+	ready      atomic.Bool
+	startSum   string                            // the config file's digest when New ran, for WatchConfig
+	throttle   atomic.Pointer[throttle.Throttle] // protect's, made once (protect.go)
 
 	// The fast data path (fast.go, run.go).
 	engine  *decision.Engine                // decides Run's requests
@@ -89,7 +90,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	opts = withDefaults(opts)
 	g := &Gateway{opts: opts, metrics: newMetrics(), log: opts.Logger, store: opts.Store,
-		server: serverDefaults(opts.Config.Server), loopToken: newLoopToken()}
+		server: serverDefaults(opts.Config.Server), loopToken: newLoopToken(), instanceID: newInstanceID()}
 	if g.opts.ShutdownTimeout <= 0 {
 		g.opts.ShutdownTimeout = g.server.DrainTimeout
 	}
@@ -190,6 +191,10 @@ type snapshot struct {
 	settings decision.Settings
 	proxy    *fastproxy.Proxy
 	kept     []string
+	// The configuration's digest and each rule's, as the heartbeat
+	// announces them (instances.go).
+	version     string
+	ruleDigests map[string]string
 }
 
 // newSnapshot returns the snapshot of cfg; old is the one in force (nil at
@@ -199,7 +204,8 @@ func (g *Gateway) newSnapshot(cfg *config.File, old *snapshot) *snapshot {
 	if cfg.Protect != nil {
 		settings.Throttle = g.throttle.Load() // applyProtect made it
 	}
-	snap := &snapshot{cfg: cfg, settings: settings, kept: keptHeaders(cfg.Compiled), proxy: g.newProxy(cfg.Upstream, old)}
+	snap := &snapshot{cfg: cfg, settings: settings, kept: keptHeaders(cfg.Compiled), proxy: g.newProxy(cfg.Upstream, old),
+		version: configVersion(cfg.Policy), ruleDigests: ruleDigests(cfg.Policy)}
 	for i := range cfg.Compiled.Rules() {
 		snap.maxWait = max(snap.maxWait, cfg.Compiled.RuleLimit(i).Delay())
 	}

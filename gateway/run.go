@@ -67,6 +67,12 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	tick := g.opts.Clock.NewTicker(time.Second) // made here, so that it ticks from Run's start on
 	go func() { defer close(watched); g.watchShedding(tick, stopWatch) }()
 	defer func() { close(stopWatch); <-watched }()
+	if hb, ok := g.heartbeat(); ok { // Redis: announce this instance to the others (instances.go)
+		beat, stopBeat := context.WithCancel(context.Background())
+		beating, beatTick := make(chan struct{}), g.opts.Clock.NewTicker(announceEvery)
+		go func() { defer close(beating); g.announce(beat, hb, beatTick) }()
+		defer func() { stopBeat(); <-beating }()
+	}
 	var err error
 	running := 2
 	select {

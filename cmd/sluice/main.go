@@ -77,12 +77,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 // configFlag parses a command's flags: --config FILE and -h/--help. With
 // ok false the command is over and code is its exit status: 0 after help
 // (printed on stdout), 2 after a usage error (on stderr).
-func configFlag(name string, args []string, stdout, stderr io.Writer) (path string, code int, ok bool) {
+// more, if given, defines the command's other flags.
+func configFlag(name string, args []string, stdout, stderr io.Writer, more ...func(*flag.FlagSet)) (path string, code int, ok bool) {
 	fs := flag.NewFlagSet("sluice "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	cfg := fs.String("config", "", "configuration file (YAML)")
+	for _, f := range more {
+		f(fs)
+	}
 	help := func(w io.Writer) {
-		fmt.Fprintf(w, "usage: sluice %s --config FILE\n\n%s\n\nflags:\n", name, commandHelp[name])
+		fmt.Fprintf(w, "usage: sluice %s --config FILE%s\n\n%s\n\nflags:\n", name, usageTail[name], commandHelp[name])
 		fs.SetOutput(w)
 		fs.PrintDefaults()
 	}
@@ -128,7 +132,11 @@ var commandHelp = map[string]string{
 	"check": "Validates the configuration file. Every problem is printed on stderr as FILE:line:col: what is\n" +
 		"wrong (what would be accepted), exit status 1. A valid file prints what it does (settings, a table\n" +
 		"of rules, each client's limits) on stdout, exit status 0; warnings (dangerous but working\n" +
-		"settings) go to stderr as FILE:line:col: warning: ... and do not change the exit status.",
+		"settings) go to stderr as FILE:line:col: warning: ... and do not change the exit status.\n" +
+		"With --explain 'METHOD PATH' it prints instead, as JSON (as GET /api/v1/explain answers), how the\n" +
+		"file counts that request (the caller's --key, --ip and --header fields): the rules that match,\n" +
+		"what each counts it as, the limit and its source, and what it would get from fresh counters;\n" +
+		"exit status 2 for a request it cannot read.",
 	"serve": "Runs the gateway in front of the configured upstream, and the decision service of the decide\n" +
 		"block (alone without an upstream), until SIGTERM or SIGINT. It reloads the\n" +
 		"file on SIGHUP, on change and on POST /reload to the admin address; a bad file is refused and\n" +
@@ -138,7 +146,8 @@ var commandHelp = map[string]string{
 // check validates a file: every error as FILE:line:col: message, exit 1; or
 // warnings on stderr and what the file does on stdout, exit 0.
 func check(args []string, stdout, stderr io.Writer) int {
-	path, code, ok := configFlag("check", args, stdout, stderr)
+	var ex explainFlags
+	path, code, ok := configFlag("check", args, stdout, stderr, ex.define)
 	if !ok {
 		return code
 	}
@@ -155,6 +164,9 @@ func check(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(stderr, warningText(w))
+	}
+	if ex.set() {
+		return explainFile(cfg, ex, stdout, stderr)
 	}
 	p := cfg.Policy
 	fmt.Fprintf(stdout, "%s: ok: %s, %s, %s", path, count(len(p.Rules), "rule"), count(len(p.Clients.List), "client"), count(len(p.Plans), "plan"))

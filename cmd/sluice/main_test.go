@@ -223,7 +223,7 @@ func TestCommandHelp(t *testing.T) {
 	for _, cmd := range []string{"serve", "check"} {
 		for _, flag := range []string{"--help", "-h", "-help"} {
 			code, out, errs := runCmd(cmd, flag)
-			if code != 0 || errs != "" || !strings.HasPrefix(out, "usage: sluice "+cmd+" --config FILE\n") || !strings.Contains(out, "-config") {
+			if code != 0 || errs != "" || !strings.HasPrefix(out, "usage: sluice "+cmd+" --config FILE") || !strings.Contains(out, "-config") {
 				t.Errorf("sluice %s %s: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", cmd, flag, code, out, errs)
 			}
 		}

@@ -95,7 +95,10 @@ type Stats struct {
 	Degraded         atomic.Int64 // decisions made by the failure policy
 }
 
-// New returns a Store for opts.
+// New returns a Store for opts. A Shared store that is a store.ResetFeed
+// (the Redis store) is watched from now on: a reset of a key by any
+// instance (Reset) makes this one forget its cached rejection of the key
+// and its local fallback's counter of it.
 func New(opts Options) (*Store, error) {
 	if opts.Shared == nil {
 		return nil, errors.New("failover: no shared store")
@@ -108,6 +111,9 @@ func New(opts Options) (*Store, error) {
 	s.degraded.Store(opts.StartDegraded)
 	if opts.StartDegraded {
 		s.switched.Store(limiter.UnixMicro(opts.Clock.Now()))
+	}
+	if feed, ok := opts.Shared.(store.ResetFeed); ok {
+		feed.WatchResets(s.forget) // a reset on any instance: forget what this one keeps of the key
 	}
 	if opts.BackgroundProbe {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -147,6 +153,10 @@ func (s *Store) State() string {
 	}
 	return "shared"
 }
+
+// Shared returns the shared store (Options.Shared), for what a program
+// asks of it beside decisions (the Redis store's instance heartbeat).
+func (s *Store) Shared() store.Store { return s.opts.Shared }
 
 // Degraded reports whether the failure policy is deciding.
 func (s *Store) Degraded() bool { return s.degraded.Load() }

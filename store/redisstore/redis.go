@@ -83,6 +83,7 @@ type Store struct {
 	mu      sync.Mutex         // guards flights, and orders Close against wg.Add
 	flights map[string]*flight // keys with a call in flight (coalesce.go)
 	wg      sync.WaitGroup     // batch calls in flight
+	feed    resetFeed          // the reset channel (reset.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -285,6 +286,7 @@ func (s *Store) Close() error {
 	if already {
 		return nil
 	}
+	s.feed.close()     // before the client: the watcher uses it
 	if s.lazy != nil { // a try in progress ends first (it sets the client, or not)
 		s.lazy.mu.Lock()
 		defer s.lazy.mu.Unlock()

@@ -1,0 +1,108 @@
+package decision
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/policy"
+)
+
+// Explanation is what Engine.Explain found for a described request: how
+// it is identified and counted, and what it would get now.
+type Explanation struct {
+	// Client names the caller as the Report does: its client id,
+	// "anonymous", "unknown" (refused for its key) or "-" (the policy
+	// identifies nobody by key).
+	Client string
+	// Plan is the caller's plan, "" for none.
+	Plan string
+	// Method and Path are the request's as the rules match them; Addr
+	// the address it is counted by (the zero Addr for none).
+	Method, Path string
+	Addr         netip.Addr
+	// Rules has one result per matching rule, in the policy's order.
+	Rules []LookResult
+	// Status is what the request would get now: 0 (passed on), 400 or
+	// 401 (it cannot be counted, Detail says why), 429 (a rule has no
+	// room, RetryAfter the longest wait), or 503 (the store cannot be
+	// read and the failure policy refuses).
+	Status     int
+	Detail     string
+	RetryAfter time.Duration
+}
+
+// Explain describes what Decide would do with req under set now, without
+// spending anything or telling Options.OnDecision: it identifies the
+// caller, cleans and matches the path, builds each matching rule's store
+// key as Decide does, and reads each counter (Look). The throttle
+// (protect) is not asked. It is for operators, not the data path: it
+// allocates, and asks the store once per rule.
+func (e *Engine) Explain(ctx context.Context, set Settings, req Request) Explanation {
+	pol := set.Policy
+	v := new(Verdict) // not the pool's: it is never finished
+	v.start(e, ctxOr(ctx), req)
+	var ex Explanation
+	key := pol.KeyName()
+	v.scrub(key)
+	caller, err := identify(pol, v, key)
+	switch {
+	case caller == nil && err != nil:
+		return Explanation{Client: UnknownClient, Status: statusBadRequest, Detail: err.Error()}
+	case caller == nil:
+		return Explanation{Client: UnknownClient, Status: statusUnauthorized, Detail: "missing or unknown access key in " + pol.KeyHeader()}
+	}
+	ex.Client, ex.Plan = clientName(pol, caller), caller.Plan
+	if ex.Client == "" {
+		ex.Client = "-"
+	}
+	if err := v.clean(); err != nil {
+		ex.Status, ex.Detail = statusBadRequest, pathDetail(err)
+		return ex
+	}
+	ex.Method, ex.Path = v.Method, v.Path
+	addr := clientAddr(pol, v)
+	v.Addr, ex.Addr = addr, addr
+	v.match = pol.Match(v.Method, v.DecodedPath, v.match[:0])
+	v.requests(pol, caller, addr)
+	if detail, refused := v.headerRefused(pol); refused {
+		ex.Status, ex.Detail = statusBadRequest, detail
+		return ex
+	}
+	e.explainRules(&ex, v, pol, caller, addr)
+	return ex
+}
+
+// explainRules reads each matching rule's counter into ex and says what
+// the request would get.
+func (e *Engine) explainRules(ex *Explanation, v *Verdict, pol *policy.Compiled, caller *policy.Caller, addr netip.Addr) {
+	keys := map[int]string{}
+	for k, i := range v.index {
+		keys[i] = v.reqs[k].Key
+	}
+	for k, i := range v.leaseIndex {
+		keys[i] = v.leaseKeys[k]
+	}
+	now := e.opts.Clock.Now()
+	for _, i := range v.match {
+		res := e.lookRule(v.ctx, pol, caller, i, keys[i], addr, now)
+		res.Counted = counted(pol, caller, i, addr, v)
+		if rule := pol.Rule(i); !res.Classifies && !res.Exempt && keys[i] == "" { // a shadow rule without its header
+			res.Counted, res.Retry = "requests without header "+rule.Key.Header+" (refused, were the rule enforced)", limiter.Never
+		}
+		ex.Rules = append(ex.Rules, res)
+		switch {
+		case res.Err != nil && (ex.Status == 0 || ex.Status == statusTooManyRequests) && e.opts.OnFailure.Refuses():
+			ex.Status, ex.Detail = statusUnavailable, "the rate limiter cannot read rule "+res.Rule+"'s counter: "+res.Err.Error()
+		case res.Err != nil && ex.Status == 0:
+			ex.Detail = "the rate limiter cannot read rule " + res.Rule + "'s counter (" + res.Err.Error() + "); on_failure: open lets it pass"
+		case res.Refuses() && ex.Status != statusUnavailable:
+			if ex.Status == 0 || res.Retry > ex.RetryAfter {
+				ex.Detail = "rule " + res.Rule + " has no room for " + res.Counted
+				ex.RetryAfter = res.Retry
+			}
+			ex.Status = statusTooManyRequests
+		}
+	}
+}
