@@ -7,7 +7,8 @@ GO ?= go
 test: deps vet unit
 
 # Tests start real redis-server processes (standalone and cluster) and a
-# real nginx; install Debian's redis-server and nginx when they are missing.
+# real nginx; install Debian's redis-server and nginx when they are missing,
+# and the tools deploy/'s files are checked with.
 deps:
 	@command -v redis-server >/dev/null || { \
 		echo "installing redis-server"; \
@@ -24,6 +25,16 @@ deps:
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; }; \
 		[ -z "$$made" ] || rm -f /usr/sbin/policy-rc.d; }
 	@PATH="$$PATH:/usr/sbin" command -v nginx >/dev/null || { echo "nginx still missing" >&2; exit 1; }
+	@# deploy/'s tests check the systemd unit with systemd-analyze (Debian's
+	@# systemd, ~10 MB) and the alert rules with promtool (Debian's prometheus,
+	@# ~19 MB to download, without its recommends); no service may start on
+	@# install. Their tests skip, saying why, where these cannot be installed.
+	@command -v systemd-analyze >/dev/null && command -v promtool >/dev/null || { \
+		echo "installing systemd and prometheus (systemd-analyze, promtool)"; made=; \
+		[ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && made=1; }; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd prometheus >/dev/null 2>&1 || \
+			echo "could not install systemd or prometheus: their deploy/ tests will skip" >&2; \
+		[ -z "$$made" ] || rm -f /usr/sbin/policy-rc.d; }
 
 # deploy/kubernetes is a module of its own (the Kubernetes API types its
 # test decodes the manifests into stay out of sluice's go.mod); it is
