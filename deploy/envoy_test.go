@@ -397,4 +397,3 @@ func runs(outcomes []string) string {
 	}
 	return strings.Join(b, " ")
 }
-
