@@ -33,6 +33,12 @@ type claimsService struct {
 	reached map[string]int
 }
 
+// ClaimsService returns the demo's claims service, as `sluice demo` runs
+// it behind sluice: GET /claims/{id} answers the partner named by
+// X-Sluice-Client (partner-a owns CLM-1001 to CLM-1003, partner-b CLM-2001 to
+// CLM-2003). deploy/compose runs it as the upstream of two sluice instances.
+func ClaimsService() http.Handler { return newClaimsService().handler() }
+
 func newClaimsService() *claimsService {
 	return &claimsService{reached: make(map[string]int)}
 }

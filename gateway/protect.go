@@ -78,6 +78,10 @@ var (
 		"Requests holding a slot at the upstream (protect).", nil, nil)
 	inFlightLimitDesc = prometheus.NewDesc("sluice_in_flight_limit",
 		"The in-flight limit in force: protect.max_in_flight, or less while the adaptive limit holds it lower.", nil, nil)
+	ceilingDesc = prometheus.NewDesc("sluice_in_flight_ceiling",
+		"The hard ceiling of requests in flight: protect.max_in_flight.", nil, nil)
+	sheddingDesc = prometheus.NewDesc("sluice_shedding",
+		"1 while protect sheds: in flight at or above shed_from x the limit, so low-priority requests are refused and degrade rules switched off.", nil, nil)
 	queueLengthDesc = prometheus.NewDesc("sluice_queue_length",
 		"Requests waiting for a slot in protect's queue.", nil, nil)
 	bodyBufferDesc = prometheus.NewDesc("sluice_body_buffer_bytes",
@@ -92,6 +96,8 @@ var (
 func (c throttleCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- inFlightDesc
 	ch <- inFlightLimitDesc
+	ch <- ceilingDesc
+	ch <- sheddingDesc
 	ch <- queueLengthDesc
 	ch <- shedDesc
 	ch <- bodyBufferDesc
@@ -108,6 +114,12 @@ func (c throttleCollector) Collect(ch chan<- prometheus.Metric) {
 	st := thr.Stats()
 	ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(st.InFlight))
 	ch <- prometheus.MustNewConstMetric(inFlightLimitDesc, prometheus.GaugeValue, float64(st.Limit))
+	ch <- prometheus.MustNewConstMetric(ceilingDesc, prometheus.GaugeValue, float64(st.MaxInFlight))
+	shedding := 0.0
+	if st.Shedding {
+		shedding = 1
+	}
+	ch <- prometheus.MustNewConstMetric(sheddingDesc, prometheus.GaugeValue, shedding)
 	ch <- prometheus.MustNewConstMetric(queueLengthDesc, prometheus.GaugeValue, float64(st.QueueLength))
 	for _, p := range priorities {
 		for _, r := range shedReasons {

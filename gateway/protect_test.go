@@ -136,9 +136,11 @@ func TestProtectCeilingUnderLoad(t *testing.T) {
 		t.Errorf("the upstream saw %d requests, want %d", got, callers*each)
 	}
 	m := h.metrics()
-	if metric(m, "sluice_in_flight_limit") != 4 || metric(m, "sluice_in_flight") != 0 || metric(m, "sluice_queue_length") != 0 {
-		t.Errorf("metrics: in flight %v, limit %v, queue %v; want 0, 4, 0 once answered",
-			metric(m, "sluice_in_flight"), metric(m, "sluice_in_flight_limit"), metric(m, "sluice_queue_length"))
+	if metric(m, "sluice_in_flight_limit") != 4 || metric(m, "sluice_in_flight") != 0 || metric(m, "sluice_queue_length") != 0 ||
+		metric(m, "sluice_in_flight_ceiling") != 4 || metric(m, "sluice_shedding") != 0 {
+		t.Errorf("metrics: in flight %v, limit %v, ceiling %v, queue %v, shedding %v; want 0, 4, 4, 0, 0 once answered",
+			metric(m, "sluice_in_flight"), metric(m, "sluice_in_flight_limit"), metric(m, "sluice_in_flight_ceiling"),
+			metric(m, "sluice_queue_length"), metric(m, "sluice_shedding"))
 	}
 	if got := metric(m, "sluice_upstream_responses_total", "code=200"); got != callers*each {
 		t.Errorf("sluice_upstream_responses_total{code=200} %v, want %d", got, callers*each)
@@ -190,6 +192,9 @@ func TestProtectCriticalPassesWhileLowShed(t *testing.T) {
 	eventually(t, "shedding started logged", func() bool {
 		return h.logs.count(t, "shedding started: low-priority requests are refused and degrade rules switched off") == 1
 	})
+	if got := metric(h.metrics(), "sluice_shedding"); got != 1 {
+		t.Errorf("sluice_shedding %v while low requests are shed, want 1", got)
+	}
 	up.releaseAll()
 	if s := <-critical; s != http.StatusOK {
 		t.Errorf("the critical request: %d, want 200 once a slot freed", s)

@@ -30,7 +30,7 @@ commands:
   check --config FILE   validate a configuration file, print what it does (exit 1 on any error)
   demo                  the claims story: sluice in front of a service, a buggy partner and a normal one
   demo overload         the month-end story: the service slows down, critical reads keep their objective
-  version               print the version, the VCS revision and the Go version
+  version, --version    print the version, the VCS revision and the Go version
 
 sluice <command> --help describes a command.
 `
@@ -60,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 		return runDemo(stderr)
-	case "version":
+	case "version", "--version":
 		if code, ok := noFlags("version", args[1:], stdout, stderr); !ok {
 			return code
 		}
@@ -128,7 +128,8 @@ var commandHelp = map[string]string{
 	"demo overload": "Runs the month-end story on 127.0.0.1 for 38s (SIGTERM or SIGINT ends it early): a claims service of\n" +
 		"fixed capacity that slows down at month-end, sluice with a protect block in front of it, claim reads\n" +
 		"(critical), new claims, reports (switched off when busy) and exports (shed first).",
-	"version": "Prints the module version, the VCS revision it was built from and the Go version.",
+	"version": "Prints the version (the one make build set, else the module version the go command recorded),\n" +
+		"the VCS revision it was built from and the Go version; sluice --version prints the same.",
 	"check": "Validates the configuration file. Every problem is printed on stderr as FILE:line:col: what is\n" +
 		"wrong (what would be accepted), exit status 1. A valid file prints what it does (settings, a table\n" +
 		"of rules, each client's limits) on stdout, exit status 0; warnings (dangerous but working\n" +

@@ -24,7 +24,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "sluice")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	build := exec.Command("go", "build", "-trimpath", "-o", binary, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build and make release build: their tests reuse what this compiled
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.RemoveAll(dir)
@@ -214,6 +215,9 @@ func TestHelpAndVersion(t *testing.T) {
 	code, out, errs := runCmd("version")
 	if code != 0 || !regexp.MustCompile(`^sluice \S+( \(revision [0-9a-f]+(, modified)?\))? go\S+\n$`).MatchString(out) || errs != "" {
 		t.Errorf("version: exit %d, stdout %q, stderr %q; want 0 and one line `sluice VERSION [(revision R)] GOVERSION`", code, out, errs)
+	}
+	if code, dashed, errs := runCmd("--version"); code != 0 || dashed != out || errs != "" {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q; want 0 and what version printed, %q", code, dashed, errs, out)
 	}
 }
 

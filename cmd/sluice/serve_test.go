@@ -105,7 +105,14 @@ type serveProcess struct {
 // SIGKILL 10s later), and a failed test logs what sluice logged.
 func startServe(t *testing.T, path string) *serveProcess {
 	t.Helper()
-	p := &serveProcess{cmd: exec.Command(binary, "serve", "--config", path), logs: &lockedBuffer{},
+	return startServeBinary(t, binary, path)
+}
+
+// startServeBinary is startServe with another sluice binary than the one
+// TestMain built.
+func startServeBinary(t *testing.T, bin, path string) *serveProcess {
+	t.Helper()
+	p := &serveProcess{cmd: exec.Command(bin, "serve", "--config", path), logs: &lockedBuffer{},
 		exited: make(chan error, 1)}
 	p.cmd.Stdout, p.cmd.Stderr = io.Discard, p.logs
 	if err := p.cmd.Start(); err != nil {

@@ -1,6 +1,9 @@
-// Package buildinfo reports what sluice binary is running: the module
-// version, the VCS revision it was built from and the Go version, as the Go
-// toolchain recorded them (runtime/debug.ReadBuildInfo).
+// Package buildinfo reports what sluice binary is running: the version, the
+// VCS revision it was built from and the Go version. `make build` and `make
+// release` set the version and revision with the linker (-ldflags -X), so
+// they are known however the go command was run; otherwise they are what the
+// go command recorded (runtime/debug.ReadBuildInfo): the module version of
+// `go install module@version`, and the revision of a build in a checkout.
 package buildinfo
 
 import (
@@ -8,18 +11,32 @@ import (
 	"runtime/debug"
 )
 
-// Info is what the toolchain recorded about the running binary.
+// Set by the linker, as `make build` does:
+//
+//	go build -ldflags "-X github.com/sluice-rl/sluice/internal/buildinfo.version=v1.2.0
+//	  -X github.com/sluice-rl/sluice/internal/buildinfo.revision=0123abcd...
+//	  -X github.com/sluice-rl/sluice/internal/buildinfo.modified=false"
+//
+// Empty when not set; each one set replaces what the go command recorded.
+var (
+	version  string
+	revision string
+	modified string // "true" or "false"
+)
+
+// Info is what the running binary knows of its own build.
 type Info struct {
-	// Version is the main module's version: a tag such as v1.2.0 (`go
-	// install module@version`, or a checkout at that tag), a pseudo-version
-	// naming the commit for a checkout elsewhere, "(devel)" when the go
-	// command recorded none (-buildvcs=false, a git worktree, no checkout).
+	// Version is the release: the linker's version (`make build`: the tag
+	// `git describe` finds, or a pseudo-version naming the commit), else
+	// the main module's version as the go command recorded it: a tag such
+	// as v1.2.0 (`go install module@version`, or a checkout at that tag), a
+	// pseudo-version naming the commit, or "(devel)" when it recorded none
+	// (-buildvcs=false, a git worktree, no checkout).
 	Version string
-	// Revision is the VCS commit the binary was built from (vcs.revision),
-	// "" when not recorded (built outside a checkout, or -buildvcs=false).
+	// Revision is the VCS commit the binary was built from: the linker's,
+	// else vcs.revision; "" when neither was recorded.
 	Revision string
-	// Modified reports that the checkout had uncommitted changes
-	// (vcs.modified).
+	// Modified reports that the checkout had uncommitted changes.
 	Modified bool
 	// GoVersion is the toolchain that built the binary, such as go1.26.0.
 	GoVersion string
@@ -27,11 +44,25 @@ type Info struct {
 
 // Read returns the running binary's Info.
 func Read() Info {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return Info{Version: "(devel)", GoVersion: runtime.Version()}
+	in := Info{Version: "(devel)", GoVersion: runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		in = FromBuildInfo(bi)
 	}
-	return FromBuildInfo(bi)
+	return in.withLinked(version, revision, modified)
+}
+
+// withLinked replaces what the linker set (the empty strings are unset).
+func (i Info) withLinked(version, revision, modified string) Info {
+	if version != "" {
+		i.Version = version
+	}
+	if revision != "" {
+		i.Revision = revision
+	}
+	if modified != "" {
+		i.Modified = modified == "true"
+	}
+	return i
 }
 
 // FromBuildInfo extracts Info from what debug.ReadBuildInfo returned.

@@ -71,7 +71,9 @@ func eachGoBlock(t *testing.T, doc, base string, check func(at int, code, file s
 func TestUserDocsWording(t *testing.T) {
 	link := regexp.MustCompile(`https?://[^\s)>\]]+`)
 	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	files = append(files, filepath.Join(root, "README.md"))
+	for _, f := range []string{"README.md", "CHANGELOG.md", "SECURITY.md", "CONTRIBUTING.md"} {
+		files = append(files, filepath.Join(root, f))
+	}
 	tracker := regexp.MustCompile(`(?i)\b(issues?|ticket)\b`)
 	for _, f := range files {
 		text, err := os.ReadFile(f)
@@ -83,5 +85,25 @@ func TestUserDocsWording(t *testing.T) {
 				t.Errorf("%s:%d: %q in user documentation: %s", filepath.Base(f), i+1, m, line)
 			}
 		}
+	}
+}
+
+// TestSetupCommandsAgree: CONTRIBUTING.md's set-up commands are the
+// README's, word for word.
+func TestSetupCommandsAgree(t *testing.T) {
+	first := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, ok := strings.Cut(string(b), "```sh\n")
+		block, _, closed := strings.Cut(rest, "```")
+		if !ok || !closed {
+			t.Fatalf("%s has no sh block", name)
+		}
+		return block
+	}
+	if r, c := first("README.md"), first("CONTRIBUTING.md"); r != c {
+		t.Errorf("CONTRIBUTING.md's set-up commands differ from the README's:\n%s\nREADME.md:\n%s", c, r)
 	}
 }

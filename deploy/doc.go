@@ -1,0 +1,8 @@
+// Package deploy holds no code: its tests check the files operators deploy
+// sluice with, each by the tool that reads it where this machine has one:
+// the systemd unit by systemd-analyze, the alert rules by promtool, the
+// Grafana dashboard against a live sluice's /metrics, the Envoy
+// configuration by Envoy's own API types and sluice's rate limit service,
+// the container files by what they build and run. The Kubernetes manifests
+// are checked in deploy/kubernetes, a module of its own.
+package deploy
