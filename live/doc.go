@@ -41,9 +41,11 @@
 //     are at least half of its refusals.
 //   - limit_too_low: a caller was refused in at least MinWindows distinct
 //     windows of the rule (windows at least the rule's period apart), each
-//     time having waited as told, and at most a tenth of its refusals came
-//     before its Retry-After: a caller that ignores Retry-After is never
-//     reported so, and one refused in a single window is no finding.
+//     time having waited as told, and at most MaxEarlyLow of its requests
+//     in the period (nor in the one before) came before its Retry-After:
+//     a caller that ignores
+//     Retry-After is never reported so, and one refused in a single window
+//     is no finding.
 //   - shared_address: two or more client ids were refused on one counter
 //     of a rule that counts by address.
 //   - separate_counters: the store was degraded (on_failure open or local:

@@ -34,7 +34,14 @@ type entry struct {
 	retryUntil int64
 	told       string
 	lastWindow int64 // when the last distinct window of patient refusals began
-	last       int64
+	// earlier counts early requests per whole period (slot: t/period),
+	// this one and the one before: a caller early in the last period but
+	// one is not yet one that waits as told.
+	earlier [2]struct {
+		slot int64
+		n    uint32
+	}
+	last int64
 	// count is the Space-Saving count of refusals, halved for each minute
 	// since epoch (a minute number).
 	count             uint64
@@ -115,6 +122,7 @@ func (rs *ruleState) record(e *entry, t int64, rep *decision.Report, r *decision
 	soon := e.told != "" && e.told == rep.Client && t < e.retryUntil
 	if soon {
 		e.period.add(t, rs.width, early)
+		e.countEarly(t, rs.period)
 	}
 	if limited && e.inRefused {
 		e.count = decayed(e.count, e.epoch, t) + 1
@@ -130,6 +138,29 @@ func (rs *ruleState) record(e *entry, t int64, rep *decision.Report, r *decision
 	}
 	e.retryUntil, e.told = t+int64(rep.RetryAfter), rep.Client
 	e.refusedOn(rep.Client, t)
+}
+
+// countEarly counts an early request at t in e.earlier.
+func (e *entry) countEarly(t, period int64) {
+	slot := t / period
+	b := &e.earlier[slot%2]
+	if b.slot != slot {
+		b.slot, b.n = slot, 0
+	}
+	b.n++
+}
+
+// earlyBefore is how many early requests e counted in the current whole
+// period and the one before it.
+func (e *entry) earlyBefore(t, period int64) uint64 {
+	slot := t / period
+	var n uint64
+	for _, b := range e.earlier {
+		if b.slot == slot || b.slot == slot-1 {
+			n += uint64(b.n)
+		}
+	}
+	return n
 }
 
 // refusedOn remembers that client was refused on e at t, in the place of
