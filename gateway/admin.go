@@ -13,8 +13,9 @@ import (
 	"github.com/sluice-rl/sluice/config"
 )
 
-// AdminHandler returns the admin side: /metrics, /healthz, /readyz and
-// POST /reload. It must never be served on the callers' address.
+// AdminHandler returns the admin side: /metrics, /healthz, /readyz,
+// POST /reload and GET /api/v1/overview (the live view, overview.go). It
+// must never be served on the callers' address.
 //
 // Browsers are kept out: a cross-origin POST (Sec-Fetch-Site or Origin
 // naming another site) is refused with 403, so that no web page open on the
@@ -22,10 +23,12 @@ import (
 // admin token (Authorization: Bearer, when admin.token is set) or, without
 // one, a Host that is an IP address, localhost or the admin address's own
 // host: a page that rebinds its DNS name to 127.0.0.1 still sends its own
-// name as Host. /healthz and /readyz are open to load balancers and probes.
+// name as Host; so does /api/v1/overview. /healthz and /readyz are open to
+// load balancers and probes.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", g.adminOnly(g.metrics.handler()))
+	mux.Handle("GET /api/v1/overview", g.adminOnly(http.HandlerFunc(g.overview)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok\n")
 	})
