@@ -127,7 +127,7 @@ func New(opts Options) (*Gateway, error) {
 		_ = g.Close()
 		return nil, err
 	}
-	g.metrics.registry.MustRegister(throttleCollector{g})
+	g.metrics.registry.MustRegister(throttleCollector{g}, liveCollector{g})
 	g.snap.Store(g.newSnapshot(opts.Config, nil))
 	g.ready.Store(true)
 	return g, nil

@@ -196,3 +196,46 @@ rules:
 		t.Errorf("the overview shows a header value or key: %s", body[:min(len(body), 2000)])
 	}
 }
+
+// The metrics of issue 16, item 7: the share of the limit used per rule
+// and listed client (callers without an id as one series, anonymous), the
+// findings per kind, and the configured limit per rule and source.
+func TestLiveMetrics(t *testing.T) {
+	h := startGateway(t, strings.Replace(standardConfig, "unknown: reject", "unknown: anonymous", 1))
+	for range 120 { // 100 pass, then 20 at once, before the Retry-After
+		h.get("/claims/1", keyA)
+	}
+	h.get("/claims/1", keyB)
+	for i := range 50 {
+		h.get("/claims/1", "made-up-key-"+strconv.Itoa(i))
+	}
+	m := h.metrics()
+	if got := metric(m, "sluice_limit_used_ratio", "rule=claims", "client=partner-a"); got < 0.85 || got > 1 {
+		t.Errorf("partner-a uses %v of claims, want about 1", got)
+	}
+	if got := metric(m, "sluice_limit_used_ratio", "rule=claims", "client=partner-b"); got <= 0 || got > 0.01 {
+		t.Errorf("partner-b uses %v of claims (1 of 1000), want 0.001", got)
+	}
+	if got := metric(m, "sluice_limit_used_ratio", "rule=claims", "client=anonymous"); got < 0.45 || got > 0.55 {
+		t.Errorf("anonymous callers use %v of claims (one address, 50 requests), want about 0.5", got)
+	}
+	if n := seriesCount(m, "sluice_limit_used_ratio{"); n != 3 {
+		t.Errorf("%d used series, want 3 (partner-a, partner-b, anonymous):\n%s", n, m)
+	}
+	for kind, want := range map[string]float64{"retries_too_soon": 1, "limit_too_low": 0, "shared_address": 0, "separate_counters": 0} {
+		if got := metric(m, "sluice_findings", "kind="+kind); got != want {
+			t.Errorf("sluice_findings{kind=%s} = %v, want %v", kind, got, want)
+		}
+	}
+	for _, c := range []struct {
+		rule, source string
+		want         float64
+	}{{"claims", "rule", 100}, {"claims", "plan:large", 1000}, {"submit", "rule", 100}, {"reports", "rule", 1}} {
+		if got := metric(m, "sluice_limit", "rule="+c.rule, "source="+c.source); got != c.want {
+			t.Errorf("sluice_limit{rule=%s,source=%s} = %v, want %v", c.rule, c.source, got, c.want)
+		}
+	}
+	if strings.Contains(m, "made-up-key") {
+		t.Error("a made-up key appears in /metrics")
+	}
+}

@@ -125,21 +125,33 @@ type RuleSecond struct {
 
 // Snapshot returns what l shows at now. It holds each rule's mutex while
 // it copies that rule, never two at once.
-func (l *Live) Snapshot(now time.Time, in Inputs) Snapshot {
+func (l *Live) Snapshot(now time.Time, in Inputs) Snapshot { return l.snapshot(now, in, true) }
+
+// Current is Snapshot without its History: what a metrics scrape reads.
+func (l *Live) Current(now time.Time, in Inputs) Snapshot { return l.snapshot(now, in, false) }
+
+func (l *Live) snapshot(now time.Time, in Inputs, history bool) Snapshot {
 	t := now.UnixNano()
 	set := l.set.Load()
 	snap := Snapshot{PeriodS: l.opts.Period.Seconds(), Rules: make([]RuleView, len(set.rules)), Findings: []Finding{}}
-	seconds := make([]secondRing, len(set.rules))
+	var seconds []secondRing
+	if history {
+		seconds = make([]secondRing, len(set.rules))
+	}
 	for i, rs := range set.rules {
 		rs.mu.Lock()
 		snap.Rules[i] = rs.view(t)
 		snap.Findings = append(snap.Findings, rs.findings(t, l.opts.Period)...)
-		seconds[i] = rs.seconds
+		if history {
+			seconds[i] = rs.seconds
+		}
 		rs.mu.Unlock()
 	}
 	snap.Findings = append(snap.Findings, l.storeFindings(t, in)...)
 	sortFindings(snap.Findings)
-	snap.History = l.history(t, set, seconds)
+	if history {
+		snap.History = l.history(t, set, seconds)
+	}
 	return snap
 }
 
