@@ -71,6 +71,10 @@ type File struct {
 	// throttled. Changes take effect on reload, in place
 	// (throttle.Throttle.Update).
 	Protect *throttle.Config
+	// Live is what the operators' view keeps: callers listed per rule,
+	// the findings' period. Default DefaultLive(). Changes take effect on
+	// reload (what was seen starts afresh).
+	Live Live
 	// Policy is the policy as written, with IPv6Prefix (64) and each rule's
 	// Key (client when clients are listed, else ip) filled in; Compile
 	// fills in the other defaults.
@@ -201,7 +205,7 @@ func Parse(name string, data []byte) (*File, error) {
 }
 
 var topFields = []string{"listen", "upstream", "admin", "trusted_proxies", "forwarded_header",
-	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "clients", "plans", "rules", "decide"}
+	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "live", "clients", "plans", "rules", "decide"}
 
 // decodeFile decodes the top-level mapping.
 func (d *decoder) decodeFile(root *yaml.Node) *File {
@@ -231,6 +235,7 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	f.Store = d.store(m["store"], "store")
 	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")
 	f.Protect = d.protect(m["protect"], "protect")
+	f.Live = d.live(m["live"], "live")
 	envoyRules := f.Decide != nil && d.nodes["decide.envoy_config[0]"] != nil // even if a path is wrong
 	f.Policy = d.policy(m, root, envoyRules)
 	d.checkDecideAddrs(f)

@@ -14,7 +14,8 @@ import (
 )
 
 // AdminHandler returns the admin side: the dashboard at /, /metrics,
-// /healthz, /readyz, POST /reload, and the operators' API: GET and DELETE
+// /healthz, /readyz, POST /reload, and the operators' API: GET
+// /api/v1/overview (the live view, overview.go), GET and DELETE
 // /api/v1/keys (a counter now; reset it, keys.go) and GET /api/v1/explain
 // (explain.go). It must never be served on the callers' address.
 //
@@ -25,12 +26,14 @@ import (
 // admin token (Authorization: Bearer, when admin.token is set) or, without
 // one, a Host that is an IP address, localhost or the admin address's own
 // host: a page that rebinds its DNS name to 127.0.0.1 still sends its own
-// name as Host. /healthz and /readyz are open to load balancers and probes.
+// name as Host; so does /api/v1/overview. /healthz and /readyz are open to
+// load balancers and probes.
 func (g *Gateway) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", g.adminOnly(g.metrics.handler()))
 	mux.Handle("GET /{$}", dashboardHandler())
 	mux.Handle("GET /dashboard/{file}", dashboardHandler())
+	mux.Handle("GET /api/v1/overview", g.adminOnly(http.HandlerFunc(g.overview)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok\n")
 	})

@@ -63,6 +63,7 @@ func TestAdminRefusesBrowsers(t *testing.T) {
 		{"DNS rebinding explain", "GET /api/v1/explain?path=/claims HTTP/1.1\r\nHost: evil.example:" + port + "\r\n\r\n", 403},
 		{"DNS rebinding metrics", "GET /metrics HTTP/1.1\r\nHost: evil.example:" + port + "\r\nSec-Fetch-Site: same-origin\r\n\r\n", 403},
 		{"DNS rebinding metrics, trailing dot", "GET /metrics HTTP/1.1\r\nHost: localhost.evil.example.:" + port + "\r\n\r\n", 403},
+		{"DNS rebinding overview (issue 16: who is limited, the findings)", "GET /api/v1/overview HTTP/1.1\r\nHost: evil.example:" + port + "\r\nSec-Fetch-Site: same-origin\r\n\r\n", 403},
 	}
 	for _, c := range cases {
 		if got, body := h.rawAdmin(c.req); got != c.want {
@@ -97,8 +98,8 @@ rules:
     rate: 100/m
 `
 
-// TestAdminToken: with admin.token set, POST /reload and GET /metrics
-// need it as a bearer token, from any Host; /healthz and /readyz do not.
+// TestAdminToken: with admin.token set, POST /reload, GET /metrics and
+// GET /api/v1/overview need it as a bearer token, from any Host; /healthz and /readyz do not.
 func TestAdminToken(t *testing.T) {
 	const token = "admin-token-5d1f0c2e9a"
 	t.Setenv("SLUICE_TEST_ADMIN_TOKEN", token)
@@ -119,7 +120,7 @@ func TestAdminToken(t *testing.T) {
 		{"scheme in upper case", "Authorization: BEARER " + token + "\r\n", 200},
 	} {
 		for _, req := range []string{"POST /reload HTTP/1.1\r\nHost: " + adm + "\r\nContent-Length: 0\r\n",
-			"GET /metrics HTTP/1.1\r\nHost: sluice.internal\r\n",
+			"GET /metrics HTTP/1.1\r\nHost: sluice.internal\r\n", "GET /api/v1/overview HTTP/1.1\r\nHost: sluice.internal\r\n",
 			"GET /api/v1/explain?path=/x HTTP/1.1\r\nHost: sluice.internal\r\n",
 			"GET /api/v1/keys?rule=api&counted=192.0.2.1 HTTP/1.1\r\nHost: sluice.internal\r\n",
 			"DELETE /api/v1/keys?rule=api&counted=192.0.2.1 HTTP/1.1\r\nHost: sluice.internal\r\n"} {

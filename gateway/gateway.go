@@ -27,6 +27,7 @@ import (
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/internal/fastproxy"
+	"github.com/sluice-rl/sluice/live"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/throttle"
@@ -67,6 +68,7 @@ type Gateway struct {
 	ready      atomic.Bool
 	startSum   string                            // the config file's digest when New ran, for WatchConfig
 	throttle   atomic.Pointer[throttle.Throttle] // protect's, made once (protect.go)
+	live       atomic.Pointer[live.Live]         // the operators' view (live.go)
 
 	// The fast data path (fast.go, run.go).
 	engine  *decision.Engine                // decides Run's requests
@@ -96,6 +98,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g.buffers = fastproxy.NewBuffers(g.server.BodyBuffer, g.server.BodyBufferTotal)
 	g.logGate = newLogGate(opts.Clock, time.Second)
+	g.live.Store(newLive(opts.Config))
 	g.logWarnings(opts.Config)
 	g.startSum = fileSum(opts.Config.Path)
 	if g.store == nil {
@@ -130,7 +133,7 @@ func New(opts Options) (*Gateway, error) {
 		_ = g.Close()
 		return nil, err
 	}
-	g.metrics.registry.MustRegister(throttleCollector{g})
+	g.metrics.registry.MustRegister(throttleCollector{g}, liveCollector{g})
 	g.snap.Store(g.newSnapshot(opts.Config, nil))
 	g.ready.Store(true)
 	return g, nil
@@ -234,9 +237,10 @@ func keptHeaders(c *policy.Compiled) []string {
 	return kept
 }
 
-// observe feeds one request's report to metrics and logs.
+// observe feeds one request's report to metrics, the live state and logs.
 func (g *Gateway) observe(_ *decision.Request, rep *decision.Report) {
 	g.metrics.observe(rep)
+	g.observeLive(rep)
 	switch {
 	case rep.Status == http.StatusTooManyRequests && g.logGate.allow(logSubject{kind: "limited", client: rep.Client}):
 		g.log.Info("client limited", "client", rep.Client, "counted", rep.Counted, "rules", limitedRules(rep),

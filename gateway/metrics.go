@@ -11,6 +11,8 @@ import (
 
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/internal/buildinfo"
+	"github.com/sluice-rl/sluice/live"
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -159,4 +161,101 @@ func (m *metrics) observe(rep *decision.Report) {
 
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// liveCollector reads the live state (live.go) when metrics are scraped,
+// so that a dashboard elsewhere can alert before a partner is refused:
+// the share of the limit each listed caller uses, the findings by kind,
+// and the limit configured per rule and source. Its labels come from the
+// configuration only: a listed caller without a client id counts under
+// "anonymous", the highest share of them all.
+type liveCollector struct{ g *Gateway }
+
+var (
+	usedDesc = prometheus.NewDesc("sluice_limit_used_ratio",
+		"Share of its limit (0 to 1) the caller uses now, per rule and client, for the callers the live view lists (live.top per rule: the most refused and the closest to their limit); callers without a client id are one series, anonymous, the highest share among them.",
+		[]string{"rule", "client"}, nil)
+	findingsDesc = prometheus.NewDesc("sluice_findings",
+		"Findings in force over live.period, by kind: retries_too_soon, limit_too_low, shared_address, separate_counters (see docs/operations.md).",
+		[]string{"kind"}, nil)
+	limitDesc = prometheus.NewDesc("sluice_limit",
+		"The limit configured per rule and where it comes from: source rule (the rule's own), plan:NAME or client:ID (an override); requests per window (the burst for the bucket algorithms), or slots for a concurrency rule.",
+		[]string{"rule", "source"}, nil)
+)
+
+var findingKinds = []string{live.RetriesTooSoon, live.LimitTooLow, live.SharedAddress, live.SeparateCounters}
+
+func (c liveCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- usedDesc
+	ch <- findingsDesc
+	ch <- limitDesc
+}
+
+func (c liveCollector) Collect(ch chan<- prometheus.Metric) {
+	g := c.g
+	cfg := g.config()
+	snap := g.live.Load().Current(g.opts.Clock.Now(), live.Inputs{OnFailure: cfg.Store.OnFailure.String()})
+	for _, r := range snap.Rules {
+		used := map[string]float64{}
+		for _, e := range r.Top {
+			client := e.Client
+			if _, ok := cfg.Compiled.CallerByID(client); !ok {
+				client = policy.AnonymousPlan
+			}
+			used[client] = max(used[client], e.Used)
+		}
+		for client, u := range used {
+			ch <- prometheus.MustNewConstMetric(usedDesc, prometheus.GaugeValue, u, r.Name, client)
+		}
+	}
+	counts := map[string]int{}
+	for _, f := range snap.Findings {
+		counts[f.Kind]++
+	}
+	for _, k := range findingKinds {
+		ch <- prometheus.MustNewConstMetric(findingsDesc, prometheus.GaugeValue, float64(counts[k]), k)
+	}
+	collectLimits(ch, cfg.Compiled)
+}
+
+// collectLimits sends the limit of each rule of pol, its own and each
+// plan's or client's override of it.
+func collectLimits(ch chan<- prometheus.Metric, pol *policy.Compiled) {
+	callers := []*policy.Caller{pol.Anonymous()}
+	for _, cl := range pol.Policy().Clients.List {
+		if c, ok := pol.CallerByID(cl.ID); ok {
+			callers = append(callers, c)
+		}
+	}
+	for i := range pol.Rules() {
+		rule := pol.Rule(i)
+		if rule.Classifies() {
+			continue
+		}
+		sent := map[string]bool{"rule": true}
+		ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(limitOf(pol.Unidentified(), i)), rule.Name, "rule")
+		for _, c := range callers {
+			if c == nil {
+				continue
+			}
+			if src := c.LimitSource(i); src != "" && !sent[src] {
+				sent[src] = true
+				ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(limitOf(c, i)), rule.Name, src)
+			}
+		}
+	}
+}
+
+// limitOf is the limit rule i applies to c as RateLimit-Policy's q
+// states it: the rate of a window algorithm, the burst of a bucket one,
+// the slots of a concurrency rule.
+func limitOf(c *policy.Caller, i int) int64 {
+	if n := c.Concurrency(i); n > 0 {
+		return n
+	}
+	l := c.Limit(i)
+	if l.Algorithm().HasBurst() {
+		return l.Burst()
+	}
+	return l.Rate()
 }

@@ -162,8 +162,9 @@ func (w *shedWatch) look(g *Gateway, now time.Time) {
 	w.on, w.last = on, shed
 }
 
-// watchShedding looks at shedding at every tick until stop is closed, then
-// stops tick.
+// watchShedding looks at shedding, and samples protect and the store for
+// the live state (live.go), at every tick until stop is closed, then stops
+// tick.
 func (g *Gateway) watchShedding(tick clock.Ticker, stop <-chan struct{}) {
 	defer tick.Stop()
 	var w shedWatch
@@ -173,6 +174,7 @@ func (g *Gateway) watchShedding(tick clock.Ticker, stop <-chan struct{}) {
 			return
 		case now := <-tick.C():
 			w.look(g, now)
+			g.sampleLive(now)
 		}
 	}
 }

@@ -19,7 +19,9 @@ import (
 // logged and the old policy stays. Counters of unchanged rules survive,
 // since the store keys state by rule name and limit. A protect block
 // takes effect too, on the gateway's one Throttle, updated in place:
-// requests in flight keep their slots. Listen, admin, server, store and
+// requests in flight keep their slots. The live state (live.go) keeps
+// what was seen of rules that count as before; a changed live block
+// starts it afresh. Listen, admin, server, store and
 // decide settings, and adding or removing the upstream, need a restart; a
 // change of them is logged and otherwise ignored.
 func (g *Gateway) Reload() error {
@@ -53,6 +55,7 @@ func (g *Gateway) Reload() error {
 	prev := g.snap.Load()
 	next := g.newSnapshot(cfg, prev)
 	g.snap.Store(next) // policy, upstream, settings and throttle at once
+	g.reloadLive(cfg)
 	if prev.proxy != nil && prev.proxy != next.proxy {
 		prev.proxy.Close() // another upstream: the old one's idle connections go; requests on it finish
 	}

@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/live"
+)
+
+// overviewAnswer is the JSON of GET /api/v1/overview (docs/operations.md):
+// the live state's snapshot with what the gateway knows besides it.
+type overviewAnswer struct {
+	Time      string           `json:"time"`
+	Instance  overviewInstance `json:"instance"`
+	PeriodS   float64          `json:"period_s"`
+	Rules     []live.RuleView  `json:"rules"`
+	Findings  []live.Finding   `json:"findings"`
+	Protect   *overviewProtect `json:"protect"`
+	Store     StoreInfo        `json:"store"`
+	Instances []InstanceInfo   `json:"instances"`
+	History   []live.Point     `json:"history"`
+}
+
+// overviewInstance is this instance: its id and configuration version.
+type overviewInstance struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+}
+
+// overviewProtect is protect's throttle now.
+type overviewProtect struct {
+	InFlight int               `json:"in_flight"`
+	Limit    int               `json:"limit"`
+	Ceiling  int               `json:"ceiling"`
+	Queued   int               `json:"queued"`
+	QueueMax int               `json:"queue_max"`
+	Shed     map[string]uint64 `json:"shed"`
+}
+
+// overview answers GET /api/v1/overview.
+func (g *Gateway) overview(w http.ResponseWriter, r *http.Request) {
+	now := g.opts.Clock.Now()
+	cfg := g.config()
+	insts := g.instances(r.Context())
+	seen := make([]live.Instance, len(insts))
+	for i, in := range insts {
+		seen[i] = live.Instance{ID: in.ID, Version: in.Version, Rules: in.Rules}
+	}
+	snap := g.live.Load().Snapshot(now, live.Inputs{OnFailure: cfg.Store.OnFailure.String(), Instances: seen})
+	self := g.self()
+	body, err := json.Marshal(overviewAnswer{Time: now.UTC().Format(time.RFC3339),
+		Instance: overviewInstance{ID: self.ID, Version: self.Version}, PeriodS: snap.PeriodS,
+		Rules: snap.Rules, Findings: snap.Findings, Protect: g.protectSummary(cfg), Store: g.storeInfo(),
+		Instances: insts, History: snap.History})
+	if err != nil { // plain values: cannot happen
+		writeText(w, http.StatusInternalServerError, "overview: "+err.Error()+"\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(body)
+}
+
+// protectSummary is protect's throttle now; nil without protect.
+func (g *Gateway) protectSummary(cfg *config.File) *overviewProtect {
+	thr := g.throttle.Load()
+	if thr == nil || cfg.Protect == nil {
+		return nil
+	}
+	st := thr.Stats()
+	p := &overviewProtect{InFlight: st.InFlight, Limit: st.Limit, Ceiling: st.MaxInFlight, Queued: st.QueueLength,
+		QueueMax: cfg.Protect.Queue.MaxLength, Shed: make(map[string]uint64, len(priorities))}
+	for _, pr := range priorities {
+		var n uint64
+		for _, r := range shedReasons {
+			n += st.Refused(pr, r)
+		}
+		p.Shed[pr.String()] = n
+	}
+	return p
+}
