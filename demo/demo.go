@@ -67,6 +67,9 @@ type Result struct {
 	PartnerA, PartnerB PartnerResult
 	// FirstRejection is the first 429 partner A got; nil if none.
 	FirstRejection *Answer
+	// Findings are the typical mistakes sluice recognised meanwhile (its
+	// overview's findings at the end).
+	Findings []Finding
 }
 
 // Run plays the claims story: it starts the claims service and sluice in
@@ -88,10 +91,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	defer stopGateway()
 	s.start(gwCtx)
 	res := s.play(ctx, opts, out)
-	err = s.tearDown(stopGateway)
+	res.Findings, err = s.findings(ctx)
+	err = errors.Join(err, s.tearDown(stopGateway))
 	res.PartnerA.Reached = s.service.reachedBy(partnerA)
 	res.PartnerB.Reached = s.service.reachedBy(partnerB)
 	out.table(res)
+	out.findingsOf(res.Findings, partnerA, partnerB)
 	out.conclusion(res)
 	return res, errors.Join(err, out.err)
 }

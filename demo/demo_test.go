@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,12 @@ func TestRunCapsPartnerAAndSparesPartnerB(t *testing.T) {
 		t.Errorf("Interrupted %v, Elapsed %v; want false, %v", res.Interrupted, res.Elapsed, opts.Duration)
 	}
 	checkRejection(t, res.FirstRejection)
+	checkFindings(t, res.Findings)
 	checkOutput(t, out.String(),
+		"what sluice recognised (the dashboard's findings):",
+		"partner-a: retries too soon (rule claims):",
+		"partner-b: none",
+		"dashboard       "+"http://127.0.0.1:",
 		"partner-b asking for a claim of partner-a: 403 Forbidden (the claims service authorises; sluice only counts)",
 		"partner      sent  passed    429  reached service   p50 ms   p99 ms",
 		"partner-a was limited to 100 of 200 requests; partner-b: all 20 passed, none limited.",
@@ -61,6 +67,27 @@ func TestRunCapsPartnerAAndSparesPartnerB(t *testing.T) {
 		"sluice serve --config",
 		"algorithm: sliding_log",
 	)
+}
+
+// checkFindings checks sluice recognised partner-a's bug (it retries at
+// once, before its Retry-After) and nothing of partner-b.
+func checkFindings(t *testing.T, fs []Finding) {
+	t.Helper()
+	var a bool
+	for _, f := range fs {
+		if slices.Contains(f.Clients, partnerB) {
+			t.Errorf("finding %+v names partner-b, whose program works", f)
+		}
+		if f.Kind == "retries_too_soon" && f.Rule == "claims" && slices.Contains(f.Clients, partnerA) {
+			a = true
+		}
+		if f.Kind == "limit_too_low" && slices.Contains(f.Clients, partnerA) {
+			t.Errorf("finding %+v: partner-a ignores Retry-After, its limit is not the problem", f)
+		}
+	}
+	if !a {
+		t.Errorf("findings %+v; want partner-a's retries_too_soon on rule claims", fs)
+	}
 }
 
 // checkRejection checks the first 429 partner A got is what DESIGN.md

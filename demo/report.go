@@ -36,6 +36,7 @@ func (p *printer) intro(s *scene) {
 	b.WriteString("sluice demo: an insurer's claims service, two partner firms, one limit\n\n")
 	fmt.Fprintf(&b, "  claims service  %-24s GET /claims/{id}; decides itself who may see which claim\n", s.claimsURL)
 	fmt.Fprintf(&b, "  sluice          %-24s in front of it; admin (metrics, health) on %s\n", s.sluiceURL, s.adminURL)
+	fmt.Fprintf(&b, "  dashboard       %-24s open it in a browser while the demo runs: who is limited, who is close, and why\n", s.adminURL+"/")
 	fmt.Fprintf(&b, "  %-15s %-24s buggy program: %s, ignores Retry-After\n", partnerA, "key "+s.a.key, pace(s.a.every))
 	fmt.Fprintf(&b, "  %-15s %-24s normal program: %s, once asks for a claim of %s\n\n", partnerB, "key "+s.b.key, pace(s.b.every), partnerA)
 	b.WriteString("sluice's configuration (`sluice serve --config` reads the same file):\n\n")
@@ -133,7 +134,7 @@ func (p *printer) conclusion(res *Result) {
 	}
 	b.WriteString("next: put sluice in front of your own service with a file like the one above:\n")
 	b.WriteString("  sluice check --config sluice.yaml    validates it (file:line:col for every problem)\n")
-	b.WriteString("  sluice serve --config sluice.yaml    runs it; metrics on the admin address at /metrics\n")
+	b.WriteString("  sluice serve --config sluice.yaml    runs it; the dashboard on the admin address at /, metrics at /metrics\n")
 	b.WriteString("  README.md and docs/configuration.md describe rules, algorithms, stores and headers\n")
 	p.printf("%s", b.String())
 }
