@@ -149,49 +149,58 @@ func (u *closingUpstream) closeFirst(t *testing.T, reset bool) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the upstream's first connection answered nothing")
 	}
-	proxySide := c.RemoteAddr().String()
+	proxySide, upSide := c.RemoteAddr().String(), c.LocalAddr().String()
 	if err := c.CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	waitTCPState(t, proxySide, "08") // CLOSE_WAIT: the FIN arrived
+	waitTCPState(t, proxySide, upSide, "08") // CLOSE_WAIT: the FIN arrived
 	if !reset {
 		_ = c.Close()
 		return
 	}
 	_ = c.SetLinger(0)
 	_ = c.Close()                  // a reset
-	waitTCPState(t, proxySide, "") // the reset arrived: the socket is closed, unlisted
+	waitTCPState(t, proxySide, upSide, "") // the reset arrived: the socket is closed, unlisted
 }
 
-// waitTCPState waits until the loopback TCP socket whose local address is
-// local is in state (a /proc/net/tcp state, hex; "": not listed).
-func waitTCPState(t *testing.T, local, state string) {
+// waitTCPState waits until the loopback TCP socket from local to remote
+// is in state (a /proc/net/tcp state, hex; "": not listed). Both ends
+// name it: a port of an earlier connection (now in TIME_WAIT) may be
+// reused for another remote.
+func waitTCPState(t *testing.T, local, remote, state string) {
 	t.Helper()
-	port, err := portOf(local)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := fmt.Sprintf("0100007F:%04X", port)
+	key := [2]string{tcpKey(t, local), tcpKey(t, remote)}
 	for end := time.Now().Add(10 * time.Second); ; {
 		if tcpState(t, key) == state {
 			return
 		}
 		if time.Now().After(end) {
-			t.Fatalf("the socket %s never reached state %q (now %q)", local, state, tcpState(t, key))
+			t.Fatalf("the socket %s -> %s never reached state %q (now %q)", local, remote, state, tcpState(t, key))
 		}
 		time.Sleep(time.Millisecond)
 	}
 }
 
-// tcpState returns the state of the socket whose local address is key in
-// /proc/net/tcp's notation, or "" when none is listed.
-func tcpState(t *testing.T, key string) string {
+// tcpKey is a loopback address in /proc/net/tcp's notation.
+func tcpKey(t *testing.T, addr string) string {
+	t.Helper()
+	port, err := portOf(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("0100007F:%04X", port)
+}
+
+// tcpState returns the state of the socket whose local and remote
+// addresses are key in /proc/net/tcp's notation, or "" when none is
+// listed.
+func tcpState(t *testing.T, key [2]string) string {
 	b, err := os.ReadFile("/proc/net/tcp")
 	if err != nil {
 		t.Fatalf("reading sockets' states: %v", err)
 	}
 	for line := range strings.Lines(string(b)) {
-		if f := strings.Fields(line); len(f) > 3 && f[1] == key {
+		if f := strings.Fields(line); len(f) > 3 && f[1] == key[0] && f[2] == key[1] {
 			return f[3]
 		}
 	}
