@@ -159,7 +159,7 @@ func (u *closingUpstream) closeFirst(t *testing.T, reset bool) {
 		return
 	}
 	_ = c.SetLinger(0)
-	_ = c.Close()                  // a reset
+	_ = c.Close()                          // a reset
 	waitTCPState(t, proxySide, upSide, "") // the reset arrived: the socket is closed, unlisted
 }
 
