@@ -91,6 +91,10 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 		}
 	}
 	shutErr := g.drain(srv, &conns, cut)
+	// fasthttp's Shutdown closes the listeners its Serve has taken up: one
+	// whose Serve had not begun yet would accept for ever. Closing it
+	// here ends that Serve too (a closed listener is no error).
+	_ = ln.Close()
 	actx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	shutErr = errors.Join(shutErr, adm.Shutdown(actx)) // admin (readyz 503) last

@@ -218,3 +218,37 @@ func TestCloseReleasesUpstreamConnections(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A Run whose context has already ended when it starts returns: the drain
+// may come before the server has begun to accept, and must not leave it
+// accepting forever.
+func TestRunEndedBeforeItServes(t *testing.T) {
+	for range 20 {
+		h := newHarness(t)
+		h.writeConfig("listen: 127.0.0.1:8080\nupstream: {{UPSTREAM}}\nrules:\n  - name: all\n    match: { path: / }\n    key: ip\n    rate: 10/m\n")
+		file, err := config.Load(h.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := gateway.New(gateway.Options{Config: file, Logger: slog.New(slog.DiscardHandler), Clock: h.clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		done := make(chan error, 1)
+		ln, adm := listen(t), listen(t)
+		go func() { done <- g.Run(ctx, ln, adm) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("Run did not return: its context had ended before it served")
+		}
+		if err := g.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}
+}
