@@ -213,6 +213,9 @@ type harness struct {
 	// realClock serves with the real clock, not clock: for what measures
 	// time taken (latencies, the adaptive limit).
 	realClock bool
+	// prepare, if set, changes the loaded file before the gateway is made
+	// from it (runtime overrides on its policy).
+	prepare func(*config.File)
 }
 
 // startGateway writes cfg ({{UPSTREAM}} filled in) and serves a gateway
@@ -242,6 +245,9 @@ func (h *harness) serve() {
 	file, err := config.Load(h.path)
 	if err != nil {
 		t.Fatalf("config.Load: %v", err)
+	}
+	if h.prepare != nil {
+		h.prepare(file)
 	}
 	var clk clock.Clock = h.clock
 	if h.realClock {
