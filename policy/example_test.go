@@ -47,3 +47,37 @@ func ExampleCompile() {
 	// rules[0].rate: rate 0 out of range (1 to 1000000000 per period)
 	// clients.list[1].plan: unknown plan "free" (plans: pro)
 }
+
+// A front asks At for the policy in force and the instant it changes,
+// and asks again then: once per change, never per request.
+func ExampleCompiled_At() {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := policy.Compile(policy.Policy{
+		Location: berlin,
+		Rules: []policy.Rule{{
+			Name: "exports", Rate: policy.Rate{N: 10, Period: time.Minute},
+			Schedule: policy.Schedule{{
+				Days: []time.Weekday{time.Monday, time.Tuesday, time.Wednesday, time.Thursday, time.Friday},
+				From: 8 * time.Hour, To: 18 * time.Hour, Rate: &policy.Rate{N: 2, Period: time.Minute},
+			}},
+		}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	now := time.Date(2026, 12, 7, 7, 0, 0, 0, berlin) // a Monday
+	for range 3 {
+		in, next := c.At(now)
+		fmt.Printf("%s: %d/m until %s\n", now.Format("Mon 15:04"), in.RuleLimit(0).Rate(), next.Format("Mon 15:04 MST"))
+		now = next
+	}
+	// Output:
+	// Mon 07:00: 10/m until Mon 08:00 CET
+	// Mon 08:00: 2/m until Mon 18:00 CET
+	// Mon 18:00: 10/m until Tue 08:00 CET
+}
