@@ -205,7 +205,7 @@ func Parse(name string, data []byte) (*File, error) {
 }
 
 var topFields = []string{"listen", "upstream", "admin", "trusted_proxies", "forwarded_header",
-	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "live", "clients", "plans", "rules", "decide"}
+	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "live", "clients", "plans", "rules", "time_zone", "decide"}
 
 // decodeFile decodes the top-level mapping.
 func (d *decoder) decodeFile(root *yaml.Node) *File {

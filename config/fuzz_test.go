@@ -18,6 +18,7 @@ func FuzzParse(f *testing.F) {
 	for _, seed := range []string{
 		string(design),
 		minimal,
+		designSchedule,
 		"",
 		"- a\n",
 		"listen: :80\x00\n",

@@ -28,6 +28,7 @@ func (d *decoder) policy(m map[string]*yaml.Node, root *yaml.Node, rulesOptional
 	p.CaseInsensitivePaths = d.boolean(m["case_insensitive_paths"], "case_insensitive_paths")
 	p.Clients = d.clients(m["clients"], "clients")
 	p.Plans = d.plans(m["plans"], "plans")
+	p.Location = d.timeZone(m["time_zone"], "time_zone")
 	if rulesOptional && isNull(m["rules"]) || d.required(m, root, "", "rules", "rules: [{name: api, rate: 100/m}]") {
 		ids := map[string]bool{}
 		for _, c := range p.Clients.List {
@@ -157,10 +158,14 @@ func (d *decoder) plans(n *yaml.Node, path string) map[string]policy.Plan {
 	plans := make(map[string]policy.Plan, len(es))
 	for _, e := range es {
 		name := e.key.Value
-		rates, prio := planPriority(e.val)
+		rates, own := e.val, map[string]*yaml.Node{}
+		if e.val.Kind == yaml.MappingNode {
+			own, rates = ownFields(e.val, planFields)
+		}
 		var pl policy.Plan
 		pl.Limits, pl.Concurrency = d.rates(rates, join(path, name))
-		if prio != nil {
+		pl.Schedule = d.planSchedule(own["schedule"], join(join(path, name), "schedule"))
+		if prio := own["priority"]; prio != nil {
 			at := join(join(path, name), "priority")
 			p := d.priority(prio, at)
 			pl.Priority = &p
@@ -171,24 +176,6 @@ func (d *decoder) plans(n *yaml.Node, path string) map[string]policy.Plan {
 		plans[name] = pl
 	}
 	return plans
-}
-
-// planPriority splits a plan's mapping into its rates and its priority: an
-// entry priority whose value is a word, not a rate (a rule named priority
-// keeps its override: priority: 10/s).
-func planPriority(n *yaml.Node) (rates, prio *yaml.Node) {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return n, nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Value == "priority" && v.Kind == yaml.ScalarNode && !strings.Contains(v.Value, "/") {
-			cp := *n
-			cp.Content = append(append([]*yaml.Node{}, n.Content[:i]...), n.Content[i+2:]...)
-			return &cp, v
-		}
-	}
-	return n, nil
 }
 
 // rates decodes a mapping of rule names to overrides: rates for rate

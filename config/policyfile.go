@@ -8,7 +8,7 @@ import (
 )
 
 // policyFields are the top-level fields of a file's policy part.
-var policyFields = []string{"trusted_proxies", "forwarded_header", "ipv6_prefix", "case_insensitive_paths", "clients", "plans", "rules"}
+var policyFields = []string{"trusted_proxies", "forwarded_header", "ipv6_prefix", "case_insensitive_paths", "clients", "plans", "rules", "time_zone"}
 
 // PolicyFile is the policy part of a configuration file: its rules,
 // clients and plans (with trusted_proxies, forwarded_header, ipv6_prefix

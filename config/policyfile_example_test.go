@@ -55,6 +55,6 @@ rule:
 `))
 	fmt.Println(err)
 	// Output:
-	// rules.yaml:2:1: unknown field "rule" (did you mean "rules"? accepted: trusted_proxies, forwarded_header, ipv6_prefix, case_insensitive_paths, clients, plans, rules)
+	// rules.yaml:2:1: unknown field "rule" (did you mean "rules"? accepted: trusted_proxies, forwarded_header, ipv6_prefix, case_insensitive_paths, clients, plans, rules, time_zone)
 	// rules.yaml:2:1: rules: missing (required; such as rules: [{name: api, rate: 100/m}])
 }

@@ -12,7 +12,7 @@ import (
 )
 
 var (
-	ruleFields  = []string{"name", "match", "key", "missing_header", "algorithm", "rate", "concurrency", "burst", "delay", "cost", "mode", "allow", "priority", "degrade", "count", "cost_header"}
+	ruleFields  = []string{"name", "match", "key", "missing_header", "algorithm", "rate", "concurrency", "burst", "delay", "cost", "mode", "allow", "priority", "degrade", "count", "cost_header", "schedule"}
 	matchFields = []string{"path", "methods"}
 	keyKinds    = []string{"client", "ip", "header:NAME", "global"}
 )
@@ -59,6 +59,7 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 	for i, an := range d.list(m["allow"], join(path, "allow"), "client ids and CIDRs") {
 		d.allow(an, index(join(path, "allow"), i), ids, &r)
 	}
+	r.Schedule = d.schedule(m["schedule"], join(path, "schedule"))
 	return r
 }
 

@@ -21,7 +21,9 @@ import (
 // request without a counted header counts as, algorithm, rate, burst,
 // cost, mode) and, when clients are listed, a table of the limit each
 // client gets from each rule once plans and its own overrides are applied.
-// It is what `sluice check` prints for a valid file.
+// Then, when rules or plans have schedules, a table of their entries in
+// the file's time zone. It is what `sluice check` prints for a valid
+// file (check adds which entries are in force now).
 func (f *File) WriteSummary(w io.Writer) error {
 	var b strings.Builder
 	if f.Upstream != nil {
@@ -61,6 +63,7 @@ func (f *File) WriteSummary(w io.Writer) error {
 	b.WriteString("\n")
 	f.ruleTable(&b)
 	f.callerTable(&b)
+	f.scheduleTable(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -39,6 +39,9 @@ type Compiled struct {
 	ipv6Bits  int
 	settles   bool   // a rule settles after the response (settle.go)
 	keyName   string // KeyName, once per policy
+	loc       *time.Location
+	scheduled bool      // a rule or a plan has a schedule (schedule.go)
+	base      *Compiled // for a policy At compiled: the policy as written
 
 	// The runtime overrides in force (override.go): plain is the policy
 	// without them (nil when c is that policy), overrides those
@@ -120,9 +123,18 @@ func (c *Caller) Concurrency(i int) int64 { return c.inFlight[i] }
 
 // Compile validates p and prepares it for lookups. It reports every problem
 // at once, as FieldErrors joined with errors.Join.
-func Compile(p Policy) (*Compiled, error) {
+func Compile(p Policy) (*Compiled, error) { return compile(p, nil) }
+
+// compile is Compile; with base set it compiles the policy in force at
+// an instant (At: base's entries applied to p), whose schedules base has
+// checked.
+func compile(p Policy, base *Compiled) (*Compiled, error) {
 	p = clonePolicy(p)
-	c := &Compiled{src: p, byKey: map[string]*Caller{}, byID: map[string]*Caller{}, ipv6Bits: p.IPv6Prefix}
+	c := &Compiled{src: p, byKey: map[string]*Caller{}, byID: map[string]*Caller{}, ipv6Bits: p.IPv6Prefix,
+		loc: p.Location, scheduled: hasSchedule(p), base: base}
+	if c.loc == nil {
+		c.loc = time.UTC
+	}
 	if c.ipv6Bits == 0 {
 		c.ipv6Bits = DefaultIPv6Prefix
 	}
@@ -143,9 +155,10 @@ func Compile(p Policy) (*Compiled, error) {
 	for i, r := range p.Rules {
 		c.rules = append(c.rules, compileRule(i, r, names, fail))
 	}
-	c.checkRuleNames(names, func(path, format string, args ...any) {
+	failName := func(path, format string, args ...any) {
 		errs = append(errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...), Name: true})
-	})
+	}
+	c.checkRuleNames(names, failName)
 	c.checkOverrides(names, fail)
 	c.checkOverrideKinds(names, fail)
 	c.global = c.caller(Client{}, fail, "")
@@ -156,6 +169,9 @@ func Compile(p Policy) (*Compiled, error) {
 	c.checkCosts(fail)
 	c.checkSettles(fail)
 	c.checkAllowIDs(fail)
+	if base == nil {
+		c.checkSchedules(names, fail, failName)
+	}
 	if p.Clients.KeyHeader != "" && !validHeaderName(p.Clients.KeyHeader) {
 		fail("clients.key_header", "%q is not a valid HTTP header name", p.Clients.KeyHeader)
 	} else if why := uncountedHeader(p.Clients.KeyHeader); why != "" {
@@ -263,7 +279,7 @@ func ruleLimit(r Rule, rate Rate) (limiter.Limit, error) {
 	if r.Algorithm.HasBurst() && r.Burst > 0 {
 		burst = r.Burst
 		if rate.N != r.Rate.N && r.Rate.N > 0 {
-			burst = max(1, (r.Burst*rate.N+r.Rate.N-1)/r.Rate.N)
+			burst = scaleBurst(r.Burst, r.Rate.N, rate.N)
 		}
 	}
 	l, err := limiter.New(r.Algorithm, rate.N, rate.Period, burst)
@@ -271,6 +287,16 @@ func ruleLimit(r Rule, rate Rate) (limiter.Limit, error) {
 		return l, err
 	}
 	return l.WithDelay(r.Delay)
+}
+
+// scaleBurst is burst, of a rate whose N is from, for a rate whose N is
+// to: in proportion, rounded up, at least 1. The product does not
+// overflow: bursts and Ns are at most 10^9 (limiter.MaxBurst, MaxRate).
+func scaleBurst(burst, from, to int64) int64 {
+	if from == to {
+		return burst
+	}
+	return max(1, (burst*to+from-1)/from)
 }
 
 func (c *Compiled) compileClients(fail func(string, string, ...any)) {
@@ -315,8 +341,11 @@ func (c *Compiled) caller(cl Client, fail func(string, string, ...any), at strin
 			continue
 		}
 		rate, ownRate := r.Rate, false
-		if o, ok := c.src.Plans[cl.Plan].Limits[r.Name]; ok {
+		plan := c.src.Plans[cl.Plan]
+		if o, ok := plan.Limits[r.Name]; ok {
 			rate, caller.sources[i] = o, "plan:"+cl.Plan
+		} else if plan.schedulesRule(r.Name) { // the same counter at every hour
+			caller.sources[i] = "plan:" + cl.Plan
 		}
 		if o, ok := cl.Limits[r.Name]; ok {
 			rate, ownRate, caller.sources[i] = o, true, "client:"+cl.ID
@@ -372,7 +401,7 @@ func clonePolicy(p Policy) Policy {
 	}
 	plans := make(map[string]Plan, len(p.Plans))
 	for name, pl := range p.Plans {
-		cp := Plan{Limits: maps.Clone(pl.Limits), Concurrency: maps.Clone(pl.Concurrency)}
+		cp := Plan{Limits: maps.Clone(pl.Limits), Concurrency: maps.Clone(pl.Concurrency), Schedule: pl.Schedule}
 		if pl.Priority != nil {
 			cp.Priority = new(*pl.Priority)
 		}
@@ -386,6 +415,7 @@ func clonePolicy(p Policy) Policy {
 		cl.Limits = maps.Clone(cl.Limits)
 		cl.Concurrency = maps.Clone(cl.Concurrency)
 	}
+	cloneSchedules(&p)
 	return p
 }
 

@@ -83,3 +83,37 @@ func ExampleCompiled_WithOverrides() {
 	// now: sliding_window 10/1m0s (source "override:partner-a", counted on "")
 	// 203.0.113.7 blocked: true 203.0.113.0/24 2030-01-01T10:00:00Z
 }
+
+// A front asks At for the policy in force and the instant it changes,
+// and asks again then: once per change, never per request.
+func ExampleCompiled_At() {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := policy.Compile(policy.Policy{
+		Location: berlin,
+		Rules: []policy.Rule{{
+			Name: "exports", Rate: policy.Rate{N: 10, Period: time.Minute},
+			Schedule: policy.Schedule{{
+				Days: []time.Weekday{time.Monday, time.Tuesday, time.Wednesday, time.Thursday, time.Friday},
+				From: 8 * time.Hour, To: 18 * time.Hour, Rate: &policy.Rate{N: 2, Period: time.Minute},
+			}},
+		}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	now := time.Date(2026, 12, 7, 7, 0, 0, 0, berlin) // a Monday
+	for range 3 {
+		in, next := c.At(now)
+		fmt.Printf("%s: %d/m until %s\n", now.Format("Mon 15:04"), in.RuleLimit(0).Rate(), next.Format("Mon 15:04 MST"))
+		now = next
+	}
+	// Output:
+	// Mon 07:00: 10/m until Mon 08:00 CET
+	// Mon 08:00: 2/m until Mon 18:00 CET
+	// Mon 18:00: 10/m until Tue 08:00 CET
+}

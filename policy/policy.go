@@ -55,6 +55,9 @@ type Policy struct {
 	// Rules are applied in order; every matching rule decides and a request
 	// passes only if all of them allow it.
 	Rules []Rule
+	// Location is the time zone the days and hours of every schedule are
+	// read in (Rule.Schedule, Plan.Schedule). Default, nil: UTC.
+	Location *time.Location
 }
 
 // ForwardedHeader names the header trusted proxies write the caller's
@@ -134,6 +137,11 @@ type Plan struct {
 	// full): a request's priority is the highest of its matched rules'
 	// and this one. nil: the rules' alone. A plan never lowers a priority.
 	Priority *throttle.Priority
+	// Schedule replaces Limits' rates and Priority by the day and the hour
+	// (schedule.go): the first entry in force applies. A rule one of its
+	// entries names counts the plan's callers apart from the rule's own
+	// callers at every hour, as an override in Limits does.
+	Schedule []PlanScheduleEntry
 }
 
 // Rate is N requests per Period.
@@ -230,6 +238,12 @@ type Rule struct {
 	// response. A value that is missing or not a whole number of 0 or
 	// more leaves the reservation as it was.
 	CostHeader string
+	// Schedule replaces the rule's Rate, Burst, Priority or Degrade by
+	// the day and the hour (schedule.go): the first entry in force
+	// applies. A concurrency rule's schedule replaces only Priority and
+	// Degrade; a plan's or a client's override of the rate still beats a
+	// scheduled rate. Default none.
+	Schedule Schedule
 }
 
 // Classifies reports whether r only classifies requests (priority,

@@ -132,8 +132,9 @@ var commandHelp = map[string]string{
 		"the VCS revision it was built from and the Go version; sluice --version prints the same.",
 	"check": "Validates the configuration file. Every problem is printed on stderr as FILE:line:col: what is\n" +
 		"wrong (what would be accepted), exit status 1. A valid file prints what it does (settings, a table\n" +
-		"of rules, each client's limits) on stdout, exit status 0; warnings (dangerous but working\n" +
-		"settings) go to stderr as FILE:line:col: warning: ... and do not change the exit status.\n" +
+		"of rules, each client's limits, the schedules' entries and which of them are in force now, until\n" +
+		"when) on stdout, exit status 0; warnings (dangerous but working settings) go to stderr as\n" +
+		"FILE:line:col: warning: ... and do not change the exit status.\n" +
 		"With --explain 'METHOD PATH' it prints instead, as JSON (as GET /api/v1/explain answers), how the\n" +
 		"file counts that request (the caller's --key, --ip and --header fields): the rules that match,\n" +
 		"what each counts it as, the limit and its source, and what it would get from fresh counters;\n" +
@@ -176,6 +177,10 @@ func check(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout)
 	if err := cfg.WriteSummary(stdout); err != nil {
+		fmt.Fprintln(stderr, "sluice check:", err)
+		return 1
+	}
+	if err := writeSchedules(stdout, cfg.Compiled, time.Now()); err != nil {
 		fmt.Fprintln(stderr, "sluice check:", err)
 		return 1
 	}
