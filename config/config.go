@@ -71,6 +71,11 @@ type File struct {
 	// throttled. Changes take effect on reload, in place
 	// (throttle.Throttle.Update).
 	Protect *throttle.Config
+	// Signals are protect.signals: outside measures sluice reads, and
+	// degrades while one is above its line (as if the service were above
+	// shed_from), with or without the rest of protect. Changes take
+	// effect on reload.
+	Signals []Signal
 	// Live is what the operators' view keeps: callers listed per rule,
 	// the findings' period. Default DefaultLive(). Changes take effect on
 	// reload (what was seen starts afresh).
@@ -234,7 +239,7 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	f.Server = d.server(m["server"], "server")
 	f.Store = d.store(m["store"], "store")
 	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")
-	f.Protect = d.protect(m["protect"], "protect")
+	f.Protect, f.Signals = d.protect(m["protect"], "protect")
 	f.Live = d.live(m["live"], "live")
 	envoyRules := f.Decide != nil && d.nodes["decide.envoy_config[0]"] != nil // even if a path is wrong
 	f.Policy = d.policy(m, root, envoyRules)

@@ -20,21 +20,27 @@ const (
 )
 
 var (
-	protectFields  = []string{"max_in_flight", "adaptive", "queue", "shed_from", "upstream_backoff"}
+	protectFields  = []string{"max_in_flight", "adaptive", "queue", "shed_from", "upstream_backoff", "signals"}
 	adaptiveFields = []string{"min_in_flight", "latency_target"}
 	queueFields    = []string{"max_wait", "max_length"}
 	priorityNames  = []string{"critical", "high", "normal", "low"}
 )
 
 // protect decodes the protect block into what the gateway's Throttle
-// enforces; nil when the file has none (nothing is throttled).
-func (d *decoder) protect(n *yaml.Node, path string) *throttle.Config {
+// enforces and the signals it reads. The Throttle's part is nil when the
+// file has none (nothing is throttled): no protect block, or one with
+// signals alone.
+func (d *decoder) protect(n *yaml.Node, path string) (*throttle.Config, []Signal) {
 	if isNull(n) {
-		return nil
+		return nil, nil
 	}
-	m := d.fields(n, path, "a mapping (max_in_flight, adaptive, queue, shed_from, upstream_backoff)", protectFields)
+	m := d.fields(n, path, "a mapping (max_in_flight, adaptive, queue, shed_from, upstream_backoff, signals)", protectFields)
 	if d.failed[path] {
-		return nil
+		return nil, nil
+	}
+	signals := d.signals(m["signals"], join(path, "signals"))
+	if len(m) == 1 && m["signals"] != nil {
+		return nil, signals // degrade by signals, throttle nothing
 	}
 	cfg := &throttle.Config{MaxInFlight: 1}
 	if d.required(m, n, path, "max_in_flight", "max_in_flight: 200") {
@@ -45,7 +51,7 @@ func (d *decoder) protect(n *yaml.Node, path string) *throttle.Config {
 	cfg.Queue = d.queue(m["queue"], join(path, "queue"))
 	cfg.ShedFrom = d.shedFrom(m["shed_from"], join(path, "shed_from"))
 	cfg.UpstreamBackoff = d.boolean(m["upstream_backoff"], join(path, "upstream_backoff"))
-	return cfg
+	return cfg, signals
 }
 
 // adaptive decodes protect.adaptive; maxInFlight bounds min_in_flight.

@@ -114,7 +114,7 @@ func TestProtectBadInput(t *testing.T) {
 		{"max_in_flight zero", head + "protect: {max_in_flight: 0}\n" + rule,
 			"t.yaml:3:26: protect.max_in_flight: 0 is out of range (1 to 1048576: requests at the upstream at once)"},
 		{"unknown protect field", head + "protect: {max_inflight: 3}\n" + rule,
-			`t.yaml:3:11: protect: unknown field "max_inflight" (did you mean "max_in_flight"? accepted: max_in_flight, adaptive, queue, shed_from, upstream_backoff)`},
+			`t.yaml:3:11: protect: unknown field "max_inflight" (did you mean "max_in_flight"? accepted: max_in_flight, adaptive, queue, shed_from, upstream_backoff, signals)`},
 		{"unknown priority", head + "rules: [{name: a, rate: 1/s, priority: urgent}]\n",
 			`t.yaml:3:40: rules[0].priority: unknown value "urgent" (accepted: critical, high, normal, low)`},
 		{"unknown plan priority", head + "clients: {list: [{id: a, keys: [k], plan: p}]}\nplans: {p: {priority: top}}\n" + rule,

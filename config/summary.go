@@ -40,6 +40,7 @@ func (f *File) WriteSummary(w io.Writer) error {
 	b.WriteString(f.Server.summary())
 	b.WriteString(f.Live.summary())
 	b.WriteString(protectSummary(f.Protect))
+	b.WriteString(signalsSummary(f.Signals))
 	p := f.Policy
 	if len(p.TrustedProxies) > 0 {
 		fmt.Fprintf(&b, "trusted proxies: %v; callers read from %v only\n", p.TrustedProxies, p.ForwardedHeader)

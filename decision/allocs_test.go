@@ -14,10 +14,18 @@ import (
 
 // Deciding a known client's request, allowed or refused 429, allocates
 // nothing once the Engine's pools and the policy's key cache are warm
-// (BenchmarkDecidePass and BenchmarkDecideLimited measure the same). The
-// race detector allocates of its own, hence the build tag.
+// (BenchmarkDecidePass and BenchmarkDecideLimited measure the same), with
+// or without address overrides, without a Pressure or under one that is
+// off (turned on and off again). The race detector allocates of its own,
+// hence the build tag.
 func TestDecideAllocatesNothing(t *testing.T) {
-	t.Run("no overrides", func(t *testing.T) { decideAllocatesNothing(t, claims(t)) })
+	t.Run("no overrides", func(t *testing.T) { decideAllocatesNothing(t, claims(t), nil) })
+	t.Run("pressure off", func(t *testing.T) {
+		off := new(decision.Pressure)
+		off.Set("switch", true)
+		off.Set("switch", false)
+		decideAllocatesNothing(t, claims(t), off)
+	})
 	// The caller's address is in two ranges that override claims (the
 	// longer one in force), and ranges elsewhere are blocked.
 	t.Run("address overrides", func(t *testing.T) {
@@ -30,13 +38,13 @@ func TestDecideAllocatesNothing(t *testing.T) {
 		if len(errs) > 0 {
 			t.Fatal(errs[0].Err)
 		}
-		decideAllocatesNothing(t, pol)
+		decideAllocatesNothing(t, pol, nil)
 	})
 }
 
-func decideAllocatesNothing(t *testing.T, pol *policy.Compiled) {
+func decideAllocatesNothing(t *testing.T, pol *policy.Compiled, p *decision.Pressure) {
 	e := engine(t, nil)
-	set := decision.Settings{Policy: pol}
+	set := decision.Settings{Policy: pol, Pressure: p}
 	req := get("/claims/7", hdr{"X-Api-Key": {"key-a"}})
 	ok := &decision.Response{Passed: true, Status: 200}
 	statuses := map[int]bool{}

@@ -7,7 +7,7 @@
 // A transport builds a Request (the method and escaped path as sent, the
 // peer address parsed once, a Headers accessor over its own header
 // storage, without copying) and calls Engine.Decide under the Settings in
-// force (policy, legacy headers, throttle). The Engine, in order:
+// force (policy, legacy headers, throttle, pressure). The Engine, in order:
 //
 //   - lists the fields a caller must not pass on (Verdict.Removed:
 //     X-Sluice-Client, the override headers, other spellings of the key
@@ -26,6 +26,9 @@
 //     response;
 //   - holds a request a rule with a delay admitted for a later turn;
 //   - takes the leases of concurrency rules (429 over the limit);
+//   - refuses, while the Settings' Pressure is on (the degrade switch, an
+//     outside signal), the requests of degrade rules and the low-priority
+//     ones (503, as above protect's shed_from);
 //   - admits through the throttle (503 with what is full), and reports
 //     (Options.OnDecision).
 //

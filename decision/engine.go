@@ -74,6 +74,11 @@ type Settings struct {
 	// (Normal when none does), raised to its plan's. Nil throttles
 	// nothing.
 	Throttle *throttle.Throttle
+	// Pressure, if set and on, refuses every request of a degrade rule
+	// and every low-priority one 503, as if the service were above
+	// protect's shed_from, with or without a Throttle: the operator's
+	// degrade switch, an outside signal. Nil or off: nothing changes.
+	Pressure *Pressure
 }
 
 // Engine decides requests. It is safe for concurrent use and holds no
@@ -187,13 +192,8 @@ func (e *Engine) decide(v *Verdict, set *Settings) {
 		return
 	}
 	e.decideRules(v, pol, caller, addr, now)
-	if v.Pass && set.Throttle != nil { // a refusal gives the leases back in their after step
-		switch v.ready() {
-		case BodyRead:
-			v.Pass = e.admit(v, set.Throttle, pol, caller, addr)
-		case BodyFailed:
-			v.Pass, v.Report.Status = false, StatusClientGone // the transport answers
-		}
+	if v.Pass {
+		e.protect(v, set, pol, caller, addr)
 	}
 }
 

@@ -87,7 +87,13 @@ type answer struct {
 // decide decides req and finishes its Verdict as a refusal or a 200.
 func decide(t *testing.T, e *decision.Engine, pol *policy.Compiled, req decision.Request) answer {
 	t.Helper()
-	v := e.Decide(context.Background(), decision.Settings{Policy: pol}, req)
+	return decideUnder(t, e, decision.Settings{Policy: pol}, req)
+}
+
+// decideUnder is decide under set.
+func decideUnder(t *testing.T, e *decision.Engine, set decision.Settings, req decision.Request) answer {
+	t.Helper()
+	v := e.Decide(context.Background(), set, req)
 	a := answer{pass: v.Pass, status: v.Status, fields: map[string]string{}, client: v.Client,
 		removed: slices.Sorted(slices.Values(v.Removed)), method: v.Method, path: v.Path}
 	for _, f := range v.Header {

@@ -11,16 +11,13 @@ import (
 	"github.com/sluice-rl/sluice/throttle"
 )
 
-// admit asks the Settings' Throttle for a slot for a request the
-// per-caller rules allowed. Its priority is the highest of its matched
+// throttleRequest is what the Throttle and the Pressure know of a request
+// the per-caller rules allowed. Its priority is the highest of its matched
 // rules' that set one (exempt ones too: an allow list exempts from
 // counting, not from a class), Normal when none does, raised to its
-// plan's; it degrades if any matched rule does. A refusal is answered 503
-// with Retry-After and a problem naming what is full; a caller that went
-// away while it waited is answered nothing, one whose wait the server
-// cancelled (its context's cause not context.Canceled) 503. An admitted
-// request's slot is released by Finish, with the upstream's outcome.
-func (e *Engine) admit(v *Verdict, thr *throttle.Throttle, pol *policy.Compiled, caller *policy.Caller, addr netip.Addr) bool {
+// plan's; it degrades if any matched rule does. A caller known only by
+// address is named by it, so that queuing is fair between such callers.
+func (v *Verdict) throttleRequest(pol *policy.Compiled, caller *policy.Caller, addr netip.Addr) throttle.Request {
 	req := throttle.Request{Priority: throttle.Normal, Client: v.Client}
 	set := false
 	for _, i := range v.match {
@@ -32,8 +29,41 @@ func (e *Engine) admit(v *Verdict, thr *throttle.Throttle, pol *policy.Compiled,
 	}
 	req.Priority = caller.Priority(req.Priority)
 	if v.Client == "" || v.Client == policy.AnonymousPlan {
-		req.Client = addr.String() // fair between callers known only by address
+		req.Client = addr.String()
 	}
+	return req
+}
+
+// protect puts a request the per-caller rules allowed through the
+// Settings' Pressure (pressed), then through their Throttle (admit) once
+// its body is read (Request.Ready), leaving v.Pass set.
+func (e *Engine) protect(v *Verdict, set *Settings, pol *policy.Compiled, caller *policy.Caller, addr netip.Addr) {
+	st := set.Pressure.current()
+	if st == nil && set.Throttle == nil {
+		return
+	}
+	req := v.throttleRequest(pol, caller, addr)
+	if v.pressed(st, req) {
+		return // a refusal gives the leases back in their after step
+	}
+	if set.Throttle == nil {
+		return
+	}
+	switch v.ready() {
+	case BodyRead:
+		v.Pass = e.admit(v, set.Throttle, req)
+	case BodyFailed:
+		v.Pass, v.Report.Status = false, StatusClientGone // the transport answers
+	}
+}
+
+// admit asks thr for a slot for req, a request the per-caller rules
+// allowed (throttleRequest). A refusal is answered 503 with Retry-After
+// and a problem naming what is full; a caller that went away while it
+// waited is answered nothing, one whose wait the server cancelled (its
+// context's cause not context.Canceled) 503. An admitted request's slot
+// is released by Finish, with the upstream's outcome.
+func (e *Engine) admit(v *Verdict, thr *throttle.Throttle, req throttle.Request) bool {
 	d := thr.Acquire(v.ctx, req)
 	rep := &v.Report
 	rep.Throttled, rep.Priority, rep.Refusal, rep.QueueWait = true, req.Priority, d.Reason, d.Waited

@@ -74,7 +74,10 @@ type Report struct {
 	// Throttled is true when Settings.Throttle decided the request (it
 	// passed the rules); Priority is then its priority, Refusal why the
 	// throttle refused it (throttle.ReasonNone: admitted) and QueueWait
-	// how long it waited in the throttle's queue.
+	// how long it waited in the throttle's queue. A request refused under
+	// Settings.Pressure has Throttled false, Status 503, its Priority and
+	// Refusal throttle.ReasonDegraded (a degrade rule's) or
+	// throttle.ReasonShed (a low-priority one).
 	Throttled bool
 	Priority  throttle.Priority
 	Refusal   throttle.Reason

@@ -1,6 +1,7 @@
 // Package demo is the story behind `sluice demo`, played out in one process
-// on real sockets on 127.0.0.1, and the month-end story behind `sluice demo
-// overload` (RunOverload; see below).
+// on real sockets on 127.0.0.1, the month-end story behind `sluice demo
+// overload` (RunOverload) and the carbon story behind `sluice demo carbon`
+// (RunCarbon; see below).
 //
 // An insurer offers partner firms an API to query the state of claims. The
 // claims service answers `GET /claims/{id}` and decides by itself whether the
@@ -39,4 +40,18 @@
 // kind of request, what was sent, passed, degraded, shed and queued and the
 // latency the callers saw; the claims service counts itself how many
 // requests it had at once, never more than the ceiling.
+//
+// # Carbon (RunCarbon)
+//
+// Seed 002's low-value work while the grid's power is dirty: a claims
+// service answers claim reads (normal priority) and bulk exports (low);
+// sluice reads a stand-in for the grid operator's carbon intensity every
+// second (protect.signals, above 400 gCO2/kWh) and, while it is above,
+// sheds every export 503 while the claim reads go on. The grid reports 210,
+// then 460, then 280; RunCarbon prints a line a second (what the grid
+// reports, what sluice read, whether it degrades, what the callers got),
+// the first shed answer and a table per phase. It is a story of its own
+// rather than a phase of the overload demo: there the service is slow and
+// sluice sheds by its own measure, here the service is fine and the reason
+// to shed comes from outside.
 package demo

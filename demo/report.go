@@ -84,20 +84,29 @@ func (p *printer) rejection(who string, a *Answer) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n  %s request %d (at %.1fs): sluice answers itself, the claims service never sees it:\n\n",
 		who, a.Request, a.At.Seconds())
-	fmt.Fprintf(&b, "      HTTP/1.1 %s\n", a.Status)
+	b.WriteString(answerText(a, "      "))
+	fmt.Fprintf(&b, "  %s ignores Retry-After (its bug) and keeps sending; sluice keeps answering 429.\n\n", who)
+	p.printf("%s", b.String())
+}
+
+// answerText is a as its caller saw it, each line indented: the status
+// line, the headers that tell why and when to retry, the body (JSON
+// indented), and an empty line.
+func answerText(a *Answer, indent string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%sHTTP/1.1 %s\n", indent, a.Status)
 	for _, name := range shownHeaders {
 		for _, v := range a.Header.Values(name) {
-			fmt.Fprintf(&b, "      %s: %s\n", name, v)
+			fmt.Fprintf(&b, "%s%s: %s\n", indent, name, v)
 		}
 	}
 	var body bytes.Buffer
-	if json.Indent(&body, bytes.TrimSpace(a.Body), "      ", "  ") != nil {
+	if json.Indent(&body, bytes.TrimSpace(a.Body), indent, "  ") != nil {
 		body.Reset()
 		body.Write(bytes.TrimSpace(a.Body))
 	}
-	fmt.Fprintf(&b, "\n      %s\n\n", body.String())
-	fmt.Fprintf(&b, "  %s ignores Retry-After (its bug) and keeps sending; sluice keeps answering 429.\n\n", who)
-	p.printf("%s", b.String())
+	fmt.Fprintf(&b, "\n%s%s\n\n", indent, body.String())
+	return b.String()
 }
 
 // table prints the final figures per partner and what they mean.

@@ -69,6 +69,8 @@ type Gateway struct {
 	startSum   string                            // the config file's digest when New ran, for WatchConfig
 	throttle   atomic.Pointer[throttle.Throttle] // protect's, made once (protect.go)
 	live       atomic.Pointer[live.Live]         // the operators' view (live.go)
+	pressure   *decision.Pressure                // degrades while on: the degrade switch, the signals (signals.go)
+	signals    signalSet                         // protect.signals, read while Run runs (signals.go)
 
 	// The fast data path (fast.go, run.go).
 	engine  *decision.Engine                // decides Run's requests
@@ -92,7 +94,8 @@ func New(opts Options) (*Gateway, error) {
 	}
 	opts = withDefaults(opts)
 	g := &Gateway{opts: opts, metrics: newMetrics(), log: opts.Logger, store: opts.Store,
-		server: serverDefaults(opts.Config.Server), loopToken: newLoopToken(), instanceID: newInstanceID()}
+		server: serverDefaults(opts.Config.Server), loopToken: newLoopToken(), instanceID: newInstanceID(),
+		pressure: new(decision.Pressure)}
 	if g.opts.ShutdownTimeout <= 0 {
 		g.opts.ShutdownTimeout = g.server.DrainTimeout
 	}
@@ -204,6 +207,7 @@ type snapshot struct {
 // start), whose upstream connections are kept when the upstream is the same.
 func (g *Gateway) newSnapshot(cfg *config.File, old *snapshot) *snapshot {
 	settings := decision.Settings{Policy: cfg.Compiled, LegacyHeaders: cfg.LegacyHeaders}
+	settings.Pressure = g.pressure
 	if cfg.Protect != nil {
 		settings.Throttle = g.throttle.Load() // applyProtect made it
 	}

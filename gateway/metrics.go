@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -14,6 +15,7 @@ import (
 	"github.com/sluice-rl/sluice/live"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/throttle"
 )
 
 // metrics are the gateway's Prometheus series. Label values come only from
@@ -36,6 +38,11 @@ type metrics struct {
 	upstreamSeconds   prometheus.Histogram
 	upstreamResponses *prometheus.CounterVec
 	held              prometheus.Histogram
+
+	// pressured counts the requests refused under the gateway's Pressure
+	// (the degrade switch, a signal above its line), by priority and
+	// reason (degraded, shed): sluice_shed_total adds them to protect's.
+	pressured [4][2]atomic.Uint64
 }
 
 func newMetrics() *metrics {
@@ -156,9 +163,37 @@ func (m *metrics) observe(rep *decision.Report) {
 	if rep.Throttled && rep.Status == 0 {
 		m.queueWait.WithLabelValues(rep.Priority.String()).Observe(rep.QueueWait.Seconds())
 	}
+	if !rep.Throttled && rep.Status == http.StatusServiceUnavailable {
+		if n := m.pressure(rep.Priority, rep.Refusal); n != nil {
+			n.Add(1)
+		}
+	}
 	if rep.Err != nil && !errors.Is(rep.Err, context.Canceled) { // a caller that left is no store failure
 		m.storeErrors.Inc()
 	}
+}
+
+// pressure is the count of refusals under the Pressure of priority p for
+// reason r, or nil for a reason the Pressure never gives.
+func (m *metrics) pressure(p throttle.Priority, r throttle.Reason) *atomic.Uint64 {
+	i := min(max(int(p-throttle.Low), 0), len(m.pressured)-1)
+	switch r {
+	case throttle.ReasonDegraded:
+		return &m.pressured[i][0]
+	case throttle.ReasonShed:
+		return &m.pressured[i][1]
+	}
+	return nil
+}
+
+// anyPressured reports whether the Pressure has refused a request.
+func (m *metrics) anyPressured() bool {
+	for i := range m.pressured {
+		if m.pressured[i][0].Load() > 0 || m.pressured[i][1].Load() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *metrics) handler() http.Handler {

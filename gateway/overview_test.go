@@ -52,7 +52,7 @@ func TestOverview(t *testing.T) {
 			t.Errorf("access key %q in the overview", key)
 		}
 	}
-	for _, field := range []string{"time", "instance", "period_s", "rules", "findings", "protect", "store", "instances", "history"} {
+	for _, field := range []string{"time", "instance", "period_s", "rules", "findings", "protect", "store", "instances", "history", "signals", "degraded"} {
 		if _, ok := ov[field]; !ok {
 			t.Errorf("overview lacks %q", field)
 		}

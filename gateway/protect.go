@@ -69,8 +69,10 @@ var priorities = []throttle.Priority{throttle.Low, throttle.Normal, throttle.Hig
 
 // throttleCollector reads the Throttle's Stats when metrics are scraped:
 // nothing is counted on the request path; with it, the bodies read
-// before admission and those streamed without a slot (body.go). Without
-// protect it reports nothing.
+// before admission and those streamed without a slot (body.go), and
+// protect.signals (signals.go). Without a throttle, sluice_shed_total
+// counts the refusals under the Pressure once there are some, and the
+// other series of the throttle are not reported.
 type throttleCollector struct{ g *Gateway }
 
 var (
@@ -102,11 +104,14 @@ func (c throttleCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- shedDesc
 	ch <- bodyBufferDesc
 	ch <- streamedBodiesDesc
+	describeSignals(ch)
 }
 
 func (c throttleCollector) Collect(ch chan<- prometheus.Metric) {
+	collectSignals(ch, c.g)
 	thr := c.g.throttle.Load()
 	if thr == nil {
+		c.collectPressured(ch, throttle.Stats{})
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(bodyBufferDesc, prometheus.GaugeValue, float64(c.g.buffers.Used()))
@@ -121,9 +126,24 @@ func (c throttleCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(sheddingDesc, prometheus.GaugeValue, shedding)
 	ch <- prometheus.MustNewConstMetric(queueLengthDesc, prometheus.GaugeValue, float64(st.QueueLength))
+	c.collectPressured(ch, st)
+}
+
+// collectPressured reports sluice_shed_total: st's refusals (the zero
+// Stats without a throttle) and those under the Pressure. Without a
+// throttle, nothing until the Pressure has refused a request.
+func (c throttleCollector) collectPressured(ch chan<- prometheus.Metric, st throttle.Stats) {
+	m := c.g.metrics
+	if c.g.throttle.Load() == nil && !m.anyPressured() {
+		return
+	}
 	for _, p := range priorities {
 		for _, r := range shedReasons {
-			ch <- prometheus.MustNewConstMetric(shedDesc, prometheus.CounterValue, float64(st.Refused(p, r)), p.String(), r.String())
+			n := st.Refused(p, r)
+			if pn := m.pressure(p, r); pn != nil {
+				n += pn.Load()
+			}
+			ch <- prometheus.MustNewConstMetric(shedDesc, prometheus.CounterValue, float64(n), p.String(), r.String())
 		}
 	}
 }

@@ -21,7 +21,8 @@ import (
 // takes effect too, on the gateway's one Throttle, updated in place:
 // requests in flight keep their slots. The live state (live.go) keeps
 // what was seen of rules that count as before; a changed live block
-// starts it afresh. Listen, admin, server, store and
+// starts it afresh; changed signals (protect.signals) are read anew,
+// keeping what was read of those kept. Listen, admin, server, store and
 // decide settings, and adding or removing the upstream, need a restart; a
 // change of them is logged and otherwise ignored.
 func (g *Gateway) Reload() error {
@@ -56,6 +57,7 @@ func (g *Gateway) Reload() error {
 	next := g.newSnapshot(cfg, prev)
 	g.snap.Store(next) // policy, upstream, settings and throttle at once
 	g.reloadLive(cfg)
+	g.reloadSignals(cfg)
 	if prev.proxy != nil && prev.proxy != next.proxy {
 		prev.proxy.Close() // another upstream: the old one's idle connections go; requests on it finish
 	}

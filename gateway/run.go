@@ -73,6 +73,8 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 		go func() { defer close(beating); g.announce(beat, hb, beatTick) }()
 		defer func() { stopBeat(); <-beating }()
 	}
+	g.startSignals() // protect.signals (signals.go)
+	defer g.stopSignals()
 	var err error
 	running := 2
 	select {

@@ -30,6 +30,7 @@ commands:
   check --config FILE   validate a configuration file, print what it does (exit 1 on any error)
   demo                  the claims story: sluice in front of a service, a buggy partner and a normal one
   demo overload         the month-end story: the service slows down, critical reads keep their objective
+  demo carbon           the grid's carbon intensity rises: sluice sheds low-priority exports until it falls
   version, --version    print the version, the VCS revision and the Go version
 
 sluice <command> --help describes a command.
@@ -55,6 +56,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 				return code
 			}
 			return runOverloadDemo(stderr)
+		}
+		if len(args) > 1 && args[1] == "carbon" {
+			if code, ok := noFlags("demo carbon", args[2:], stdout, stderr); !ok {
+				return code
+			}
+			return runCarbonDemo(stderr)
 		}
 		if code, ok := noFlags("demo", args[1:], stdout, stderr); !ok {
 			return code
@@ -128,6 +135,10 @@ var commandHelp = map[string]string{
 	"demo overload": "Runs the month-end story on 127.0.0.1 for 38s (SIGTERM or SIGINT ends it early): a claims service of\n" +
 		"fixed capacity that slows down at month-end, sluice with a protect block in front of it, claim reads\n" +
 		"(critical), new claims, reports (switched off when busy) and exports (shed first).",
+	"demo carbon": "Runs the carbon story on 127.0.0.1 for 31s (SIGTERM or SIGINT ends it early): a claims service,\n" +
+		"sluice in front of it reading a stand-in grid's carbon intensity every second (protect.signals), and\n" +
+		"callers of claim reads (normal) and bulk exports (low). While the intensity is above 400 gCO2/kWh the\n" +
+		"exports are shed (503); once it falls they are served again.",
 	"version": "Prints the version (the one make build set, else the module version the go command recorded),\n" +
 		"the VCS revision it was built from and the Go version; sluice --version prints the same.",
 	"check": "Validates the configuration file. Every problem is printed on stderr as FILE:line:col: what is\n" +
@@ -333,6 +344,16 @@ func runOverloadDemo(stderr io.Writer) int {
 	defer stop()
 	if _, err := demo.RunOverload(ctx, demo.OverloadOptions{}); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "sluice demo overload:", err)
+		return 1
+	}
+	return 0
+}
+
+func runCarbonDemo(stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if _, err := demo.RunCarbon(ctx, demo.CarbonOptions{}); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "sluice demo carbon:", err)
 		return 1
 	}
 	return 0

@@ -250,11 +250,13 @@ func TestFlaglessCommandHelp(t *testing.T) {
 			t.Errorf("sluice %s --config x.yaml: exit %d, stdout %q, stderr %q; want 2 and the usage on stderr", cmd, code, out, errs)
 		}
 	}
-	if code, out, errs := runCmd("demo", "overload", "--help"); code != 0 || errs != "" || !strings.HasPrefix(out, "usage: sluice demo overload\n") {
-		t.Errorf("sluice demo overload --help: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", code, out, errs)
-	}
-	if code, out, errs := runCmd("demo", "overload", "x"); code != 2 || out != "" || !strings.Contains(errs, "usage: sluice demo overload\n") {
-		t.Errorf("sluice demo overload x: exit %d, stdout %q, stderr %q; want 2 and the usage on stderr", code, out, errs)
+	for _, story := range []string{"overload", "carbon"} {
+		if code, out, errs := runCmd("demo", story, "--help"); code != 0 || errs != "" || !strings.HasPrefix(out, "usage: sluice demo "+story+"\n") {
+			t.Errorf("sluice demo %s --help: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", story, code, out, errs)
+		}
+		if code, out, errs := runCmd("demo", story, "x"); code != 2 || out != "" || !strings.Contains(errs, "usage: sluice demo "+story+"\n") {
+			t.Errorf("sluice demo %s x: exit %d, stdout %q, stderr %q; want 2 and the usage on stderr", story, code, out, errs)
+		}
 	}
 }
 
