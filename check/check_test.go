@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store/memory"
 )
 
@@ -39,12 +40,16 @@ rules:
 `
 
 // server serves /check with deny as its DenyStatus, on a fake clock that
-// does not move, over a real socket.
-func server(t *testing.T, deny int) *httptest.Server {
+// does not move, over a real socket, with ovs in force on the policy.
+func server(t *testing.T, deny int, ovs ...policy.Override) *httptest.Server {
 	t.Helper()
 	f, err := config.Parse("t.yaml", []byte(policyText))
 	if err != nil {
 		t.Fatal(err)
+	}
+	pol, errs := f.Compiled.WithOverrides(ovs)
+	if len(errs) > 0 {
+		t.Fatal(errs[0].Err)
 	}
 	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	st := memory.New(memory.Options{Clock: clk})
@@ -54,7 +59,7 @@ func server(t *testing.T, deny int) *httptest.Server {
 		t.Fatal(err)
 	}
 	decide := func(ctx context.Context, req decision.Request) *decision.Verdict {
-		return e.Decide(ctx, decision.Settings{Policy: f.Compiled}, req)
+		return e.Decide(ctx, decision.Settings{Policy: pol}, req)
 	}
 	h, err := check.New(check.Options{Decide: decide, DenyStatus: deny})
 	if err != nil {
@@ -169,6 +174,24 @@ func TestDenyStatus403(t *testing.T) {
 	inHeader := readProblem(t, strings.NewReader(resp.Header.Get(check.ProblemHeader)))
 	if body.Status != 429 || body.Detail != inHeader.Detail || !strings.Contains(body.Detail, "partner-a exceeded 2 requests per 1m") {
 		t.Errorf("body %+v, header %+v", body, inHeader)
+	}
+}
+
+// A blocked client gets the gateway's 403 whatever DenyStatus is (as a
+// 401 keeps its status), its problem body also in X-Sluice-Problem with
+// DenyStatus 403, and nothing is counted: once unblocked it has its room.
+func TestBlocked(t *testing.T) {
+	for _, deny := range []int{429, 403} {
+		srv := server(t, deny, policy.Override{Client: "partner-a", Block: true})
+		resp := ask(t, srv, nginxAsks("GET", "/claims/7", "key-a"))
+		p := readProblem(t, resp.Body)
+		if resp.StatusCode != 403 || p.Status != 403 || p.Type != decision.ProblemBlocked ||
+			p.Detail != "partner-a is blocked until an operator removes the block" || resp.Header.Get("Retry-After") != "" {
+			t.Errorf("deny %d: %d %+v, Retry-After %q", deny, resp.StatusCode, p, resp.Header.Get("Retry-After"))
+		}
+		if inHeader := resp.Header.Get(check.ProblemHeader); (deny == 403) != strings.Contains(inHeader, p.Detail) {
+			t.Errorf("deny %d: X-Sluice-Problem %q", deny, inHeader)
+		}
 	}
 }
 

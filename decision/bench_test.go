@@ -14,9 +14,10 @@ import (
 )
 
 // benchDecide decides one request under a policy of n requests per second
-// for partner-a (a client rule and an ip rule) again and again, on a fake
-// clock and a memory store, finishing each Verdict as a 200.
-func benchDecide(b *testing.B, n int64, req decision.Request) {
+// for partner-a (a client rule and an ip rule), with ovs in force, again
+// and again, on a fake clock and a memory store, finishing each Verdict
+// as a 200.
+func benchDecide(b *testing.B, n int64, req decision.Request, ovs ...policy.Override) {
 	clk := clock.NewFake(epoch)
 	mem := memory.New(memory.Options{Clock: clk})
 	b.Cleanup(func() { _ = mem.Close() })
@@ -36,6 +37,10 @@ func benchDecide(b *testing.B, n int64, req decision.Request) {
 	})
 	if err != nil {
 		b.Fatal(err)
+	}
+	pol, errs := pol.WithOverrides(ovs)
+	if len(errs) > 0 {
+		b.Fatal(errs[0].Err)
 	}
 	e, err := decision.New(decision.Options{Store: mem, Clock: clk})
 	if err != nil {
@@ -69,4 +74,16 @@ func BenchmarkDecideLimited(b *testing.B) { benchDecide(b, 1, benchReq) }
 func BenchmarkDecideProxied(b *testing.B) {
 	benchDecide(b, 1e9, decision.Request{Method: "GET", Path: "/claims/7", Peer: netip.MustParseAddrPort("10.0.0.1:1234"),
 		Header: hdr{"X-Forwarded-For": {"198.51.100.7, 203.0.113.9, 10.0.0.2"}}})
+}
+
+// BenchmarkDecideAddrOverride: a known client passes two rules, one of
+// them under the override of its address's range, among ranges of other
+// lengths (each a lookup).
+func BenchmarkDecideAddrOverride(b *testing.B) {
+	per := policy.Rate{N: 1e9, Period: time.Second}
+	benchDecide(b, 1e9, benchReq,
+		policy.Override{Addr: netip.MustParsePrefix("192.0.2.0/24"), Rule: "per-ip", Rate: per},
+		policy.Override{Addr: netip.MustParsePrefix("192.0.0.0/16"), Rule: "claims", Rate: per},
+		policy.Override{Addr: netip.MustParsePrefix("198.51.100.7/32"), Block: true},
+		policy.Override{Addr: netip.MustParsePrefix("2001:db8::/48"), Rule: "per-ip", Rate: per})
 }

@@ -128,8 +128,9 @@ func limitsInFlight(pol *policy.Compiled) bool {
 	return false
 }
 
-// Decide decides req under set: it identifies the caller, cleans the
-// method and path, matches the rules, asks the store for all of them at
+// Decide decides req under set: it identifies the caller, refuses a
+// blocked one (403, block.go), cleans the method and path, matches the
+// rules, asks the store for all of them at
 // once, holds the request for its turn under a rule with a delay, takes
 // the leases of its concurrency rules and a slot of set.Throttle, and
 // returns the answer as a Verdict. It may wait (a held request, the
@@ -167,12 +168,18 @@ func (e *Engine) decide(v *Verdict, set *Settings) {
 	v.Client = clientName(pol, caller)
 	rep.Client = cmp.Or(v.Client, "-")
 	rep.pol, rep.caller, rep.v = pol, caller, v
+	if v.clientBlocked(caller, now) {
+		return
+	}
 	if err := v.clean(); err != nil {
 		v.badRequest(pathDetail(err))
 		return
 	}
 	addr := clientAddr(pol, v)
 	v.Addr = addr
+	if v.addrBlocked(pol, addr, now) {
+		return
+	}
 	v.match = pol.Match(v.Method, v.DecodedPath, v.match[:0])
 	v.requests(pol, caller, addr)
 	if detail, refused := v.headerRefused(pol); refused {

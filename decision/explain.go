@@ -25,9 +25,10 @@ type Explanation struct {
 	// Rules has one result per matching rule, in the policy's order.
 	Rules []LookResult
 	// Status is what the request would get now: 0 (passed on), 400 or
-	// 401 (it cannot be counted, Detail says why), 429 (a rule has no
-	// room, RetryAfter the longest wait), or 503 (the store cannot be
-	// read and the failure policy refuses).
+	// 401 (it cannot be counted, Detail says why), 403 (its client or
+	// address is blocked: Detail as the 403's, Rules empty), 429 (a rule
+	// has no room, RetryAfter the longest wait), or 503 (the store cannot
+	// be read and the failure policy refuses).
 	Status     int
 	Detail     string
 	RetryAfter time.Duration
@@ -57,26 +58,32 @@ func (e *Engine) Explain(ctx context.Context, set Settings, req Request) Explana
 	if ex.Client == "" {
 		ex.Client = "-"
 	}
-	if err := v.clean(); err != nil {
+	now := e.opts.Clock.Now()
+	blocked := v.clientBlocked(caller, now) // before the path, as Decide: a blocked client's bad path is no 400
+	if err := v.clean(); err != nil && !blocked {
 		ex.Status, ex.Detail = statusBadRequest, pathDetail(err)
 		return ex
 	}
 	ex.Method, ex.Path = v.Method, v.Path
 	addr := clientAddr(pol, v)
 	v.Addr, ex.Addr = addr, addr
+	if blocked || v.addrBlocked(pol, addr, now) {
+		ex.Status, ex.Detail = statusForbidden, string(v.detail)
+		return ex
+	}
 	v.match = pol.Match(v.Method, v.DecodedPath, v.match[:0])
 	v.requests(pol, caller, addr)
 	if detail, refused := v.headerRefused(pol); refused {
 		ex.Status, ex.Detail = statusBadRequest, detail
 		return ex
 	}
-	e.explainRules(&ex, v, pol, caller, addr)
+	e.explainRules(&ex, v, pol, caller, addr, now)
 	return ex
 }
 
 // explainRules reads each matching rule's counter into ex and says what
 // the request would get.
-func (e *Engine) explainRules(ex *Explanation, v *Verdict, pol *policy.Compiled, caller *policy.Caller, addr netip.Addr) {
+func (e *Engine) explainRules(ex *Explanation, v *Verdict, pol *policy.Compiled, caller *policy.Caller, addr netip.Addr, now time.Time) {
 	keys := map[int]string{}
 	for k, i := range v.index {
 		keys[i] = v.reqs[k].Key
@@ -84,7 +91,6 @@ func (e *Engine) explainRules(ex *Explanation, v *Verdict, pol *policy.Compiled,
 	for k, i := range v.leaseIndex {
 		keys[i] = v.leaseKeys[k]
 	}
-	now := e.opts.Clock.Now()
 	for _, i := range v.match {
 		res := e.lookRule(v.ctx, pol, caller, i, keys[i], addr, now)
 		res.Counted = counted(pol, caller, i, addr, v)

@@ -1,6 +1,7 @@
 package decision
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,8 +42,10 @@ type LookResult struct {
 	// the address, `header X-Tenant "acme"`, all callers together);
 	// never an access key.
 	Counted string
-	// Source is where the limit comes from: "rule", "plan:NAME" or
-	// "client:ID".
+	// Source is where the limit comes from: "rule", "plan:NAME",
+	// "client:ID", or "override:TARGET" while a runtime override sets it
+	// (policy.Caller.Source, policy.Compiled.LimitAt: "override:partner-a",
+	// "override:ip:203.0.113.0/24").
 	Source string
 	// Limit is a rate rule's limit for the caller, Window its
 	// RateLimit-Policy w; Concurrency a concurrency rule's most requests
@@ -252,11 +255,10 @@ func targetCounted(pol *policy.Compiled, caller *policy.Caller, i int, addr neti
 // spending. Counted is left for the caller to name.
 func (e *Engine) lookRule(ctx context.Context, pol *policy.Compiled, caller *policy.Caller, i int, key string, addr netip.Addr, now time.Time) LookResult {
 	rule := pol.Rule(i)
-	res := LookResult{Rule: rule.Name, Index: i, Mode: rule.Mode, Source: caller.LimitSource(i), Cost: rule.Cost, key: key,
+	res := LookResult{Rule: rule.Name, Index: i, Mode: rule.Mode, Cost: rule.Cost, key: key,
 		Classifies: rule.Classifies(), Exempt: pol.Exempt(i, caller.ID, addr)}
-	if res.Source == "" {
-		res.Source = "rule"
-	}
+	limit, source := pol.LimitAt(caller, i, addr)
+	res.Source = cmp.Or(source, "rule")
 	if res.Classifies || res.Exempt || key == "" { // "": a shadow rule that counts nothing without its header
 		return res
 	}
@@ -274,7 +276,7 @@ func (e *Engine) lookRule(ctx context.Context, pol *policy.Compiled, caller *pol
 		}
 		return res
 	}
-	res.Limit = caller.Limit(i)
+	res.Limit = limit
 	res.Window = policyWindow(res.Limit)
 	out, err := e.opts.Store.DecideBatch(ctx, []store.Request{{Key: key, Limit: res.Limit}}, now)
 	switch {

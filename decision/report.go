@@ -50,10 +50,15 @@ type Report struct {
 	// "anonymous", "unknown" (rejected for its key) or "-" (the policy
 	// identifies nobody by key). Never the access key.
 	Client string
-	// Status is the status sluice answered with itself (400, 401, 429,
-	// 503), or 0 if the request was passed on; StatusClientGone when its
-	// caller went away while it waited (nothing was answered).
+	// Status is the status sluice answered with itself (400, 401, 403,
+	// 429, 503), or 0 if the request was passed on; StatusClientGone when
+	// its caller went away while it waited (nothing was answered).
 	Status int
+	// Blocked names, for a 403, the target whose block refused the
+	// request: the client id, or "ip:" and the blocked range
+	// (policy.Override.Target). Nothing was counted: Rules is empty.
+	// Empty otherwise.
+	Blocked string
 	// Counted names, for a 429, what the rule whose wait is RetryAfter
 	// counted: the client id, the address, `header X-Tenant "acme"`... as
 	// the problem detail does; never an access key. Empty otherwise.

@@ -11,6 +11,8 @@ import (
 // the caller; exempt rules are reported at once, and so is a shadow rule
 // that would refuse the request for a missing header (shadow_limited,
 // nothing counted). Concurrency rules go to v.leaseIndex, decided later.
+// A rule's limit is the caller's, or an address override's
+// (policy.Compiled.LimitAt); its key is the same either way.
 func (v *Verdict) requests(pol *policy.Compiled, caller *policy.Caller, addr netip.Addr) {
 	v.reqs, v.index, v.leaseIndex, v.leaseKeys = v.reqs[:0], v.index[:0], v.leaseIndex[:0], v.leaseKeys[:0]
 	ip := ipGroup{pol: pol, addr: addr, keys: v.e.keysFor(pol)}
@@ -33,7 +35,11 @@ func (v *Verdict) requests(pol *policy.Compiled, caller *policy.Caller, addr net
 			v.leaseIndex, v.leaseKeys = append(v.leaseIndex, i), append(v.leaseKeys, stateKey(pol, caller, i, &ip, v))
 			continue
 		}
-		v.reqs = append(v.reqs, store.Request{Key: stateKey(pol, caller, i, &ip, v), Limit: caller.Limit(i), Cost: rule.Cost,
+		limit := caller.Limit(i)
+		if pol.HasAddrOverrides() {
+			limit, _ = pol.LimitAt(caller, i, addr)
+		}
+		v.reqs = append(v.reqs, store.Request{Key: stateKey(pol, caller, i, &ip, v), Limit: limit, Cost: rule.Cost,
 			Shadow: rule.Mode != policy.Enforce})
 		v.index = append(v.index, i)
 	}

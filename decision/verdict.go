@@ -21,8 +21,8 @@ type Verdict struct {
 	// headers, with Method and Path as cleaned, and with Header's fields
 	// (the RateLimit headers) set on the response it gets.
 	Pass bool
-	// Status is the answer when the request does not pass: 400, 401, 429
-	// or 503, with Header's fields and Body (problem+json);
+	// Status is the answer when the request does not pass: 400, 401,
+	// 403, 429 or 503, with Header's fields and Body (problem+json);
 	// StatusClientGone when the caller went away while it waited: answer
 	// nothing. 0 when it passes.
 	Status int

@@ -26,7 +26,7 @@ type ExplainJSON struct {
 	} `json:"request"`
 	Rules []counterJSON `json:"rules"` // the matching rules, in the file's order
 	Would struct {
-		Status int     `json:"status"` // 200 (passed on), 400, 401, 429, 503
+		Status int     `json:"status"` // 200 (passed on), 400, 401, 403, 429, 503
 		Detail string  `json:"detail,omitempty"`
 		RetryS float64 `json:"retry_s,omitempty"`
 	} `json:"would"`

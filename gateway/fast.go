@@ -97,7 +97,7 @@ func (g *Gateway) reqsCtx() context.Context {
 	return context.Background()
 }
 
-// refuseFast writes the decision's own answer (400, 401, 429, 503).
+// refuseFast writes the decision's own answer (400, 401, 403, 429, 503).
 func (g *Gateway) refuseFast(ctx *fasthttp.RequestCtx, v *decision.Verdict, hasBody bool) {
 	if v.Status == decision.StatusClientGone {
 		ctx.SetConnectionClose()

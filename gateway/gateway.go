@@ -265,6 +265,8 @@ func (g *Gateway) observe(_ *decision.Request, rep *decision.Report) {
 			"retry_after_s", rep.RetryAfter.Seconds())
 	case rep.Status == http.StatusUnauthorized && g.logGate.allow(logSubject{kind: "unauthenticated"}):
 		g.log.Info("unknown callers rejected", "client", rep.Client)
+	case rep.Status == http.StatusForbidden && g.logGate.allow(logSubject{kind: "blocked", client: rep.Blocked}):
+		g.log.Info("caller blocked", "client", rep.Client, "blocked", rep.Blocked)
 	case rep.Err != nil && !errors.Is(rep.Err, context.Canceled) && g.logGate.allow(logSubject{kind: "store"}):
 		g.log.Error("store failed", "err", rep.Err.Error())
 	}

@@ -214,6 +214,9 @@ type harness struct {
 	// time taken (latencies, the adaptive limit).
 	realClock bool
 	stopped   bool // stop has run since the last serve
+	// prepare, if set, changes the loaded file before the gateway is made
+	// from it (runtime overrides on its policy).
+	prepare func(*config.File)
 }
 
 // startGateway writes cfg ({{UPSTREAM}} filled in) and serves a gateway
@@ -243,6 +246,9 @@ func (h *harness) serve() {
 	file, err := config.Load(h.path)
 	if err != nil {
 		t.Fatalf("config.Load: %v", err)
+	}
+	if h.prepare != nil {
+		h.prepare(file)
 	}
 	var clk clock.Clock = h.clock
 	if h.realClock {

@@ -29,7 +29,7 @@ type counterJSON struct {
 	Concurrency int64   `json:"concurrency,omitempty"`
 	Limit       int64   `json:"limit"`              // what Remaining counts down from (q of RateLimit-Policy)
 	WindowS     float64 `json:"window_s,omitempty"` // w of RateLimit-Policy
-	Source      string  `json:"source"`             // rule, plan:NAME, client:ID
+	Source      string  `json:"source"`             // rule, plan:NAME, client:ID, override:TARGET
 	Remaining   int64   `json:"remaining"`
 	InFlight    *int64  `json:"in_flight,omitempty"` // concurrency rules
 	Used        float64 `json:"used"`                // share of the limit used now, 0 to 1

@@ -45,7 +45,7 @@ func newMetrics() *metrics {
 			"Rule decisions by rule, client id and decision (allowed, limited, shadow_limited, exempt, store_error, not_spent: had room, spent nothing as another rule rejected the request; delayed: allowed after being held for its turn by a rule with a delay).",
 			"rule", "client", "decision"),
 		rejected: counterVec("sluice_responses_total",
-			"Requests by what sluice did: passed, or answered itself with 400, 401, 429 or 503, or 499 (the caller went away while it waited in protect's queue).",
+			"Requests by what sluice did: passed, or answered itself with 400, 401, 403 (the client or its address is blocked: nothing counted), 429 or 503, or 499 (the caller went away while it waited in protect's queue).",
 			"client", "code"),
 		decision: histogram("sluice_decision_seconds",
 			"Time to decide one request (identify, match, store).",
@@ -143,6 +143,8 @@ func (m *metrics) observe(rep *decision.Report) {
 		code = "400"
 	case http.StatusUnauthorized:
 		code = "401"
+	case http.StatusForbidden:
+		code = "403"
 	case http.StatusTooManyRequests:
 		code = "429"
 	case http.StatusServiceUnavailable:
@@ -179,7 +181,7 @@ var (
 		"Findings in force over live.period, by kind: retries_too_soon, limit_too_low, shared_address, separate_counters (see docs/operations.md).",
 		[]string{"kind"}, nil)
 	limitDesc = prometheus.NewDesc("sluice_limit",
-		"The limit configured per rule and where it comes from: source rule (the rule's own), plan:NAME or client:ID (an override); requests per window (the burst for the bucket algorithms), or slots for a concurrency rule.",
+		"The limit configured per rule and where it comes from: source rule (the rule's own), plan:NAME or client:ID (the file's override), override:ID (a runtime override of a client); requests per window (the burst for the bucket algorithms), or slots for a concurrency rule.",
 		[]string{"rule", "source"}, nil)
 )
 
@@ -219,7 +221,8 @@ func (c liveCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectLimits sends the limit of each rule of pol, its own and each
-// plan's or client's override of it.
+// plan's or client's override of it, a runtime override of a client
+// included (policy.Caller.Source).
 func collectLimits(ch chan<- prometheus.Metric, pol *policy.Compiled) {
 	callers := []*policy.Caller{pol.Anonymous()}
 	for _, cl := range pol.Policy().Clients.List {
@@ -238,7 +241,7 @@ func collectLimits(ch chan<- prometheus.Metric, pol *policy.Compiled) {
 			if c == nil {
 				continue
 			}
-			if src := c.LimitSource(i); src != "" && !sent[src] {
+			if src := c.Source(i); src != "" && !sent[src] {
 				sent[src] = true
 				ch <- prometheus.MustNewConstMetric(limitDesc, prometheus.GaugeValue, float64(limitOf(c, i)), rule.Name, src)
 			}

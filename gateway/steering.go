@@ -61,12 +61,12 @@ func (g *Gateway) newSteering(cfg *config.File) *steering.Manager {
 
 // sharedRedis is the Redis store the counters are shared on, nil with the
 // memory store.
-func (g *Gateway) sharedRedis() *redisstore.Store {
+func (g *Gateway) sharedRedis() steering.RedisStore {
 	st := g.store
 	if fs, ok := st.(*failover.Store); ok {
 		st = fs.Shared()
 	}
-	rs, _ := st.(*redisstore.Store)
+	rs, _ := st.(steering.RedisStore)
 	return rs
 }
 

@@ -77,9 +77,10 @@ func (c *Compiled) checkCosts(fail func(string, string, ...any)) {
 				r.Cost, l.Burst(), capacityText(l), l.Burst())
 		}
 		override := func(path string, rate Rate) {
-			if l, err := ruleLimit(r.Rule, rate); err == nil && r.Cost > l.Burst() {
-				fail(path, "%s allows at most %d at once, less than rule %s's cost %d: every request would be refused (a limit of at least %d at once)",
-					capacityText(l), l.Burst(), r.Name, r.Cost, r.Cost)
+			if l, err := ruleLimit(r.Rule, rate); err == nil {
+				if msg := costProblem(r.Rule, l); msg != "" {
+					fail(path, "%s", msg)
+				}
 			}
 		}
 		for _, plan := range slices.Sorted(maps.Keys(c.src.Plans)) {
@@ -93,6 +94,17 @@ func (c *Compiled) checkCosts(fail func(string, string, ...any)) {
 			}
 		}
 	}
+}
+
+// costProblem says why rule r's requests could never pass under l, an
+// override of its limit (a plan's, a client's, a runtime one): its cost
+// is more than l allows at once. "" when they can.
+func costProblem(r Rule, l limiter.Limit) string {
+	if r.Cost <= l.Burst() {
+		return ""
+	}
+	return fmt.Sprintf("%s allows at most %d at once, less than rule %s's cost %d: every request would be refused (a limit of at least %d at once)",
+		capacityText(l), l.Burst(), r.Name, r.Cost, r.Cost)
 }
 
 // capacityText names a limit as configuration writes it: "rate 100/m",

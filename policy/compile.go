@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"net/textproto"
 	"slices"
+	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/throttle"
@@ -38,6 +39,13 @@ type Compiled struct {
 	ipv6Bits  int
 	settles   bool   // a rule settles after the response (settle.go)
 	keyName   string // KeyName, once per policy
+
+	// The runtime overrides in force (override.go): plain is the policy
+	// without them (nil when c is that policy), overrides those
+	// WithOverrides applied, addrs those of address ranges (nil for none).
+	plain     *Compiled
+	overrides []Override
+	addrs     *addrOverrides
 }
 
 type compiledRule struct {
@@ -58,6 +66,13 @@ type Caller struct {
 	limits   []limiter.Limit    // by rule index; zero for concurrency rules
 	inFlight []int64            // by rule index: a concurrency rule's limit
 	sources  []string           // by rule index: LimitSource
+
+	// What runtime overrides of the client set (override.go): shown, by
+	// rule index, an override's Source ("" where none; nil without any),
+	// and a block.
+	shown      []string
+	blocked    bool
+	blockUntil time.Time
 }
 
 // StateTag returns a short text that state keys of rule i include for the
@@ -80,11 +95,13 @@ func (c *Caller) StateTag(i int) string {
 // together (by IP, a header's value or globally) keeps one counter per
 // source, so callers on different limits never share a counter whose
 // limit would change with every request, while a reload that changes a
-// rate keeps each source's counter.
+// rate keeps each source's counter. A runtime override changes neither
+// the key nor LimitSource (see Source).
 func (c *Caller) LimitSource(i int) string { return c.sources[i] }
 
-// Limit returns the limit rule i applies to the caller; the zero Limit
-// for a concurrency rule (see Concurrency).
+// Limit returns the limit rule i applies to the caller, a runtime
+// override of its client included (an address's: Compiled.LimitAt); the
+// zero Limit for a concurrency rule (see Concurrency).
 func (c *Caller) Limit(i int) limiter.Limit { return c.limits[i] }
 
 // Priority returns the priority of the caller's request whose matched

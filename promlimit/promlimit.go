@@ -74,7 +74,7 @@ func New(opts Options) *Collector {
 			"Rule decisions by rule, client id and decision (allowed, delayed, limited, shadow_limited, exempt, store_error, not_spent).",
 			"rule", "client", "decision"),
 		responses: f.counterVec("responses_total",
-			"Requests by what the limiter did: passed, or answered itself with 400, 401, 429 or 503, or 499 (the caller went away while it waited).",
+			"Requests by what the limiter did: passed, or answered itself with 400, 401, 403 (the client or its address is blocked), 429 or 503, or 499 (the caller went away while it waited).",
 			"client", "code"),
 		decision: f.histogram("decision_seconds", "Time to decide one request (identify, match, store).",
 			[]float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1}),
@@ -160,7 +160,7 @@ func responseCode(status int) string {
 	switch status {
 	case 0:
 		return "passed"
-	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable, httplimit.StatusClientGone:
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable, httplimit.StatusClientGone:
 		return strconv.Itoa(status)
 	}
 	return "other"

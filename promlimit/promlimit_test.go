@@ -63,7 +63,7 @@ sluice_requests_total{client="-",decision="allowed",rule="api"} 1
 sluice_requests_total{client="-",decision="allowed",rule="shadow"} 1
 sluice_requests_total{client="-",decision="limited",rule="api"} 1
 sluice_requests_total{client="-",decision="shadow_limited",rule="shadow"} 1
-# HELP sluice_responses_total Requests by what the limiter did: passed, or answered itself with 400, 401, 429 or 503, or 499 (the caller went away while it waited).
+# HELP sluice_responses_total Requests by what the limiter did: passed, or answered itself with 400, 401, 403 (the client or its address is blocked), 429 or 503, or 499 (the caller went away while it waited).
 # TYPE sluice_responses_total counter
 sluice_responses_total{client="-",code="429"} 1
 sluice_responses_total{client="-",code="passed"} 1
@@ -94,7 +94,7 @@ func TestNamespaceAndConstLabels(t *testing.T) {
 	c := promlimit.New(promlimit.Options{Namespace: "claims", ConstLabels: prometheus.Labels{"service": "claims-api"}})
 	serve(t, c, 1)
 	want := `
-# HELP claims_responses_total Requests by what the limiter did: passed, or answered itself with 400, 401, 429 or 503, or 499 (the caller went away while it waited).
+# HELP claims_responses_total Requests by what the limiter did: passed, or answered itself with 400, 401, 403 (the client or its address is blocked), 429 or 503, or 499 (the caller went away while it waited).
 # TYPE claims_responses_total counter
 claims_responses_total{client="-",code="passed",service="claims-api"} 1
 `

@@ -3,6 +3,7 @@ package rls
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store/memory"
 )
 
@@ -32,12 +34,17 @@ rules:
   - {name: public, match: {path: /public}, key: ip, rate: 1/m}
 `
 
-// startPolicy serves rlRules and, for the domain "sluice", policyText.
-func startPolicy(t *testing.T) *harness {
+// startPolicy serves rlRules and, for the domain "sluice", policyText
+// with ovs in force.
+func startPolicy(t *testing.T, ovs ...policy.Override) *harness {
 	t.Helper()
 	f, err := config.Parse("t.yaml", []byte(policyText))
 	if err != nil {
 		t.Fatal(err)
+	}
+	pol, errs := f.Compiled.WithOverrides(ovs)
+	if len(errs) > 0 {
+		t.Fatal(errs[0].Err)
 	}
 	clk := clock.NewFake(epoch)
 	st := memory.New(memory.Options{Clock: clk})
@@ -46,7 +53,7 @@ func startPolicy(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	decide := func(ctx context.Context, req decision.Request) *decision.Verdict {
-		return e.Decide(ctx, decision.Settings{Policy: f.Compiled}, req)
+		return e.Decide(ctx, decision.Settings{Policy: pol}, req)
 	}
 	return startWith(t, rulesFrom(t, rlRules), st, clk, Options{Decide: decide})
 }
@@ -87,6 +94,21 @@ func TestPolicyDomain(t *testing.T) {
 	// Rule files' domains are theirs: the policy never decides them.
 	if got := brief(h.ask(request("rl", desc("foo=x")))); got != "OK OK/1/60s" {
 		t.Errorf("a rule file's domain: %q", got)
+	}
+}
+
+// A blocked address is OVER_LIMIT, as every refusal of the policy
+// domain is (Envoy answers its rate_limited_status), with the 403's
+// problem body; another address is OK.
+func TestPolicyDomainBlocked(t *testing.T) {
+	h := startPolicy(t, policy.Override{Addr: netip.MustParsePrefix("192.0.2.0/24"), Block: true})
+	resp := h.ask(request("sluice", desc("remote_address=192.0.2.1", "path=/public")))
+	if resp.GetOverallCode() != pb.RateLimitResponse_OVER_LIMIT ||
+		!strings.Contains(string(resp.GetRawBody()), `"status":403,"detail":"addresses in 192.0.2.0/24 are blocked until an operator removes the block"`) {
+		t.Errorf("blocked: %q, body %s", brief(resp), resp.GetRawBody())
+	}
+	if got := brief(h.ask(request("sluice", desc("remote_address=198.51.100.1", "path=/public")))); got != "OK OK" {
+		t.Errorf("another address: %q, want OK", got)
 	}
 }
 

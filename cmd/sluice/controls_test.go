@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,6 +31,17 @@ func browser(t *testing.T, accept *atomic.Bool) context.Context {
 		}
 	})
 	return tctx
+}
+
+// runSteps runs the actions one by one, naming the one that failed.
+func runSteps(ctx context.Context, t *testing.T, actions ...chromedp.Action) error {
+	t.Helper()
+	for i, a := range actions {
+		if err := chromedp.Run(ctx, a); err != nil {
+			return fmt.Errorf("step %d (%T): %w", i, a, err)
+		}
+	}
+	return nil
 }
 
 // runtimeOf reads GET /api/v1/overrides with the admin token.
@@ -66,11 +78,11 @@ func TestDashboardControls(t *testing.T) {
 	var accept atomic.Bool
 	accept.Store(true)
 	ctx := browser(t, &accept)
-	err := chromedp.Run(ctx,
+	err := runSteps(ctx, t,
 		chromedp.Navigate("http://"+p.admin+"/"),
 		chromedp.WaitVisible("#login"),
 		chromedp.SendKeys("#token", token),
-		chromedp.Submit("#token"),
+		chromedp.Click(`#login button[type=submit]`),
 		chromedp.WaitVisible("#override-form"),
 		chromedp.WaitReady(`#override-form select[name=rule] option[value=claims]`),
 		chromedp.SendKeys(`#override-form input[name=target]`, "partner-a"),
