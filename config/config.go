@@ -57,6 +57,11 @@ type File struct {
 	// AdminToken, when not empty, is the bearer token POST /reload and
 	// GET /metrics require (admin.token). Default none.
 	AdminToken string
+	// AdminTokens are further admin tokens by name (admin.tokens): each
+	// is accepted wherever AdminToken is, and the audit trail of run-time
+	// changes names who made a change by its token's name (AdminToken's
+	// is "admin"). Default none.
+	AdminTokens map[string]string
 	// Store says where counters are kept.
 	Store Store
 	// Server is how connections are treated: timeouts, the connection
@@ -80,6 +85,9 @@ type File struct {
 	// the findings' period. Default DefaultLive(). Changes take effect on
 	// reload (what was seen starts afresh).
 	Live Live
+	// Runtime is how the operators' run-time changes are kept (the
+	// runtime block). Default: in a file beside this one.
+	Runtime Runtime
 	// Policy is the policy as written, with IPv6Prefix (64) and each rule's
 	// Key (client when clients are listed, else ip) filled in; Compile
 	// fills in the other defaults.
@@ -210,7 +218,7 @@ func Parse(name string, data []byte) (*File, error) {
 }
 
 var topFields = []string{"listen", "upstream", "admin", "trusted_proxies", "forwarded_header",
-	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "live", "clients", "plans", "rules", "time_zone", "decide"}
+	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "live", "runtime", "clients", "plans", "rules", "time_zone", "decide"}
 
 // decodeFile decodes the top-level mapping.
 func (d *decoder) decodeFile(root *yaml.Node) *File {
@@ -241,6 +249,7 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")
 	f.Protect, f.Signals = d.protect(m["protect"], "protect")
 	f.Live = d.live(m["live"], "live")
+	f.Runtime = d.runtime(m["runtime"], "runtime", d.file)
 	envoyRules := f.Decide != nil && d.nodes["decide.envoy_config[0]"] != nil // even if a path is wrong
 	f.Policy = d.policy(m, root, envoyRules)
 	d.checkDecideAddrs(f)

@@ -243,10 +243,10 @@ func (d *decoder) durationIn(n *yaml.Node, path string, inRange func(time.Durati
 	return 0, false
 }
 
-var adminFields = []string{"listen", "token"}
+var adminFields = []string{"listen", "token", "tokens"}
 
 // admin decodes the admin setting: host:port as a scalar, or a mapping
-// {listen: host:port, token: SECRET}. It warns when the address is
+// {listen: host:port, token: SECRET, tokens: {NAME: SECRET, ...}}. It warns when the address is
 // reachable from other machines and no token guards it, and reports
 // whether the file gives an address.
 func (d *decoder) admin(n *yaml.Node, f *File) (given bool) {
@@ -255,16 +255,12 @@ func (d *decoder) admin(n *yaml.Node, f *File) (given bool) {
 	}
 	addrNode, addrPath := n, "admin"
 	if n.Kind == yaml.MappingNode {
-		m := d.fields(n, "admin", "a mapping (listen, token)", adminFields)
+		m := d.fields(n, "admin", "a mapping (listen, token, tokens)", adminFields)
 		addrNode, addrPath = m["listen"], "admin.listen"
 		if t := m["token"]; !isNull(t) {
-			f.AdminToken, _ = d.secret(t, "admin.token", "a token")
-			if !visibleASCII(f.AdminToken) {
-				d.fail(t, "admin.token", "the token holds a space, a control or a non-ASCII character (a bearer token is visible ASCII characters only, such as the output of `openssl rand -hex 16`; an Authorization header loses spaces and newlines at its ends)")
-			} else if n := len(f.AdminToken); n > 0 && n < MinAdminToken {
-				d.warnf(t, "admin.token", "the token is %d characters: easy to guess (at least %d random characters, such as the output of `openssl rand -hex 16`)", n, MinAdminToken)
-			}
+			f.AdminToken = d.token(t, "admin.token")
 		}
+		d.adminTokens(m["tokens"], f)
 	}
 	if isNull(addrNode) {
 		return false // admin: {token: ...} keeps the default address
@@ -277,8 +273,68 @@ func (d *decoder) admin(n *yaml.Node, f *File) (given bool) {
 	if f.Listen != "" && sameAddr(f.Admin, f.Listen) {
 		d.fail(addrNode, addrPath, "%s is also listen's address (the admin port must differ; default %s)", f.Admin, DefaultAdmin)
 	}
-	if f.AdminToken == "" && !loopback(f.Admin) {
+	if f.AdminToken == "" && len(f.AdminTokens) == 0 && !loopback(f.Admin) {
 		d.warnf(addrNode, addrPath, "%s is reachable from other machines and no admin.token is set: anyone who reaches it can reload the configuration and read the metrics (bind 127.0.0.1, or set admin: {listen: %s, token: env:SLUICE_ADMIN_TOKEN})", f.Admin, f.Admin)
+	}
+	return true
+}
+
+// token decodes one admin token at path.
+func (d *decoder) token(n *yaml.Node, path string) string {
+	tok, _ := d.secret(n, path, "a token")
+	if !visibleASCII(tok) {
+		d.fail(n, path, "the token holds a space, a control or a non-ASCII character (a bearer token is visible ASCII characters only, such as the output of `openssl rand -hex 16`; an Authorization header loses spaces and newlines at its ends)")
+	} else if l := len(tok); l > 0 && l < MinAdminToken {
+		d.warnf(n, path, "the token is %d characters: easy to guess (at least %d random characters, such as the output of `openssl rand -hex 16`)", l, MinAdminToken)
+	}
+	return tok
+}
+
+// adminTokens decodes admin.tokens, a mapping of names to tokens: each
+// operator (or tool) its own token, whose name the audit trail of run-time
+// changes records.
+func (d *decoder) adminTokens(n *yaml.Node, f *File) {
+	if isNull(n) {
+		return
+	}
+	es, _ := d.entries(n, "admin.tokens", "a mapping of names to tokens, such as {alice: env:ALICE_TOKEN}")
+	owner := map[string]string{}
+	if f.AdminToken != "" {
+		owner[f.AdminToken] = "admin.token"
+	}
+	for _, e := range es {
+		name, path := e.key.Value, join("admin.tokens", e.key.Value)
+		if !validTokenName(name) {
+			d.fail(e.key, path, "%q is not a valid name (letters, digits, '_', '-', '.'; 1 to 64: it names the operator in the audit trail)", clip(name))
+			continue
+		}
+		tok := d.token(e.val, path)
+		if tok == "" {
+			d.fail(e.val, path, "empty (a token of at least %d random characters, such as env:%s_TOKEN)", MinAdminToken, strings.ToUpper(name))
+			continue
+		}
+		if other, dup := owner[tok]; dup {
+			d.fail(e.val, path, "the same token as %s (each name needs its own token, or the audit trail cannot tell them apart)", other)
+			continue
+		}
+		owner[tok] = path
+		if f.AdminTokens == nil {
+			f.AdminTokens = map[string]string{}
+		}
+		f.AdminTokens[name] = tok
+	}
+}
+
+// validTokenName reports whether s can name an admin token.
+func validTokenName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
 	}
 	return true
 }

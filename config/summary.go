@@ -39,6 +39,7 @@ func (f *File) WriteSummary(w io.Writer) error {
 	b.WriteString(f.Store.summary())
 	b.WriteString(f.Server.summary())
 	b.WriteString(f.Live.summary())
+	b.WriteString(f.Runtime.summary(f))
 	b.WriteString(protectSummary(f.Protect))
 	b.WriteString(signalsSummary(f.Signals))
 	p := f.Policy

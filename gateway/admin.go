@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/sluice-rl/sluice/config"
@@ -16,12 +18,15 @@ import (
 // AdminHandler returns the admin side: the dashboard at /, /metrics,
 // /healthz, /readyz, POST /reload, and the operators' API: GET
 // /api/v1/overview (the live view, overview.go), GET and DELETE
-// /api/v1/keys (a counter now; reset it, keys.go) and GET /api/v1/explain
-// (explain.go). It must never be served on the callers' address.
+// /api/v1/keys (a counter now; reset it, keys.go), GET /api/v1/explain
+// (explain.go), and the run-time changes (steering.go): GET
+// /api/v1/overrides, PUT and DELETE /api/v1/overrides/{target}, GET and
+// PUT /api/v1/degrade, GET /api/v1/audit. It must never be served on the callers' address.
 //
-// Browsers are kept out: a cross-origin POST (Sec-Fetch-Site or Origin
-// naming another site) is refused with 403, so that no web page open on the
-// operator's machine can reload or reset a counter. /metrics, /reload
+// Browsers are kept out: a cross-origin POST, PUT or DELETE (Sec-Fetch-Site
+// or Origin naming another site) is refused with 403, so that no web page
+// open on the operator's machine can reload, reset a counter or change a
+// limit. /metrics, /reload
 // and /api/v1 also need either the
 // admin token (Authorization: Bearer, when admin.token is set) or, without
 // one, a Host that is an IP address, localhost or the admin address's own
@@ -48,6 +53,12 @@ func (g *Gateway) AdminHandler() http.Handler {
 	mux.Handle("GET /api/v1/keys", g.adminOnly(http.HandlerFunc(g.keys)))
 	mux.Handle("DELETE /api/v1/keys", g.adminOnly(http.HandlerFunc(g.keys)))
 	mux.Handle("GET /api/v1/explain", g.adminOnly(http.HandlerFunc(g.explain)))
+	mux.Handle("GET /api/v1/overrides", g.adminOnly(http.HandlerFunc(g.getOverrides)))
+	mux.Handle("PUT /api/v1/overrides/{target...}", g.adminOnly(http.HandlerFunc(g.putOverride)))
+	mux.Handle("DELETE /api/v1/overrides/{target...}", g.adminOnly(http.HandlerFunc(g.deleteOverride)))
+	mux.Handle("GET /api/v1/degrade", g.adminOnly(http.HandlerFunc(g.getDegrade)))
+	mux.Handle("PUT /api/v1/degrade", g.adminOnly(http.HandlerFunc(g.putDegrade)))
+	mux.Handle("GET /api/v1/audit", g.adminOnly(http.HandlerFunc(g.getAudit)))
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusForbidden, "cross-origin request refused: the admin endpoints take no requests from web pages\n")
@@ -55,29 +66,66 @@ func (g *Gateway) AdminHandler() http.Handler {
 	return cop.Handler(mux)
 }
 
-// adminOnly lets a request through to h if it carries the admin token or,
-// when none is configured, names this admin address as its Host.
+// adminOnly lets a request through to h if it carries an admin token
+// (admin.token or one of admin.tokens: its name goes with the request, for
+// the audit trail) or, when none is configured, names this admin address
+// as its Host.
 func (g *Gateway) adminOnly(h http.Handler) http.Handler {
-	token, addr := g.opts.Config.AdminToken, g.opts.Config.Admin
-	want := sha256.Sum256([]byte(token))
+	tokens, addr := adminTokens(g.opts.Config), g.opts.Config.Admin
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if token != "" {
+		if len(tokens) > 0 {
 			// The scheme is case-insensitive (RFC 9110 section 11.1).
-			// Comparing digests in constant time reveals neither the
-			// token nor its length.
+			// Comparing digests in constant time reveals neither a
+			// token nor its length; every token is compared, so the
+			// time does not say which one matched.
 			scheme, cred, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 			got := sha256.Sum256([]byte(cred))
-			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || !strings.EqualFold(scheme, "Bearer") {
+			name := ""
+			for _, t := range tokens {
+				if subtle.ConstantTimeCompare(got[:], t.digest[:]) == 1 {
+					name = t.name
+				}
+			}
+			if name == "" || !strings.EqualFold(scheme, "Bearer") {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="sluice admin"`)
-				writeText(w, http.StatusUnauthorized, "admin token required (Authorization: Bearer TOKEN, the admin.token of the configuration)\n")
+				writeText(w, http.StatusUnauthorized, "admin token required (Authorization: Bearer TOKEN, the admin.token or one of admin.tokens of the configuration)\n")
 				return
 			}
+			r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, name))
 		} else if !adminHost(r.Host, addr) {
 			writeText(w, http.StatusForbidden, fmt.Sprintf("Host %q is not this admin address (an IP address, localhost or the admin address's host name; or set admin.token)\n", r.Host))
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// namedToken is an admin token's name and digest.
+type namedToken struct {
+	name   string
+	digest [sha256.Size]byte
+}
+
+// adminTokens lists cfg's admin tokens: admin.token as "admin", then
+// admin.tokens by name.
+func adminTokens(cfg *config.File) []namedToken {
+	var out []namedToken
+	if cfg.AdminToken != "" {
+		out = append(out, namedToken{name: "admin", digest: sha256.Sum256([]byte(cfg.AdminToken))})
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.AdminTokens)) {
+		out = append(out, namedToken{name: name, digest: sha256.Sum256([]byte(cfg.AdminTokens[name]))})
+	}
+	return out
+}
+
+// tokenKey is the context key of the admin token's name a request carried.
+type tokenKey struct{}
+
+// tokenName is the name of the admin token r carried, "" for none.
+func tokenName(r *http.Request) string {
+	name, _ := r.Context().Value(tokenKey{}).(string)
+	return name
 }
 
 // adminHost reports whether a request's Host names the admin server

@@ -39,8 +39,9 @@ func (g *Gateway) Decider() (*Decider, error) {
 // Decide decides req under the policy in force; the Verdict must be given
 // back with Finish (decision.Engine.Decide).
 func (d *Decider) Decide(ctx context.Context, req decision.Request) *decision.Verdict {
-	cfg := d.g.config()
-	return d.engine.Decide(ctx, decision.Settings{Policy: cfg.Compiled, LegacyHeaders: cfg.LegacyHeaders}, req)
+	set := d.g.snap.Load().settings
+	set.Throttle = nil // nothing is proxied
+	return d.engine.Decide(ctx, set, req)
 }
 
 // CapConnections lets at most max connections from ln be open at once, as

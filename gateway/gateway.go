@@ -28,6 +28,7 @@ import (
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/internal/fastproxy"
 	"github.com/sluice-rl/sluice/live"
+	"github.com/sluice-rl/sluice/steering"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/throttle"
@@ -71,6 +72,8 @@ type Gateway struct {
 	live       atomic.Pointer[live.Live]         // the operators' view (live.go)
 	pressure   *decision.Pressure                // degrades while on: the degrade switch, the signals (signals.go)
 	signals    signalSet                         // protect.signals, read while Run runs (signals.go)
+	steer      *steering.Manager                 // the run-time changes (steering.go)
+	steered    atomic.Pointer[inForce]           // what steer applies
 
 	// The fast data path (fast.go, run.go).
 	engine  *decision.Engine                // decides Run's requests
@@ -137,7 +140,13 @@ func New(opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.metrics.registry.MustRegister(throttleCollector{g}, liveCollector{g})
-	g.snap.Store(g.newSnapshot(opts.Config, nil))
+	g.steer = g.newSteering(opts.Config)
+	sctx, cancel := context.WithTimeout(context.Background(), steerStartWait)
+	_ = g.steer.Sync(sctx) // what a restart had in force, before the first request; logged if it cannot be read
+	cancel()
+	snap := g.newSnapshot(opts.Config, nil)
+	g.snap.Store(snap)
+	g.live.Load().SetPolicy(snap.settings.Policy)
 	g.ready.Store(true)
 	return g, nil
 }
@@ -197,6 +206,13 @@ type snapshot struct {
 	settings decision.Settings
 	proxy    *fastproxy.Proxy
 	kept     []string
+	// base is the file's policy at the schedule's entries in force, which
+	// settings.Policy is with the run-time overrides applied (steering.go);
+	// nextChange is when a schedule entry next begins or ends (zero:
+	// never); ignored the overrides the policy cannot apply.
+	base       *policy.Compiled
+	nextChange time.Time
+	ignored    []string
 	// The configuration's digest and each rule's, as the heartbeat
 	// announces them (instances.go).
 	version     string
@@ -206,12 +222,13 @@ type snapshot struct {
 // newSnapshot returns the snapshot of cfg; old is the one in force (nil at
 // start), whose upstream connections are kept when the upstream is the same.
 func (g *Gateway) newSnapshot(cfg *config.File, old *snapshot) *snapshot {
-	settings := decision.Settings{Policy: cfg.Compiled, LegacyHeaders: cfg.LegacyHeaders}
-	settings.Pressure = g.pressure
+	base, eff, next, ignored := g.effective(cfg)
+	settings := decision.Settings{Policy: eff, LegacyHeaders: cfg.LegacyHeaders, Pressure: g.pressure}
 	if cfg.Protect != nil {
 		settings.Throttle = g.throttle.Load() // applyProtect made it
 	}
 	snap := &snapshot{cfg: cfg, settings: settings, kept: keptHeaders(cfg.Compiled), proxy: g.newProxy(cfg.Upstream, old),
+		base: base, nextChange: next, ignored: ignored,
 		version: configVersion(cfg.Policy), ruleDigests: ruleDigests(cfg.Policy)}
 	for i := range cfg.Compiled.Rules() {
 		snap.maxWait = max(snap.maxWait, cfg.Compiled.RuleLimit(i).Delay())

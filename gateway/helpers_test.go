@@ -213,6 +213,7 @@ type harness struct {
 	// realClock serves with the real clock, not clock: for what measures
 	// time taken (latencies, the adaptive limit).
 	realClock bool
+	stopped   bool // stop has run since the last serve
 	// prepare, if set, changes the loaded file before the gateway is made
 	// from it (runtime overrides on its policy).
 	prepare func(*config.File)
@@ -268,12 +269,18 @@ func (h *harness) serve() {
 	var ctx context.Context
 	ctx, h.cancel = context.WithCancel(context.Background())
 	h.done = make(chan error, 1)
+	h.stopped = false
 	go func() { h.done <- h.g.Run(ctx, ln, adm) }()
 	t.Cleanup(h.stop)
 }
 
-// stop ends Run, checks it returned nil and releases everything.
+// stop ends Run, checks it returned nil and releases everything; once
+// stopped, it does nothing until the next serve.
 func (h *harness) stop() {
+	if h.stopped {
+		return
+	}
+	h.stopped = true
 	h.cancel()
 	select {
 	case err := <-h.done:

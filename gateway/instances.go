@@ -97,6 +97,9 @@ type InstanceInfo struct {
 	// Rules is each rule's digest by name (ruleDigests): instances whose
 	// digests differ apply different versions of a rule.
 	Rules map[string]string `json:"rules,omitempty"`
+	// Runtime is the version of the run-time overrides it applies
+	// (steering.go), as of its last announcement.
+	Runtime uint64 `json:"runtime_version"`
 }
 
 // announcer is the Redis store's instance heartbeat, as the failover
@@ -120,7 +123,8 @@ func (g *Gateway) heartbeat() (announcer, bool) {
 // configuration in force.
 func (g *Gateway) self() InstanceInfo {
 	snap := g.snap.Load()
-	return InstanceInfo{ID: g.instanceID, Version: snap.version, Self: true, Rules: snap.ruleDigests}
+	st, _ := g.steer.State()
+	return InstanceInfo{ID: g.instanceID, Version: snap.version, Self: true, Rules: snap.ruleDigests, Runtime: st.Version}
 }
 
 // instances lists the instances that share this one's counters, this one
@@ -139,7 +143,7 @@ func (g *Gateway) instances(ctx context.Context) []InstanceInfo {
 	}
 	for _, in := range list {
 		if in.ID != self.ID {
-			out = append(out, InstanceInfo{ID: in.ID, Version: in.Version, Rules: in.Rules, SeenS: seconds(in.Seen)})
+			out = append(out, InstanceInfo{ID: in.ID, Version: in.Version, Rules: in.Rules, SeenS: seconds(in.Seen), Runtime: in.Runtime})
 		}
 	}
 	return out
@@ -152,7 +156,7 @@ func (g *Gateway) announce(ctx context.Context, hb announcer, tick clock.Ticker)
 	defer tick.Stop()
 	for {
 		self := g.self()
-		_ = hb.Announce(ctx, redisstore.Instance{ID: self.ID, Version: self.Version, Rules: self.Rules}, announceTTL)
+		_ = hb.Announce(ctx, redisstore.Instance{ID: self.ID, Version: self.Version, Rules: self.Rules, Runtime: self.Runtime}, announceTTL)
 		select {
 		case <-ctx.Done():
 			return

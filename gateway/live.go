@@ -6,6 +6,7 @@ import (
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/live"
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // The gateway's live state (package live) is fed every decision's report
@@ -27,16 +28,17 @@ func liveOptions(cfg *config.File) live.Options {
 	return cfg.Live.Options()
 }
 
-// reloadLive puts cfg's policy in force on the live state: what was seen
-// of the rules that count as before is kept. A changed live block starts
-// afresh (another top or period cannot read the old counts).
-func (g *Gateway) reloadLive(cfg *config.File) {
+// reloadLive puts cfg's policy in force on the live state, as pol (the
+// policy in force: cfg's with its schedule and the run-time overrides):
+// what was seen of the rules that count as before is kept. A changed live
+// block starts afresh (another top or period cannot read the old counts).
+func (g *Gateway) reloadLive(cfg *config.File, pol *policy.Compiled) {
 	l := g.live.Load()
 	if l.Options() != liveOptions(cfg) {
-		g.live.Store(newLive(cfg))
-		return
+		l = newLive(cfg)
+		g.live.Store(l)
 	}
-	l.SetPolicy(cfg.Compiled)
+	l.SetPolicy(pol)
 }
 
 // observeLive feeds one request's report to the live state.

@@ -23,6 +23,9 @@ type overviewAnswer struct {
 	History   []live.Point     `json:"history"`
 	Signals   []signalView     `json:"signals"`
 	Degraded  degradedView     `json:"degraded"`
+	// Runtime is the run-time overrides, blocks and degrade switch in
+	// force here, with the version applied and whether it is current.
+	Runtime runtimeJSON `json:"runtime"`
 }
 
 // overviewInstance is this instance: its id and configuration version.
@@ -55,7 +58,8 @@ func (g *Gateway) overview(w http.ResponseWriter, r *http.Request) {
 	body, err := json.Marshal(overviewAnswer{Time: now.UTC().Format(time.RFC3339),
 		Instance: overviewInstance{ID: self.ID, Version: self.Version}, PeriodS: snap.PeriodS,
 		Rules: snap.Rules, Findings: snap.Findings, Protect: g.protectSummary(cfg), Store: g.storeInfo(),
-		Instances: insts, History: snap.History, Signals: g.signalsOverview(), Degraded: g.degradedOverview()})
+		Instances: insts, History: snap.History, Signals: g.signalsOverview(), Degraded: g.degradedOverview(),
+		Runtime: g.runtimeSummary()})
 	if err != nil { // plain values: cannot happen
 		writeText(w, http.StatusInternalServerError, "overview: "+err.Error()+"\n")
 		return

@@ -195,6 +195,7 @@ func (g *Gateway) watchShedding(tick clock.Ticker, stop <-chan struct{}) {
 		case now := <-tick.C():
 			w.look(g, now)
 			g.sampleLive(now)
+			g.followSchedule(now)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -36,10 +37,11 @@ func (g *Gateway) Reload() error {
 		return err
 	}
 	g.logWarnings(cfg)
-	if cfg.Listen != old.Listen || cfg.Admin != old.Admin || cfg.AdminToken != old.AdminToken || !cfg.Store.Equal(old.Store) ||
-		cfg.Server != old.Server {
-		g.log.Warn("listen, admin, server and store changes take effect after a restart", "file", old.Path)
-		cfg.Listen, cfg.Admin, cfg.AdminToken, cfg.Store, cfg.Server = old.Listen, old.Admin, old.AdminToken, old.Store, old.Server
+	if cfg.Listen != old.Listen || cfg.Admin != old.Admin || cfg.AdminToken != old.AdminToken || !maps.Equal(cfg.AdminTokens, old.AdminTokens) || !cfg.Store.Equal(old.Store) ||
+		cfg.Server != old.Server || cfg.Runtime != old.Runtime {
+		g.log.Warn("listen, admin, server, store and runtime changes take effect after a restart", "file", old.Path)
+		cfg.Listen, cfg.Admin, cfg.AdminToken, cfg.AdminTokens, cfg.Store, cfg.Server = old.Listen, old.Admin, old.AdminToken, old.AdminTokens, old.Store, old.Server
+		cfg.Runtime = old.Runtime
 	}
 	if !cfg.Decide.Equal(old.Decide) || (cfg.Upstream == nil) != (old.Upstream == nil) {
 		g.log.Warn("decide changes, and adding or removing upstream, take effect after a restart", "file", old.Path)
@@ -56,7 +58,7 @@ func (g *Gateway) Reload() error {
 	prev := g.snap.Load()
 	next := g.newSnapshot(cfg, prev)
 	g.snap.Store(next) // policy, upstream, settings and throttle at once
-	g.reloadLive(cfg)
+	g.reloadLive(cfg, next.settings.Policy)
 	g.reloadSignals(cfg)
 	if prev.proxy != nil && prev.proxy != next.proxy {
 		prev.proxy.Close() // another upstream: the old one's idle connections go; requests on it finish

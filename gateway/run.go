@@ -67,6 +67,10 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	tick := g.opts.Clock.NewTicker(time.Second) // made here, so that it ticks from Run's start on
 	go func() { defer close(watched); g.watchShedding(tick, stopWatch) }()
 	defer func() { close(stopWatch); <-watched }()
+	steerCtx, stopSteer := context.WithCancel(context.Background())
+	steered := make(chan struct{})
+	go func() { defer close(steered); g.runSteering(steerCtx) }()
+	defer func() { stopSteer(); <-steered }()
 	if hb, ok := g.heartbeat(); ok { // Redis: announce this instance to the others (instances.go)
 		beat, stopBeat := context.WithCancel(context.Background())
 		beating, beatTick := make(chan struct{}), g.opts.Clock.NewTicker(announceEvery)

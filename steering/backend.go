@@ -168,12 +168,21 @@ func (f *FileBackend) Watch(func()) func() { return func() {} }
 // Shared is false.
 func (f *FileBackend) Shared() bool { return false }
 
+// RedisStore is what RedisBackend needs of a Redis store: the steering
+// document's commands of *redisstore.Store (and of what wraps it).
+type RedisStore interface {
+	LoadSteering(ctx context.Context) (redisstore.SteeringDoc, error)
+	CommitSteering(ctx context.Context, prev, next uint64, doc []byte, audit [][]byte, keep int) (bool, error)
+	SteeringAudit(ctx context.Context, n int) ([][]byte, error)
+	WatchSteering(changed func()) (stop func())
+}
+
 // RedisBackend keeps the State in the Redis of a redisstore.Store, under
 // its prefix, for every instance sharing it.
-type RedisBackend struct{ s *redisstore.Store }
+type RedisBackend struct{ s RedisStore }
 
 // NewRedisBackend returns the backend of s.
-func NewRedisBackend(s *redisstore.Store) *RedisBackend { return &RedisBackend{s: s} }
+func NewRedisBackend(s RedisStore) *RedisBackend { return &RedisBackend{s: s} }
 
 // Load reads the State and Redis TIME.
 func (r *RedisBackend) Load(ctx context.Context) (State, time.Time, error) {

@@ -228,7 +228,7 @@ func (m *Manager) applyOnce() {
 	m.apply.Lock()
 	defer m.apply.Unlock()
 	m.mu.Lock()
-	cur, _ := m.stored.expired(m.storeNow())
+	cur, _ := m.stored.Expired(m.storeNow())
 	same := m.applied && cur.Version == m.inForce.Version && len(cur.Overrides) == len(m.inForce.Overrides) &&
 		(cur.Degrade == nil) == (m.inForce.Degrade == nil)
 	if !same {
@@ -247,7 +247,7 @@ func (m *Manager) storeNow() time.Time { return m.opts.Clock.Now().Add(m.skew) }
 // audit record each. Of several instances doing so at once one succeeds;
 // the others find another version and read it.
 func (m *Manager) expire(ctx context.Context, st State, now time.Time) {
-	next, recs := st.expired(now)
+	next, recs := st.Expired(now)
 	if len(recs) == 0 {
 		return
 	}
@@ -424,7 +424,7 @@ func (m *Manager) commit(ctx context.Context, change func(cur *State, now time.T
 		if err != nil {
 			return &UnavailableError{Err: err}
 		}
-		cur, recs := st.expired(now)
+		cur, recs := st.Expired(now)
 		more, err := change(&cur, now)
 		if err != nil {
 			return err

@@ -134,9 +134,9 @@ func cmpPair(a1, a2, b1, b2 string) int {
 	return strings.Compare(a2, b2)
 }
 
-// expired returns s without what has expired at now, by the store's
+// Expired returns s without what has expired at now, by the store's
 // clock, and an audit record of each thing removed.
-func (s State) expired(now time.Time) (State, []Record) {
+func (s State) Expired(now time.Time) (State, []Record) {
 	var recs []Record
 	out := s.clone()
 	out.Overrides = out.Overrides[:0]

@@ -8,12 +8,16 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/gateway"
 	"github.com/sluice-rl/sluice/store/memory"
 )
+
+// runtimeWait bounds reading the run-time overrides for --explain.
+const runtimeWait = 3 * time.Second
 
 // usageTail is what a command's usage line names after --config FILE.
 var usageTail = map[string]string{
@@ -69,7 +73,10 @@ func (f *explainFlags) query() (string, error) {
 }
 
 // explainFile prints, as JSON, how cfg counts the request f describes,
-// on fresh counters of a memory store of its own.
+// on fresh counters of a memory store of its own, under the limits in
+// force now: the schedule's entries and the run-time overrides the
+// instances apply (read from runtime.file, or from Redis with store:
+// redis; explained without them, and said so, if they cannot be read).
 func explainFile(cfg *config.File, f explainFlags, stdout, stderr io.Writer) int {
 	q, err := f.query()
 	if err == nil {
@@ -90,7 +97,17 @@ func printExplanation(cfg *config.File, req decision.Request, stdout, stderr io.
 		fmt.Fprintln(stderr, "sluice check --explain:", err)
 		return 1
 	}
-	ex := e.Explain(context.Background(), decision.Settings{Policy: cfg.Compiled}, req)
+	ctx, cancel := context.WithTimeout(context.Background(), runtimeWait)
+	defer cancel()
+	st, err := gateway.LoadRuntime(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice check --explain: the run-time overrides cannot be read (%v); explained without them\n", err)
+	}
+	pol, ignored := gateway.PolicyInForce(cfg, st, time.Now())
+	for _, s := range ignored {
+		fmt.Fprintln(stderr, "sluice check --explain: run-time override left out:", s)
+	}
+	ex := e.Explain(context.Background(), decision.Settings{Policy: pol}, req)
 	b, err := json.MarshalIndent(gateway.Explanation(ex, "fresh"), "", "  ")
 	if err != nil {
 		fmt.Fprintln(stderr, "sluice check --explain:", err)

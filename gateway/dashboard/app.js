@@ -143,9 +143,162 @@ function drawStore(s, instances) {
   tbody.replaceChildren();
   for (const i of instances || []) {
     tbody.append(el("tr", {}, el("td", {}, i.id + (i.self ? " (this one)" : "")), el("td", {}, i.version || ""),
-      el("td", {}, i.self ? "now" : (i.seen_s || 0) + " s ago")));
+      el("td", {}, i.runtime_version || 0), el("td", {}, i.self ? "now" : (i.seen_s || 0) + " s ago")));
   }
 }
+
+// The incident controls: every write goes to the admin API under the
+// token, after the operator confirms it; the answer (or the problem's
+// detail) is shown under the forms.
+
+function authHeaders() {
+  const h = {};
+  const token = sessionStorage.getItem(tokenKey);
+  if (token) h.Authorization = "Bearer " + token;
+  return h;
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: authHeaders(), cache: "no-store" };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  let data = null;
+  try { data = await res.json(); } catch (e) { data = null; }
+  return { ok: res.ok, status: res.status, data };
+}
+
+function showResult(text, ok) {
+  const p = document.getElementById("steer-result");
+  p.textContent = text;
+  p.className = ok ? "ok" : "bad";
+}
+
+function ends(e) {
+  if (!e.expires) return "when removed";
+  return "in " + (seconds(Math.ceil(e.expires_in_s || 0)) || "0 s");
+}
+
+function what(e) {
+  if (e.block) return "blocked (403)";
+  return "rate " + e.rate + (e.burst ? " burst " + e.burst : "");
+}
+
+let ruleNames = "";
+
+function drawRuntime(rt, rules) {
+  rt = rt || {};
+  const status = `run-time version ${rt.version || 0}, kept in ${rt.backend || "?"}` +
+    (rt.stale ? ` — STALE: the store cannot be read (${rt.error || ""}); the last overrides read stay in force` : "");
+  const st = document.getElementById("runtime-status");
+  st.textContent = status;
+  st.className = rt.stale ? "bad" : "muted";
+  const d = rt.degrade || {};
+  const now = document.getElementById("degrade-now");
+  now.replaceChildren(d.on
+    ? el("p", { class: "bad", id: "degrade-state", "data-on": "true" }, `Degraded: degrade rules refused and low priority shed on every instance, ${ends(d)} (${d.reason || ""}, by ${d.author || "?"})`)
+    : el("p", { class: "muted", id: "degrade-state", "data-on": "false" }, "Not degraded."));
+  const button = document.getElementById("degrade-button");
+  button.textContent = d.on ? "Stop degrading" : "Degrade every instance";
+  button.dataset.on = d.on ? "true" : "false";
+  const tbody = document.querySelector("#overrides tbody");
+  tbody.replaceChildren();
+  for (const e of rt.overrides || []) {
+    const remove = el("button", { type: "button", class: "remove" }, "Remove");
+    remove.addEventListener("click", () => removeOverride(e));
+    tbody.append(el("tr", { "data-target": e.target, "data-rule": e.rule || "" }, el("td", {}, e.target), el("td", {}, e.rule || "every rule"),
+      el("td", {}, what(e)), el("td", {}, ends(e)), el("td", {}, e.reason || ""), el("td", {}, e.author || ""), el("td", {}, remove)));
+  }
+  if ((rt.overrides || []).length === 0) tbody.append(el("tr", {}, el("td", { colspan: "7", class: "muted" }, "None: every limit is the configuration's.")));
+  for (const i of rt.ignored || []) tbody.append(el("tr", { class: "bad" }, el("td", { colspan: "7" }, "left out: " + i)));
+  const names = rules.map(r => r.name).join("\n");
+  if (names !== ruleNames) { // keep the operator's choice while the page refreshes
+    ruleNames = names;
+    const sel = document.querySelector("#override-form select[name=rule]");
+    sel.replaceChildren(...rules.map(r => el("option", { value: r.name }, r.name)));
+  }
+}
+
+function drawAudit(records) {
+  const tbody = document.querySelector("#audit tbody");
+  tbody.replaceChildren();
+  for (const r of records || []) {
+    tbody.append(el("tr", { "data-action": r.action }, el("td", {}, new Date(r.time).toLocaleString()), el("td", {}, r.action),
+      el("td", {}, (r.target || "") + (r.rule ? " / " + r.rule : "")), el("td", {}, `${r.from} → ${r.to}`),
+      el("td", {}, r.author || ""), el("td", {}, r.reason || "")));
+  }
+  if (!records || records.length === 0) tbody.append(el("tr", {}, el("td", { colspan: "6", class: "muted" }, "No change yet.")));
+}
+
+async function refreshAudit() {
+  try {
+    const r = await api("GET", "/api/v1/audit?limit=20");
+    if (r.ok) drawAudit(r.data.records);
+  } catch (e) { /* the overview's status says when the admin address is unreachable */ }
+}
+
+async function write(method, path, body, done) {
+  try {
+    const r = await api(method, path, body);
+    if (r.ok) showResult(done, true);
+    else showResult(`Refused (${r.status}): ${(r.data && r.data.detail) || "no detail"}`, false);
+  } catch (e) {
+    showResult("Not sent: " + e.message, false);
+  }
+  refreshAudit();
+  clearTimeout(timer);
+  poll();
+}
+
+function removeOverride(e) {
+  const label = e.block ? `the block of ${e.target}` : `the override of ${e.target} on ${e.rule}`;
+  if (!confirm(`Remove ${label} on every instance?`)) return;
+  const q = new URLSearchParams({ reason: "removed from the dashboard" });
+  if (!e.block) q.set("rule", e.rule);
+  write("DELETE", "/api/v1/overrides/" + encodeURIComponent(e.target) + "?" + q, undefined, `Removed ${label}.`);
+}
+
+document.getElementById("override-form").addEventListener("submit", ev => {
+  ev.preventDefault();
+  const f = ev.target.elements;
+  const target = f.target.value.trim();
+  const body = { reason: f.reason.value.trim() };
+  if (f.ttl.value.trim()) body.ttl = f.ttl.value.trim();
+  let label;
+  if (f.kind.value === "block") {
+    body.block = true;
+    label = `Block ${target} on every rule`;
+  } else {
+    body.rule = f.rule.value;
+    body.rate = f.rate.value.trim();
+    if (f.burst.value) body.burst = Number(f.burst.value);
+    label = `Set ${target}'s rate on ${body.rule} to ${body.rate}` + (body.burst ? ` burst ${body.burst}` : "");
+  }
+  label += (body.ttl ? ` for ${body.ttl}` : " until removed") + ", on every instance?";
+  if (!confirm(label)) return;
+  write("PUT", "/api/v1/overrides/" + encodeURIComponent(target), body, "Applied: " + label.replace(/\?$/, "."));
+});
+
+document.getElementById("override-form").elements.kind.addEventListener("change", ev => {
+  for (const l of document.querySelectorAll("#override-form .for-override")) l.hidden = ev.target.value === "block";
+});
+
+document.getElementById("degrade-form").addEventListener("submit", ev => {
+  ev.preventDefault();
+  const f = ev.target.elements;
+  const on = document.getElementById("degrade-button").dataset.on !== "true";
+  const body = { on, reason: f.reason.value.trim() };
+  if (on && f.ttl.value.trim()) body.ttl = f.ttl.value.trim();
+  const label = on ? "Degrade every instance (degrade rules refused, low priority shed)" + (body.ttl ? ` for ${body.ttl}` : " until stopped") + "?"
+    : "Stop degrading every instance?";
+  if (!confirm(label)) return;
+  write("PUT", "/api/v1/degrade", body, on ? "Degrading every instance." : "Stopped degrading.");
+});
+
+setInterval(refreshAudit, 5000);
+refreshAudit();
 
 function draw(o) {
   const history = o.history || [];
@@ -155,6 +308,7 @@ function draw(o) {
   rules.replaceChildren(...(o.rules || []).map(r => drawRule(r, history)));
   drawProtect(o.protect, history);
   drawStore(o.store, o.instances);
+  drawRuntime(o.runtime, o.rules || []);
   document.getElementById("updated").textContent = "Last update " + new Date().toLocaleTimeString() + ".";
 }
 

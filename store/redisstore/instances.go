@@ -22,6 +22,9 @@ type Instance struct {
 	// different versions of a rule can be told.
 	Version string            `json:"version"`
 	Rules   map[string]string `json:"rules,omitempty"`
+	// Runtime is the version of the operators' run-time changes it
+	// applies (package steering).
+	Runtime uint64 `json:"runtime,omitempty"`
 	// Seen is how long ago, in Redis TIME, it last announced itself;
 	// filled in by Instances.
 	Seen time.Duration `json:"-"`

@@ -87,11 +87,8 @@ func openRedis(ctx context.Context, sc config.Store, opts Options) (store.Store,
 	// Lazy: an instance started during a Redis outage serves by its
 	// on_failure policy instead of not starting, and connects once Redis
 	// answers (the failover's circuit sends it only probes meanwhile).
-	ro := redisstore.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
-		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix, Lazy: true, Clock: opts.Clock}
-	if sc.Redis.TLS {
-		ro.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
+	ro := RedisOptions(sc)
+	ro.Lazy, ro.Clock = true, opts.Clock
 	rs, err := redisstore.New(ctx, ro)
 	if err != nil {
 		return nil, fmt.Errorf("storeopen: %w", err)
@@ -118,6 +115,17 @@ func openRedis(ctx context.Context, sc config.Store, opts Options) (store.Store,
 		return nil, fmt.Errorf("storeopen: %w", err)
 	}
 	return fs, nil
+}
+
+// RedisOptions are the options of a Redis store on sc.Redis: addresses,
+// credentials, timeout, prefix and TLS.
+func RedisOptions(sc config.Store) redisstore.Options {
+	ro := redisstore.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
+		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix}
+	if sc.Redis.TLS {
+		ro.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return ro
 }
 
 // memoryOptions configures a memory store, the store or the local
