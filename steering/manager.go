@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -20,8 +21,8 @@ const (
 	// DefaultAuditSize is how many audit records are kept.
 	DefaultAuditSize = 1000
 	// commitTries bounds a change's attempts when other changes keep
-	// coming first.
-	commitTries = 8
+	// coming first; each waits a little longer, at random, before the next.
+	commitTries = 32
 )
 
 // Options configure a Manager. Backend is required.
@@ -188,7 +189,13 @@ func (m *Manager) Sync(ctx context.Context) error {
 	known := m.stored
 	m.mu.Unlock()
 	if st.Version == 0 && known.Version > 0 && m.opts.Backend.Shared() {
-		return m.restore(ctx, known, now)
+		err := m.restore(ctx, known, now)
+		if err != nil { // still stale: the store does not hold what this instance applies
+			m.mu.Lock()
+			m.lastErr, m.failedAt = err, local
+			m.mu.Unlock()
+		}
+		return err
 	}
 	m.adopt(st, false)
 	m.expire(ctx, st, now)
@@ -202,6 +209,9 @@ func (m *Manager) restore(ctx context.Context, known State, now time.Time) error
 	rec := Record{Time: now, Version: known.Version, Action: "restore", From: "nothing (the store had lost the runtime state)",
 		To: fmt.Sprintf("version %d as this instance applied it", known.Version), Author: "sluice"}
 	ok, err := m.opts.Backend.Commit(ctx, 0, known, []Record{rec}, m.opts.AuditSize)
+	if err != nil {
+		err = fmt.Errorf("steering: write back the lost state: %w", err)
+	}
 	if err == nil && ok {
 		m.opts.Logger.Warn("the store had lost the runtime overrides; wrote back the ones this instance applies", "version", known.Version)
 	}
@@ -419,7 +429,10 @@ func (m *Manager) checkTTL(ttl time.Duration, reason string) error {
 // first) and commits it as the next version, again on a fresh read when
 // another change came first. A change that errs commits nothing.
 func (m *Manager) commit(ctx context.Context, change func(cur *State, now time.Time) ([]Record, error)) error {
-	for range commitTries {
+	for try := range commitTries {
+		if try > 0 { // another change came first: let it finish
+			time.Sleep(time.Duration(rand.Int64N(int64(try)*int64(time.Millisecond) + 1)))
+		}
 		st, now, err := m.opts.Backend.Load(ctx)
 		if err != nil {
 			return &UnavailableError{Err: err}
