@@ -351,3 +351,109 @@ func TestSteeringConvergence(t *testing.T) {
 	slices.Sort(took)
 	t.Logf("time until all 3 instances apply a change, over %d changes: median %v, worst %v", len(took), took[len(took)/2], took[len(took)-1])
 }
+
+// TestScheduleAtGateway: a schedule entry in force limits by its rate; at
+// its end (the fake clock crossing it) the file's rate is back, with the
+// counter kept.
+func TestScheduleAtGateway(t *testing.T) {
+	// start is Friday 2025-03-14 09:26:37 UTC: inside 09:00-09:30.
+	h := startGateway(t, `listen: 127.0.0.1:0
+upstream: {{UPSTREAM}}
+rules:
+  - name: exports
+    match: { path: /exports }
+    key: global
+    algorithm: fixed_window
+    rate: 10/h
+    schedule:
+      - { hours: "09:00-09:30", rate: 2/h }
+`)
+	get := func() int { return h.get("/exports", "").Status }
+	if got := []int{get(), get(), get()}; !slices.Equal(got, []int{200, 200, 429}) {
+		t.Fatalf("inside the entry (2/h): %v", got)
+	}
+	if got := metric(h.metrics(), "sluice_limit", "rule=exports", "source=rule"); got != 2 {
+		t.Errorf("sluice_limit inside the entry: %v, want 2", got)
+	}
+	h.clock.Advance(3*time.Minute + 23*time.Second) // 09:30:00, the entry's end; the hour's window goes on
+	eventually(t, "the file's 10/h in force", func() bool {
+		return metric(h.metrics(), "sluice_limit", "rule=exports", "source=rule") == 10
+	})
+	passed := 0
+	for range 10 {
+		if get() == 200 {
+			passed++
+		}
+	}
+	if passed != 8 {
+		t.Errorf("after the entry ended: %d of 10 passed, want 8 (10/h, the 2 of the entry already counted)", passed)
+	}
+}
+
+// TestDegradeSwitch: the degrade switch refuses degrade rules' requests
+// and low ones with 503 at once, without protect; normal ones pass; off
+// again, all pass.
+func TestDegradeSwitch(t *testing.T) {
+	h := startGateway(t, `listen: 127.0.0.1:0
+upstream: {{UPSTREAM}}
+rules:
+  - { name: reports, match: { path: /reports }, degrade: true }
+  - { name: exports, match: { path: /exports }, priority: low }
+  - { name: claims, match: { path: /claims }, rate: 100/m }
+`)
+	statuses := func() []int {
+		return []int{h.get("/reports", "").Status, h.get("/exports", "").Status, h.get("/claims", "").Status}
+	}
+	if got := statuses(); !slices.Equal(got, []int{200, 200, 200}) {
+		t.Fatalf("before: %v", got)
+	}
+	if r := h.change(http.MethodPut, "/api/v1/degrade", `{"on": true, "ttl": "1h", "reason": "checkout slow"}`); r.Status != http.StatusOK || !strings.Contains(r.Body, `"on": true`) {
+		t.Fatalf("PUT degrade on: %d %s", r.Status, r.Body)
+	}
+	if got := statuses(); !slices.Equal(got, []int{503, 503, 200}) {
+		t.Errorf("degraded: %v, want reports and exports 503, claims 200", got)
+	}
+	if r := h.get("/reports", ""); r.Header.Get("Retry-After") == "" || !strings.Contains(r.Body, "switch") {
+		t.Errorf("degraded answer: %v %s, want a Retry-After and the switch named", r.Header, r.Body)
+	}
+	if !strings.Contains(h.admin(http.MethodGet, "/api/v1/overview").Body, `"sources":["switch"]`) {
+		t.Error("the overview does not say the switch degrades")
+	}
+	if r := h.change(http.MethodPut, "/api/v1/degrade", `{"on": false, "reason": "recovered"}`); r.Status != http.StatusOK {
+		t.Fatalf("PUT degrade off: %d %s", r.Status, r.Body)
+	}
+	if got := statuses(); !slices.Equal(got, []int{200, 200, 200}) {
+		t.Errorf("after: %v", got)
+	}
+}
+
+// TestOverridesSurviveReload: a reload keeps the overrides; one whose
+// rule the reload removed is left out and listed, and applies again when
+// the rule is back.
+func TestOverridesSurviveReload(t *testing.T) {
+	cfg := steerConfig("")
+	h := startGateway(t, cfg)
+	if r := h.change(http.MethodPut, "/api/v1/overrides/partner-a", `{"rule": "claims", "rate": "1/m", "reason": "r"}`); r.Status != http.StatusOK {
+		t.Fatalf("PUT: %d %s", r.Status, r.Body)
+	}
+	if r := h.admin(http.MethodPost, "/reload"); r.Status != http.StatusOK {
+		t.Fatalf("reload: %d %s", r.Status, r.Body)
+	}
+	if got := (fleet{h}).statuses(2, "/claims", "key-a"); !slices.Equal(got, []int{200, 429}) {
+		t.Errorf("after a reload, under the override 1/m: %v", got)
+	}
+	h.writeConfig(strings.Replace(cfg, "  - name: claims\n    match: { path: /claims }\n    algorithm: fixed_window\n    rate: 5/m\n", "", 1))
+	if r := h.admin(http.MethodPost, "/reload"); r.Status != http.StatusOK {
+		t.Fatalf("reload without claims: %d %s", r.Status, r.Body)
+	}
+	if body := h.admin(http.MethodGet, "/api/v1/overrides").Body; !strings.Contains(body, `"ignored"`) || !strings.Contains(body, "partner-a on rule claims") {
+		t.Errorf("the override of a removed rule is not listed as left out:\n%s", body)
+	}
+	h.writeConfig(cfg)
+	if r := h.admin(http.MethodPost, "/reload"); r.Status != http.StatusOK {
+		t.Fatalf("reload with claims: %d %s", r.Status, r.Body)
+	}
+	if body := h.admin(http.MethodGet, "/api/v1/overrides").Body; strings.Contains(body, `"ignored"`) {
+		t.Errorf("the override still left out once its rule is back:\n%s", body)
+	}
+}
