@@ -110,6 +110,18 @@ func (r *Report) CountedBy(j int) string {
 	return counted(r.pol, r.caller, r.Rules[j].Index, r.v.Addr, r.v)
 }
 
+// Source names where the limit of rule result j comes from, as
+// policy.Compiled.LimitAt does: "" for the rule's own, "plan:NAME",
+// "client:ID", or a run-time override's "override:ID" /
+// "override:ip:RANGE". It allocates nothing.
+func (r *Report) Source(j int) string {
+	if r.caller == nil || r.v == nil || j < 0 || j >= len(r.Rules) {
+		return ""
+	}
+	_, src := r.pol.LimitAt(r.caller, r.Rules[j].Index, r.v.Addr)
+	return src
+}
+
 // RuleResult is one rule's decision.
 type RuleResult struct {
 	// Rule is the rule's name and Index its place in the policy

@@ -442,6 +442,9 @@ func TestOverridesSurviveReload(t *testing.T) {
 	if got := (fleet{h}).statuses(2, "/claims", "key-a"); !slices.Equal(got, []int{200, 429}) {
 		t.Errorf("after a reload, under the override 1/m: %v", got)
 	}
+	if body := h.admin(http.MethodGet, "/api/v1/overview").Body; !strings.Contains(body, `"client":"partner-a","counted":"partner-a","limit":1,"source":"override:partner-a"`) {
+		t.Errorf("the overview does not name the override as partner-a's limit's source:\n%s", body)
+	}
 	h.writeConfig(strings.Replace(cfg, "  - name: claims\n    match: { path: /claims }\n    algorithm: fixed_window\n    rate: 5/m\n", "", 1))
 	if r := h.admin(http.MethodPost, "/reload"); r.Status != http.StatusOK {
 		t.Fatalf("reload without claims: %d %s", r.Status, r.Body)

@@ -25,6 +25,7 @@ type entry struct {
 	client  string // the client id of its last request (policy names: kept, not copied)
 	counted string // Report.CountedBy when it was listed
 	limit   int64
+	source  string // where limit comes from (decision.Report.Source)
 	// used is the share of the limit used at usedAt; reset how long from
 	// then until the counter is back at its full limit.
 	used          float64
@@ -110,13 +111,14 @@ func (rs *ruleState) observe(t int64, rep *decision.Report, j int, h uint64) {
 	} else {
 		rs.promote(e, t, limited, used)
 	}
-	rs.record(e, t, rep, r, used)
+	rs.record(e, t, rep, j, used)
 }
 
 // record updates a listed counter with one request's result r.
-func (rs *ruleState) record(e *entry, t int64, rep *decision.Report, r *decision.RuleResult, used float64) {
+func (rs *ruleState) record(e *entry, t int64, rep *decision.Report, j int, used float64) {
+	r := &rep.Rules[j]
 	limited := r.Outcome == decision.Limited || r.Outcome == decision.ShadowLimited
-	e.client, e.limit, e.last = rep.Client, r.Decision.Limit, t
+	e.client, e.limit, e.source, e.last = rep.Client, r.Decision.Limit, rep.Source(j), t
 	e.used, e.usedAt, e.reset = used, t, int64(r.Decision.Reset)
 	e.minute.add(t, limited)
 	soon := e.told != "" && e.told == rep.Client && t < e.retryUntil

@@ -96,9 +96,12 @@ type Caller struct {
 	Client  string `json:"client"`
 	Counted string `json:"counted"`
 	// Limit is the limit its last request was decided under; Used the
-	// share of it used now, 0 to 1.
-	Limit int64   `json:"limit"`
-	Used  float64 `json:"used"`
+	// share of it used now, 0 to 1. Source names where that limit comes
+	// from: "" for the rule's own, "plan:NAME", "client:ID", or a run-time
+	// override ("override:ID", "override:ip:RANGE").
+	Limit  int64   `json:"limit"`
+	Source string  `json:"source,omitempty"`
+	Used   float64 `json:"used"`
 	// Allowed and Limited count its requests in the last minute.
 	Allowed uint64 `json:"allowed"`
 	Limited uint64 `json:"limited"`
@@ -163,7 +166,7 @@ func (rs *ruleState) view(t int64) RuleView {
 		if !e.inRefused && !e.inUsed {
 			continue
 		}
-		c := Caller{Client: e.client, Counted: e.counted, Limit: e.limit, Used: math.Round(e.usedNow(t)*1000) / 1000}
+		c := Caller{Client: e.client, Counted: e.counted, Limit: e.limit, Source: e.source, Used: math.Round(e.usedNow(t)*1000) / 1000}
 		c.Allowed, c.Limited = e.minute.sum(t)
 		if left := e.retryUntil - t; left > 0 {
 			c.RetryS = (left + int64(time.Second) - 1) / int64(time.Second)

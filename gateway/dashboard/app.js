@@ -101,7 +101,8 @@ function drawRule(r, history) {
     const bar = el("div", { class: "use " + state }, el("span"), el("b", {}, pct(t.used)));
     bar.firstChild.style.width = pct(t.used);
     tbody.append(el("tr", { class: state, "data-client": t.client, "data-state": state },
-      el("td", { class: "who" }, t.client + (state === "limited" ? " (limited)" : state === "close" ? " (close)" : "")),
+      el("td", { class: "who" }, t.client + (state === "limited" ? " (limited)" : state === "close" ? " (close)" : "") +
+        ((t.source || "").startsWith("override:") ? " · override" : "")),
       el("td", { class: "counted" }, t.counted || ""),
       el("td", {}, bar),
       el("td", { class: "num allowed" }, t.allowed || 0),
@@ -221,6 +222,22 @@ function drawRuntime(rt, rules) {
   }
 }
 
+// drawPressure says whether sluice degrades now and why: the switch, the
+// signals above their line; and each signal's last value.
+function drawPressure(d, signals) {
+  d = d || {};
+  const ul = document.getElementById("signals");
+  ul.replaceChildren();
+  if (d.on && (d.sources || []).some(s => s !== "switch")) {
+    ul.append(el("li", { class: "bad" }, "Degraded by " + d.sources.join(", ")));
+  }
+  for (const s of signals || []) {
+    const value = s.value === null || s.value === undefined ? "not read yet" : s.value;
+    const state = s.stale ? `stale (${s.error || "unreadable"}): counts as not above` : s.on ? "above its line: degrading" : "below its line";
+    ul.append(el("li", { class: s.on ? "bad" : s.stale ? "close" : "muted", "data-signal": s.name }, `signal ${s.name}: ${value} (line ${s.above}) — ${state}`));
+  }
+}
+
 function drawAudit(records) {
   const tbody = document.querySelector("#audit tbody");
   tbody.replaceChildren();
@@ -309,6 +326,7 @@ function draw(o) {
   drawProtect(o.protect, history);
   drawStore(o.store, o.instances);
   drawRuntime(o.runtime, o.rules || []);
+  drawPressure(o.degraded, o.signals);
   document.getElementById("updated").textContent = "Last update " + new Date().toLocaleTimeString() + ".";
 }
 
