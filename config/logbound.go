@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
@@ -17,22 +19,8 @@ import (
 // keeps its own logs: the bound applies to the memory store and to
 // on_failure: local's fallback, which allows limit/instances.
 func (d *decoder) checkLogBound(f *File) {
-	share := int64(1)
-	switch {
-	case f.Store.Type == "redis" && f.Store.OnFailure == store.FailLocal:
-		share = int64(f.Store.Instances)
-	case f.Store.Type == "redis":
-		return
-	}
 	c := f.Compiled
-	var total, clients, overflows int64
-	var rules []int
-	for i := range c.Rules() {
-		n, cl, ov := reservedLog(c, i, share)
-		if n > 0 {
-			total, clients, overflows, rules = total+n, clients+cl, overflows+ov, append(rules, i)
-		}
-	}
+	total, clients, overflows, rules := logBound(f, c)
 	bound := int64(f.Store.MaxLogEntries)
 	if total <= bound {
 		return
@@ -48,6 +36,39 @@ func (d *decoder) checkLogBound(f *File) {
 			"store.memory.max_log_entries %d (raise max_log_entries, lower N, or use sliding_window or gcra, "+
 			"which keep two numbers per caller)", rate, clients, overflows, total, bound)
 	}
+}
+
+// logBound sums the sliding_log entries that always have room under c on
+// f's store (reservedLog), with the rules that hold some; nothing on Redis
+// without a local fallback.
+func logBound(f *File, c *policy.Compiled) (total, clients, overflows int64, rules []int) {
+	share := int64(1)
+	switch {
+	case f.Store.Type == "redis" && f.Store.OnFailure == store.FailLocal:
+		share = int64(f.Store.Instances)
+	case f.Store.Type == "redis":
+		return 0, 0, 0, nil
+	}
+	for i := range c.Rules() {
+		n, cl, ov := reservedLog(c, i, share)
+		if n > 0 {
+			total, clients, overflows, rules = total+n, clients+cl, overflows+ov, append(rules, i)
+		}
+	}
+	return total, clients, overflows, rules
+}
+
+// LogBoundProblem says why c, a policy f's store would decide under (f's
+// own with run-time overrides), holds sliding_log logs that could exceed
+// store.memory.max_log_entries (as Load refuses for the file's own
+// limits); "" when they cannot.
+func LogBoundProblem(f *File, c *policy.Compiled) string {
+	total, clients, overflows, _ := logBound(f, c)
+	if bound := int64(f.Store.MaxLogEntries); bound > 0 && total > bound {
+		return fmt.Sprintf("the sliding_log logs that always have room (%d of listed clients, %d of overflow counters) could hold %d entries, "+
+			"more than store.memory.max_log_entries %d (a lower rate, or raise max_log_entries)", clients, overflows, total, bound)
+	}
+	return ""
 }
 
 // reservedLog returns the log entries of rule i that always have room,

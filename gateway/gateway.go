@@ -28,8 +28,8 @@ import (
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/internal/fastproxy"
 	"github.com/sluice-rl/sluice/live"
-	"github.com/sluice-rl/sluice/steering"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/steering"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/throttle"
 )
@@ -139,7 +139,7 @@ func New(opts Options) (*Gateway, error) {
 		_ = g.Close()
 		return nil, err
 	}
-	g.metrics.registry.MustRegister(throttleCollector{g}, liveCollector{g})
+	g.metrics.registry.MustRegister(throttleCollector{g}, liveCollector{g}, steeringCollector{g})
 	g.steer = g.newSteering(opts.Config)
 	sctx, cancel := context.WithTimeout(context.Background(), steerStartWait)
 	_ = g.steer.Sync(sctx) // what a restart had in force, before the first request; logged if it cannot be read

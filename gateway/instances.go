@@ -198,9 +198,18 @@ func rulesDiffer(insts []InstanceInfo) []RuleDifference {
 }
 
 // configVersion is the digest of a configuration's policy (its rules,
-// plans and clients), in short hex: two instances with the same version
-// count alike.
-func configVersion(pol policy.Policy) string { return digest(pol) }
+// plans and clients, and the time zone its schedules are read in), in
+// short hex: two instances with the same version count alike.
+func configVersion(pol policy.Policy) string {
+	zone := "UTC"
+	if pol.Location != nil {
+		zone = pol.Location.String() // a *time.Location marshals as {}
+	}
+	return digest(struct {
+		Policy   policy.Policy
+		TimeZone string
+	}{pol, zone})
+}
 
 // ruleDigests is each rule's digest: the rule as written, with what every
 // plan and client overrides of it, so that a change of any limit of the

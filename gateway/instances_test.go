@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/internal/fastproxy"
 	"github.com/sluice-rl/sluice/internal/redistest"
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // runInstance starts a gateway for the configuration text and runs it on
@@ -118,5 +119,20 @@ func TestInstancesOnMemory(t *testing.T) {
 	same := runInstance(t, instancesConfig("", "100/m"))
 	if v := same.self().Version; v != got[0].Version {
 		t.Errorf("the same file gives versions %q and %q", got[0].Version, v)
+	}
+}
+
+// TestConfigVersionTimeZone: two files that differ only in time_zone are
+// two versions (a *time.Location alone marshals as {}).
+func TestConfigVersionTimeZone(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	utc := policy.Policy{Rules: []policy.Rule{{Name: "a"}}}
+	other := utc
+	other.Location = berlin
+	if configVersion(utc) == configVersion(other) {
+		t.Error("time_zone Europe/Berlin has the same version as UTC")
 	}
 }

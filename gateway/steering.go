@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/steering"
@@ -120,10 +122,16 @@ func (g *Gateway) checkSteering(next steering.State, entry steering.Entry) error
 	if err := bad[at]; err != nil {
 		return err
 	}
-	_, errs := g.snap.Load().base.WithOverrides(ovs)
+	snap := g.snap.Load()
+	pol, errs := snap.base.WithOverrides(ovs)
 	for _, oe := range errs {
 		if index[oe.Index] == at {
 			return &steering.FieldError{Field: oe.Err.Path, Msg: oe.Err.Msg}
+		}
+	}
+	if !entry.Block {
+		if why := config.LogBoundProblem(snap.cfg, pol); why != "" {
+			return &steering.FieldError{Field: "rate", Msg: why}
 		}
 	}
 	return nil
@@ -519,3 +527,41 @@ func PolicyInForce(cfg *config.File, st steering.State, now time.Time) (pol *pol
 
 // runSteering keeps the runtime state current until ctx ends.
 func (g *Gateway) runSteering(ctx context.Context) { g.steer.Run(ctx) }
+
+// The run-time state's metrics: which version this instance applies,
+// whether it is stale, and how many overrides and blocks are in force.
+var (
+	runtimeVersionDesc = prometheus.NewDesc("sluice_runtime_version",
+		"Version of the run-time overrides, blocks and degrade switch this instance applies (the same at every instance once a change has reached them all).", nil, nil)
+	runtimeStaleDesc = prometheus.NewDesc("sluice_runtime_stale",
+		"1 while the run-time state cannot be read from its store (the last one read stays in force), else 0.", nil, nil)
+	runtimeOverridesDesc = prometheus.NewDesc("sluice_runtime_overrides",
+		"Run-time overrides and blocks in force, by kind: override or block.", []string{"kind"}, nil)
+)
+
+// steeringCollector exports the run-time state's metrics.
+type steeringCollector struct{ g *Gateway }
+
+func (steeringCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- runtimeVersionDesc
+	ch <- runtimeStaleDesc
+	ch <- runtimeOverridesDesc
+}
+
+func (c steeringCollector) Collect(ch chan<- prometheus.Metric) {
+	st, status := c.g.steer.State()
+	stale := 0.0
+	if status.Stale {
+		stale = 1
+	}
+	blocks := 0
+	for _, e := range st.Overrides {
+		if e.Block {
+			blocks++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(runtimeVersionDesc, prometheus.GaugeValue, float64(status.Version))
+	ch <- prometheus.MustNewConstMetric(runtimeStaleDesc, prometheus.GaugeValue, stale)
+	ch <- prometheus.MustNewConstMetric(runtimeOverridesDesc, prometheus.GaugeValue, float64(len(st.Overrides)-blocks), "override")
+	ch <- prometheus.MustNewConstMetric(runtimeOverridesDesc, prometheus.GaugeValue, float64(blocks), "block")
+}

@@ -12,8 +12,10 @@ import (
 	"github.com/sluice-rl/sluice/internal/redistest"
 )
 
-// steerConfig is a configuration of two clients and one rule, on the
-// store given ("" for memory), with {{UPSTREAM}} to fill in.
+// steerConfig is a configuration of two clients and two rules, on the
+// store given ("" for memory), with {{UPSTREAM}} to fill in. Redis counts
+// by its own clock: claims's window is a day, so that no test crosses its
+// end (but at midnight UTC).
 func steerConfig(storeBlock string) string {
 	return `listen: 127.0.0.1:0
 upstream: {{UPSTREAM}}
@@ -27,7 +29,7 @@ rules:
   - name: claims
     match: { path: /claims }
     algorithm: fixed_window
-    rate: 5/m
+    rate: 5/d
   - name: exports
     match: { path: /exports }
     algorithm: token_bucket
@@ -126,7 +128,7 @@ func TestSteeringAcrossInstances(t *testing.T) {
 			cfg := steerConfig(st)
 			f := startFleet(t, 3, cfg)
 			r := f[0].change(http.MethodPut, "/api/v1/overrides/partner-a",
-				`{"rule": "claims", "rate": "2/m", "ttl": "3s", "reason": "partner-a floods /claims"}`)
+				`{"rule": "claims", "rate": "2/d", "ttl": "3s", "reason": "partner-a floods /claims"}`)
 			if r.Status != http.StatusOK {
 				t.Fatalf("PUT override: %d %s", r.Status, r.Body)
 			}
@@ -135,10 +137,13 @@ func TestSteeringAcrossInstances(t *testing.T) {
 			}
 			got := f.statuses(6, "/claims", "key-a")
 			if count(got, 200) != 2 || count(got, 429) != 4 {
-				t.Errorf("partner-a across 3 instances under 2/m: %v, want 2 passed then 429s", got)
+				t.Errorf("partner-a across 3 instances under 2/d: %v, want 2 passed then 429s", got)
+			}
+			if v := metric(f[2].metrics(), "sluice_runtime_version"); v != 1 {
+				t.Errorf("sluice_runtime_version at another instance: %v, want 1", v)
 			}
 			if got := f.statuses(6, "/claims", "key-b"); count(got, 200) != 5 {
-				t.Errorf("partner-b (no override, 5/m): %v, want 5 passed", got)
+				t.Errorf("partner-b (no override, 5/d): %v, want 5 passed", got)
 			}
 			r = f[1].change(http.MethodPut, "/api/v1/overrides/partner-b", `{"block": true, "ttl": "1h", "reason": "stolen key"}`)
 			if r.Status != http.StatusOK {
@@ -161,12 +166,12 @@ func TestSteeringAcrossInstances(t *testing.T) {
 				t.Errorf("restarted instance, partner-a under its override: %d, want 429", r.Status)
 			}
 			// The override expires (by Redis TIME) at every instance: the
-			// file's 5/m is back, with the counter kept (the 2 that
+			// file's 5/d is back, with the counter kept (the 2 that
 			// passed; a refused request counts nothing).
 			f.converge(t, 3, 10*time.Second) // the expiry is version 3
 			got = f.statuses(6, "/claims", "key-a")
 			if count(got, 200) != 3 {
-				t.Errorf("partner-a after its override expired: %v, want 3 passed (5/m, 2 already counted)", got)
+				t.Errorf("partner-a after its override expired: %v, want 3 passed (5/d, 2 already counted)", got)
 			}
 			recs := auditOf(t, f[1])
 			actions := []string{}
@@ -220,11 +225,16 @@ func TestSteeringRedisDown(t *testing.T) {
 		}
 		return true
 	})
+	if v := metric(f[0].metrics(), "sluice_runtime_stale"); v != 1 {
+		t.Errorf("sluice_runtime_stale with Redis down: %v, want 1", v)
+	}
 	if r := f[1].change(http.MethodPut, "/api/v1/overrides/partner-a", `{"block": true, "reason": "x"}`); r.Status != http.StatusServiceUnavailable {
 		t.Errorf("PUT with Redis down: %d %s, want 503", r.Status, r.Body)
 	}
 	srv.Restart(t)
-	eventually(t, "the block is written back", func() bool { return f[2].runtimeVersion() == 1 && !strings.Contains(f[2].admin(http.MethodGet, "/api/v1/overrides").Body, `"stale": true`) })
+	eventually(t, "the block is written back", func() bool {
+		return f[2].runtimeVersion() == 1 && !strings.Contains(f[2].admin(http.MethodGet, "/api/v1/overrides").Body, `"stale": true`)
+	})
 	r := f[1].change(http.MethodDelete, "/api/v1/overrides/partner-b?reason=recovered", "")
 	if r.Status != http.StatusOK {
 		t.Fatalf("DELETE after the restart: %d %s", r.Status, r.Body)
@@ -445,7 +455,7 @@ func TestOverridesSurviveReload(t *testing.T) {
 	if body := h.admin(http.MethodGet, "/api/v1/overview").Body; !strings.Contains(body, `"client":"partner-a","counted":"partner-a","limit":1,"source":"override:partner-a"`) {
 		t.Errorf("the overview does not name the override as partner-a's limit's source:\n%s", body)
 	}
-	h.writeConfig(strings.Replace(cfg, "  - name: claims\n    match: { path: /claims }\n    algorithm: fixed_window\n    rate: 5/m\n", "", 1))
+	h.writeConfig(strings.Replace(cfg, "  - name: claims\n    match: { path: /claims }\n    algorithm: fixed_window\n    rate: 5/d\n", "", 1))
 	if r := h.admin(http.MethodPost, "/reload"); r.Status != http.StatusOK {
 		t.Fatalf("reload without claims: %d %s", r.Status, r.Body)
 	}
@@ -458,5 +468,26 @@ func TestOverridesSurviveReload(t *testing.T) {
 	}
 	if body := h.admin(http.MethodGet, "/api/v1/overrides").Body; strings.Contains(body, `"ignored"`) {
 		t.Errorf("the override still left out once its rule is back:\n%s", body)
+	}
+}
+
+// TestOverrideLogBound: on the memory store, an override whose sliding_log
+// logs could exceed store.memory.max_log_entries is refused, as the file's
+// own limits would be.
+func TestOverrideLogBound(t *testing.T) {
+	h := startGateway(t, `listen: 127.0.0.1:0
+upstream: {{UPSTREAM}}
+store: { memory: { max_log_entries: 10000 } }
+clients:
+  list: [{ id: partner-a, keys: [key-a] }, { id: partner-b, keys: [key-b] }]
+rules:
+  - { name: logs, match: { path: /logs }, algorithm: sliding_log, rate: 100/m }
+`)
+	r := h.change(http.MethodPut, "/api/v1/overrides/partner-a", `{"rule": "logs", "rate": "9950/m", "reason": "r"}`)
+	if r.Status != http.StatusUnprocessableEntity || !strings.Contains(r.Body, "max_log_entries") {
+		t.Errorf("an override beyond the log bound: %d %s, want 422 naming max_log_entries", r.Status, r.Body)
+	}
+	if r := h.change(http.MethodPut, "/api/v1/overrides/partner-a", `{"rule": "logs", "rate": "2000/m", "reason": "r"}`); r.Status != http.StatusOK {
+		t.Errorf("an override within the bound: %d %s", r.Status, r.Body)
 	}
 }

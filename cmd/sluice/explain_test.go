@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/steering"
 )
 
 // explainConfig: partner-a on the gold plan, claims per client and
@@ -106,5 +110,41 @@ func TestCheckExplainBadInput(t *testing.T) {
 		if code != 2 || out != "" || !strings.Contains(errs, c.says) {
 			t.Errorf("check %v: exit %d, stdout %q, stderr %q; want 2 saying %q", c.args, code, out, errs, c.says)
 		}
+	}
+}
+
+// TestCheckExplainOverride: check --explain applies the run-time overrides
+// the instances apply (here the memory store's runtime file) and names one
+// as the limit's source; a blocked client is explained as its 403.
+func TestCheckExplainOverride(t *testing.T) {
+	path := writeFile(t, "sluice.yaml", explainConfig)
+	m := steering.New(steering.Options{Backend: steering.NewFileBackend(config.DefaultRuntimeFile(path), nil)})
+	ctx := context.Background()
+	if _, err := m.Put(ctx, steering.Change{Target: "partner-a", Rule: "claims", Rate: "5/m", Reason: "incident", Author: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Put(ctx, steering.Change{Target: "ip:192.0.2.0/24", Rule: "by-ip", Rate: "50/m", Reason: "incident", Author: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCmd("check", "--config", path, "--explain", "GET /claims/7", "--key", "key-a", "--ip", "192.0.2.7")
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	var ex explained
+	if err := json.Unmarshal([]byte(out), &ex); err != nil || len(ex.Rules) < 2 {
+		t.Fatalf("stdout: %v\n%s", err, out)
+	}
+	if r := ex.Rules[0]; r.Source+" "+r.Rate != "override:partner-a 5/m" {
+		t.Errorf("claims: %+v, want the override as its source", r)
+	}
+	if r := ex.Rules[1]; r.Source+" "+r.Rate != "override:ip:192.0.2.0/24 50/m" {
+		t.Errorf("by-ip: %+v, want the range's override as its source", r)
+	}
+	if _, err := m.Put(ctx, steering.Change{Target: "partner-a", Block: true, Reason: "stolen key", Author: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ = runCmd("check", "--config", path, "--explain", "GET /claims/7", "--key", "key-a")
+	if err := json.Unmarshal([]byte(out), &ex); err != nil || ex.Would.Status != 403 || !strings.Contains(ex.Would.Detail, "partner-a is blocked") {
+		t.Errorf("blocked partner-a: %v\n%s", err, out)
 	}
 }
