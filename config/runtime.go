@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/sluice-rl/sluice/steering"
 )
 
 // Runtime is how the operators' run-time changes are kept (the runtime
@@ -26,12 +24,16 @@ type Runtime struct {
 	// removed).
 	MaxTTL time.Duration
 	// Audit is how many audit records are kept (runtime.audit). Default
-	// steering.DefaultAuditSize (1000).
+	// DefaultAudit.
 	Audit int
 }
 
-// MaxAudit bounds runtime.audit.
-const MaxAudit = 100_000
+// runtime.audit's default and bound (package steering's default is the
+// same).
+const (
+	DefaultAudit = 1000
+	MaxAudit     = 100_000
+)
 
 // DefaultRuntimeFile is runtime.file's default for the configuration
 // file at path.
@@ -48,7 +50,7 @@ var runtimeFields = []string{"file", "max_ttl", "audit"}
 
 // runtime decodes the runtime block.
 func (d *decoder) runtime(n *yaml.Node, path, file string) Runtime {
-	r := Runtime{File: DefaultRuntimeFile(file), Audit: steering.DefaultAuditSize}
+	r := Runtime{File: DefaultRuntimeFile(file), Audit: DefaultAudit}
 	m := d.fields(n, path, "a mapping ("+strings.Join(runtimeFields, ", ")+")", runtimeFields)
 	if f := m["file"]; !isNull(f) {
 		if s, ok := d.scalar(f, join(path, "file"), "a file path such as /var/lib/sluice/runtime.json"); ok {
@@ -66,14 +68,14 @@ func (d *decoder) runtime(n *yaml.Node, path, file string) Runtime {
 		"such as 24h; default none", "more than 0, at most 8784h (a year)"); ok {
 		r.MaxTTL = v
 	}
-	r.Audit = int(d.integer(m["audit"], join(path, "audit"), 1, MaxAudit, steering.DefaultAuditSize,
-		fmt.Sprintf("1 to %d records; default %d", MaxAudit, steering.DefaultAuditSize)))
+	r.Audit = int(d.integer(m["audit"], join(path, "audit"), 1, MaxAudit, DefaultAudit,
+		fmt.Sprintf("1 to %d records; default %d", MaxAudit, DefaultAudit)))
 	return r
 }
 
 // summary is check's line for the runtime block, "" for the defaults.
 func (r Runtime) summary(f *File) string {
-	if r == (Runtime{File: DefaultRuntimeFile(f.Path), Audit: steering.DefaultAuditSize}) {
+	if r == (Runtime{File: DefaultRuntimeFile(f.Path), Audit: DefaultAudit}) {
 		return ""
 	}
 	where := "in " + r.File
