@@ -23,6 +23,9 @@ const (
 	// commitTries bounds a change's attempts when other changes keep
 	// coming first; each waits a little longer, at random, before the next.
 	commitTries = 32
+	// transientTries is how many of those may fail on the store's error
+	// (a connection broken by a Redis restart) before a change is refused.
+	transientTries = 2
 )
 
 // Options configure a Manager. Backend is required.
@@ -414,7 +417,7 @@ var errUnchanged = errors.New("steering: unchanged")
 func (m *Manager) checkTTL(ttl time.Duration, reason string) error {
 	switch {
 	case reason == "":
-		return &FieldError{Field: "reason", Msg: "missing: say why (it goes into the audit trail), such as \"partner-a floods /claims, ticket 4711\""}
+		return &FieldError{Field: "reason", Msg: "missing: say why (it goes into the audit trail), such as \"partner-a floods /claims, incident 4711\""}
 	case ttl < 0:
 		return &FieldError{Field: "ttl", Msg: fmt.Sprintf("%s is not more than 0 (a duration such as 30m or 2h, or none: until removed)", ttl)}
 	case m.opts.MaxTTL > 0 && ttl == 0:
@@ -435,6 +438,9 @@ func (m *Manager) commit(ctx context.Context, change func(cur *State, now time.T
 		}
 		st, now, err := m.opts.Backend.Load(ctx)
 		if err != nil {
+			if try < transientTries && ctx.Err() == nil {
+				continue // a connection the store's restart broke is made again
+			}
 			return &UnavailableError{Err: err}
 		}
 		cur, recs := st.Expired(now)
@@ -451,6 +457,9 @@ func (m *Manager) commit(ctx context.Context, change func(cur *State, now time.T
 		}
 		ok, err := m.opts.Backend.Commit(ctx, st.Version, cur, recs, m.opts.AuditSize)
 		if err != nil {
+			if try < transientTries && ctx.Err() == nil {
+				continue // committed or not, the next try reads which
+			}
 			return &UnavailableError{Err: err}
 		}
 		if ok {
