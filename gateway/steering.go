@@ -293,7 +293,7 @@ func (g *Gateway) putOverride(w http.ResponseWriter, r *http.Request) {
 		var e steering.Entry
 		if e, err = g.steer.Put(r.Context(), ch); err == nil {
 			st, _ := g.steer.State()
-			writeJSON(w, http.StatusOK, map[string]any{"version": st.Version, "override": entryJSON(e, g.opts.Clock.Now())})
+			writeJSON(w, http.StatusOK, map[string]any{"version": st.Version, "override": entryJSON(e, g.steer.Now())})
 			return
 		}
 	}
@@ -347,7 +347,7 @@ func (g *Gateway) deleteOverride(w http.ResponseWriter, r *http.Request) {
 		writeChangeError(w, err)
 		return
 	}
-	now := g.opts.Clock.Now()
+	now := g.steer.Now()
 	out := make([]overrideJSON, len(gone))
 	for i, e := range gone {
 		out[i] = entryJSON(e, now)
@@ -381,7 +381,7 @@ func (g *Gateway) putDegrade(w http.ResponseWriter, r *http.Request) {
 // getDegrade answers GET /api/v1/degrade: the switch in force.
 func (g *Gateway) getDegrade(w http.ResponseWriter, _ *http.Request) {
 	st, _ := g.steer.State()
-	writeJSON(w, http.StatusOK, map[string]any{"version": st.Version, "degrade": degradeJSON(st.Degrade, g.opts.Clock.Now())})
+	writeJSON(w, http.StatusOK, map[string]any{"version": st.Version, "degrade": degradeJSON(st.Degrade, g.steer.Now())})
 }
 
 // getOverrides answers GET /api/v1/overrides.
@@ -482,7 +482,7 @@ type runtimeJSON struct {
 // runtimeSummary is the runtime state in force.
 func (g *Gateway) runtimeSummary() runtimeJSON {
 	st, status := g.steer.State()
-	now := g.opts.Clock.Now()
+	now := g.steer.Now() // expiries are on the store's clock
 	out := runtimeJSON{Status: status, Overrides: make([]overrideJSON, len(st.Overrides)), Degrade: degradeJSON(st.Degrade, now),
 		Ignored: g.snap.Load().ignored}
 	for i, e := range st.Overrides {

@@ -253,6 +253,18 @@ func (m *Manager) applyOnce() {
 	}
 }
 
+// Now is the backend's clock now, as last measured: what expiries are
+// measured against.
+func (m *Manager) Now() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.storeNow()
+}
+
+// MaxEntries bounds the overrides and blocks in force at once: the State
+// is read whole by every instance every Resync.
+const MaxEntries = 10_000
+
 // storeNow is the backend's clock now, as last measured; m.mu held.
 func (m *Manager) storeNow() time.Time { return m.opts.Clock.Now().Add(m.skew) }
 
@@ -336,6 +348,9 @@ func (m *Manager) Put(ctx context.Context, ch Change) (Entry, error) {
 			rec.From = cur.Overrides[i].Describe()
 			cur.Overrides[i] = entry
 		} else {
+			if len(cur.Overrides) >= MaxEntries {
+				return nil, &FieldError{Field: "target", Msg: fmt.Sprintf("%d overrides and blocks are in force, the most there may be (remove some first)", MaxEntries)}
+			}
 			cur.Overrides = append(cur.Overrides, entry)
 			cur.sortEntries()
 		}
