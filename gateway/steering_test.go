@@ -132,7 +132,11 @@ func TestSteeringAcrossInstances(t *testing.T) {
 			if r.Status != http.StatusOK {
 				t.Fatalf("PUT override: %d %s", r.Status, r.Body)
 			}
-			var put struct{ Override struct{ ExpiresInS float64 `json:"expires_in_s"` } }
+			var put struct {
+				Override struct {
+					ExpiresInS float64 `json:"expires_in_s"`
+				}
+			}
 			if err := json.Unmarshal([]byte(r.Body), &put); err != nil || put.Override.ExpiresInS <= 0 || put.Override.ExpiresInS > 3 {
 				t.Errorf("expires_in_s %v of a 3s ttl (%v): measured on the store's clock, not the gateway's fake one", put.Override.ExpiresInS, err)
 			}
