@@ -105,6 +105,10 @@ func (l *Limiter) Close() error {
 	return nil
 }
 
+// Name returns the name the limiter counts its keys under in the store
+// (Options.Name, "default" when it was empty).
+func (l *Limiter) Name() string { return l.opts.Name }
+
 // Limit returns the limit each key is held to (without a delay).
 func (l *Limiter) Limit() limiter.Limit { return l.limit }
 
@@ -120,13 +124,23 @@ func (l *Limiter) Allow(ctx context.Context, key string) bool { return l.AllowN(
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) bool {
 	d, err := l.DecideN(ctx, key, n)
 	if err != nil {
-		if l.opts.OnError != nil {
-			l.opts.OnError(err)
-		}
-		var unavailable *store.UnavailableError // the store's own policy: refuse (failover, on_failure closed)
-		return !l.opts.OnFailure.Refuses() && !errors.As(err, &unavailable)
+		return l.AllowOnError(err)
 	}
 	return d.Allowed
+}
+
+// AllowOnError is what AllowN answers when the store could not decide
+// and returned err: Options.OnFailure's answer, or a refusal whatever it
+// says when err is a *store.UnavailableError. It hands err to
+// Options.OnError. A front that calls DecideN for the whole decision (the
+// middleware of httplimit.PerKey) answers store failures with it, as Allow
+// does.
+func (l *Limiter) AllowOnError(err error) bool {
+	if l.opts.OnError != nil {
+		l.opts.OnError(err)
+	}
+	var unavailable *store.UnavailableError // the store's own policy: refuse (failover, on_failure closed)
+	return !l.opts.OnFailure.Refuses() && !errors.As(err, &unavailable)
 }
 
 // DecideN decides a request of cost n on key now, counting it if it is
