@@ -102,3 +102,27 @@ func Example_redis() {
 	}
 	fmt.Println("calling partner B")
 }
+
+// Peek looks at a key without spending, Reset forgets one key's count, and
+// Options.LimitFor gives some keys a limit of their own.
+func ExampleLimiter_Peek() {
+	contracts := map[string]limiter.Limit{"partner-b": limiter.MustNew(limiter.TokenBucket, 10, time.Minute, 10)}
+	lim := sluice.New(limiter.MustNew(limiter.TokenBucket, 2, time.Minute, 2), sluice.Options{
+		LimitFor: func(key string) (limiter.Limit, bool) { l, ok := contracts[key]; return l, ok }, // in a program: guard a changing map with a lock
+	})
+	defer lim.Close()
+
+	ctx := context.Background()
+	lim.Allow(ctx, "partner-a")
+	d, _ := lim.Peek(ctx, "partner-a")
+	fmt.Println("partner-a remaining:", d.Remaining)
+	_ = lim.Reset(ctx, "partner-a") // an operator's fresh start
+	d, _ = lim.Peek(ctx, "partner-a")
+	fmt.Println("partner-a after Reset:", d.Remaining)
+	d, _ = lim.Peek(ctx, "partner-b")
+	fmt.Println("partner-b's own limit:", d.Limit)
+	// Output:
+	// partner-a remaining: 1
+	// partner-a after Reset: 2
+	// partner-b's own limit: 10
+}
