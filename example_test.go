@@ -10,22 +10,7 @@ import (
 	"github.com/sluice-rl/sluice"
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
-	"github.com/sluice-rl/sluice/store/redisstore"
 )
-
-// The three lines: a limiter, closed when done, asked for each request.
-func Example_start() {
-	ctx := context.Background()
-	lim := sluice.New(limiter.MustNew(limiter.TokenBucket, 100, time.Minute, 20), sluice.Options{})
-	defer lim.Close()
-	if !lim.Allow(ctx, "partner-a") {
-		fmt.Println("over the limit: refuse, drop or come back later")
-		return
-	}
-	fmt.Println("go on")
-	// Output:
-	// go on
-}
 
 // Wait blocks until the request's turn, or refuses at once when the turn
 // comes after the context's deadline.
@@ -82,25 +67,6 @@ func ExampleLimiter_Reserve() {
 	// go in 200ms
 	// go in 150ms
 	// go in 150ms
-}
-
-// One budget for a fleet: every instance limits on the same Redis, under
-// the same Name, decided on Redis TIME. (The example needs a Redis on
-// 127.0.0.1:6379, so it is compiled, not run.)
-func Example_redis() {
-	ctx := context.Background()
-	st, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{"127.0.0.1:6379"}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer st.Close()
-	lim := sluice.New(limiter.MustNew(limiter.SlidingWindow, 100, time.Minute, 0), sluice.Options{Store: st, Name: "partner-b-api"})
-
-	if err := lim.Wait(ctx, "claims"); err != nil {
-		log.Print(err) // Redis unreachable, or the context ended
-		return
-	}
-	fmt.Println("calling partner B")
 }
 
 // Peek looks at a key without spending, Reset forgets one key's count, and
