@@ -25,6 +25,7 @@ func TestKeyByIP(t *testing.T) {
 		"[::ffff:192.0.2.1]:1234":   "192.0.2.1",
 		"192.0.2.9":                 "192.0.2.9",
 		"pipe":                      "pipe",
+		"[fe80::1%eth0]:80":         "fe80::/64",
 	} {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = remote
@@ -108,5 +109,20 @@ func TestPerKeyStoreFailure(t *testing.T) {
 		if !errors.Is(seen, store.ErrClosed) {
 			t.Errorf("%v: OnError saw %v, want store.ErrClosed", tc.policy, seen)
 		}
+	}
+}
+
+// TestPerKeyFieldName: a limiter's Name that an sf-string cannot hold
+// without escapes is written as "default", so that the RateLimit fields
+// stay well-formed.
+func TestPerKeyFieldName(t *testing.T) {
+	for name, want := range map[string]string{"partner-api": `"partner-api";r=1;t=60`, `a"b`: `"default";r=1;t=60`, `a\b`: `"default";r=1;t=60`, "é": `"default";r=1;t=60`} {
+		lim := sluice.New(limiter.MustNew(limiter.FixedWindow, 2, time.Minute, 0), sluice.Options{Clock: clock.NewFake(epoch), Name: name})
+		w := httptest.NewRecorder()
+		httplimit.PerKey(lim, httplimit.KeyByIP).Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+		if got := w.Header().Get("RateLimit"); got != want {
+			t.Errorf("Name %q: RateLimit %q, want %q", name, got, want)
+		}
+		_ = lim.Close()
 	}
 }
