@@ -10,22 +10,7 @@ import (
 	"github.com/sluice-rl/sluice"
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
-	"github.com/sluice-rl/sluice/store/redisstore"
 )
-
-// The three lines: a limiter, closed when done, asked for each request.
-func Example_start() {
-	ctx := context.Background()
-	lim := sluice.New(limiter.MustNew(limiter.TokenBucket, 100, time.Minute, 20), sluice.Options{})
-	defer lim.Close()
-	if !lim.Allow(ctx, "partner-a") {
-		fmt.Println("over the limit: refuse, drop or come back later")
-		return
-	}
-	fmt.Println("go on")
-	// Output:
-	// go on
-}
 
 // Wait blocks until the request's turn, or refuses at once when the turn
 // comes after the context's deadline.
@@ -84,21 +69,26 @@ func ExampleLimiter_Reserve() {
 	// go in 150ms
 }
 
-// One budget for a fleet: every instance limits on the same Redis, under
-// the same Name, decided on Redis TIME. (The example needs a Redis on
-// 127.0.0.1:6379, so it is compiled, not run.)
-func Example_redis() {
-	ctx := context.Background()
-	st, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{"127.0.0.1:6379"}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer st.Close()
-	lim := sluice.New(limiter.MustNew(limiter.SlidingWindow, 100, time.Minute, 0), sluice.Options{Store: st, Name: "partner-b-api"})
+// Peek looks at a key without spending, Reset forgets one key's count, and
+// Options.LimitFor gives some keys a limit of their own.
+func ExampleLimiter_Peek() {
+	contracts := map[string]limiter.Limit{"partner-b": limiter.MustNew(limiter.TokenBucket, 10, time.Minute, 10)}
+	lim := sluice.New(limiter.MustNew(limiter.TokenBucket, 2, time.Minute, 2), sluice.Options{
+		LimitFor: func(key string) (limiter.Limit, bool) { l, ok := contracts[key]; return l, ok }, // in a program: guard a changing map with a lock
+	})
+	defer lim.Close()
 
-	if err := lim.Wait(ctx, "claims"); err != nil {
-		log.Print(err) // Redis unreachable, or the context ended
-		return
-	}
-	fmt.Println("calling partner B")
+	ctx := context.Background()
+	lim.Allow(ctx, "partner-a")
+	d, _ := lim.Peek(ctx, "partner-a")
+	fmt.Println("partner-a remaining:", d.Remaining)
+	_ = lim.Reset(ctx, "partner-a") // an operator's fresh start
+	d, _ = lim.Peek(ctx, "partner-a")
+	fmt.Println("partner-a after Reset:", d.Remaining)
+	d, _ = lim.Peek(ctx, "partner-b")
+	fmt.Println("partner-b's own limit:", d.Limit)
+	// Output:
+	// partner-a remaining: 1
+	// partner-a after Reset: 2
+	// partner-b's own limit: 10
 }

@@ -86,7 +86,7 @@ func (l *Limiter) Reserve(ctx context.Context, key string) (*Reservation, error)
 // granted only if it may go on now. An error means the store could not
 // decide.
 func (l *Limiter) ReserveN(ctx context.Context, key string, n int64) (*Reservation, error) {
-	return l.reserve(ctx, key, n, l.hold)
+	return l.reserve(ctx, key, n, l.limitsFor(key).hold)
 }
 
 func (l *Limiter) reserve(ctx context.Context, key string, n int64, limit limiter.Limit) (*Reservation, error) {
@@ -114,7 +114,8 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 			return err
 		}
 		budget, bounded := l.budget(ctx)
-		r, err := l.reserve(ctx, key, n, l.holdFor(budget, bounded))
+		ls := l.limitsFor(key)
+		r, err := l.reserve(ctx, key, n, ls.holdFor(budget, bounded))
 		if err != nil {
 			return err
 		}
@@ -127,7 +128,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) error {
 				if n < 0 {
 					return fmt.Errorf("%w: cost %d (a cost is 0 or more)", ErrNever, n)
 				}
-				return fmt.Errorf("%w: cost %d is more than %v allows at once", ErrNever, n, l.limit)
+				return fmt.Errorf("%w: cost %d is more than %v allows at once", ErrNever, n, ls.limit)
 			}
 			if turn := after + r.limit.Delay(); bounded && turn > budget {
 				return fmt.Errorf("%w (the turn is in %v, the deadline in %v)", ErrDeadline, turn, budget)
@@ -160,7 +161,7 @@ func (l *Limiter) budget(ctx context.Context) (time.Duration, bool) {
 // holdFor is the limit that grants turns no further ahead than budget,
 // when bounded, or the longest hold: a turn after the deadline is denied,
 // costing nothing, rather than reserved and given back.
-func (l *Limiter) holdFor(budget time.Duration, bounded bool) limiter.Limit {
+func (l *limits) holdFor(budget time.Duration, bounded bool) limiter.Limit {
 	switch {
 	case !bounded || budget >= l.hold.Delay():
 		return l.hold

@@ -60,14 +60,55 @@ type Options struct {
 	// OnError, if set, is called with each error that Allow and AllowN
 	// answered by OnFailure, so that a program can log or count them.
 	OnError func(error)
+	// LimitFor, if set, gives a key a limit of its own in place of the one
+	// New was given (a partner whose contract allows more, a key held to
+	// less): ok false leaves New's. Every verb asks it, with the key as
+	// the caller passed it, on every call, so it must be quick (a map read
+	// under a lock, say). A key whose limit changes keeps its counter,
+	// read under the new limit as store.Store's Decide does. Instances
+	// sharing a Redis should give a key the same limit. Default nil: every
+	// key has New's limit.
+	LimitFor func(key string) (limiter.Limit, bool)
 }
 
-// Limiter limits each key to one limit. It is safe for concurrent use.
+// Limiter limits each key to one limit, or to a limit of the key's own
+// (Options.LimitFor). It is safe for concurrent use.
 type Limiter struct {
 	opts     Options
 	ownStore bool
-	limit    limiter.Limit // without a delay: Allow, Decide
-	hold     limiter.Limit // with the longest delay Reserve grants (bucket algorithms)
+	limits
+}
+
+// limits are one limit as the verbs use it.
+type limits struct {
+	limit limiter.Limit // without a delay: Allow, Decide
+	hold  limiter.Limit // with the longest delay Reserve grants (bucket algorithms)
+}
+
+// limitsOf returns limit without its delay, for deciding, and with the
+// delay Reserve and Wait hold a request up to: limit's own, or
+// limiter.MaxDelay when it has none.
+func limitsOf(limit limiter.Limit) limits {
+	ls := limits{limit: limit, hold: limit}
+	if limit.Algorithm().HasBurst() {
+		ls.limit, _ = limit.WithDelay(0) // 0 is always accepted
+		if limit.Delay() == 0 {
+			if hold, err := limit.WithDelay(limiter.MaxDelay); err == nil {
+				ls.hold = hold
+			} // else a limit too fine to count an hour's queue exactly: no holding
+		}
+	}
+	return ls
+}
+
+// limitsFor returns key's limits: Options.LimitFor's, or New's.
+func (l *Limiter) limitsFor(key string) limits {
+	if l.opts.LimitFor != nil {
+		if limit, ok := l.opts.LimitFor(key); ok {
+			return limitsOf(limit)
+		}
+	}
+	return l.limits
 }
 
 // New returns a limiter of limit per key. Decisions are limit's without
@@ -81,17 +122,9 @@ func New(limit limiter.Limit, opts Options) *Limiter {
 	if opts.Name == "" {
 		opts.Name = "default"
 	}
-	l := &Limiter{opts: opts, limit: limit, hold: limit}
+	l := &Limiter{opts: opts, limits: limitsOf(limit)}
 	if l.opts.Store == nil {
 		l.opts.Store, l.ownStore = memory.New(memory.Options{Clock: opts.Clock}), true
-	}
-	if limit.Algorithm().HasBurst() {
-		l.limit, _ = limit.WithDelay(0) // 0 is always accepted
-		if limit.Delay() == 0 {
-			if hold, err := limit.WithDelay(limiter.MaxDelay); err == nil {
-				l.hold = hold
-			} // else a limit too fine to count an hour's queue exactly: no holding
-		}
 	}
 	return l
 }
@@ -105,8 +138,17 @@ func (l *Limiter) Close() error {
 	return nil
 }
 
-// Limit returns the limit each key is held to (without a delay).
+// Name returns the name the limiter counts its keys under in the store
+// (Options.Name, "default" when it was empty).
+func (l *Limiter) Name() string { return l.opts.Name }
+
+// Limit returns the limit each key is held to (without a delay), but for
+// the keys Options.LimitFor gives one of their own (LimitOf).
 func (l *Limiter) Limit() limiter.Limit { return l.limit }
+
+// LimitOf returns the limit key is held to (without a delay): its own by
+// Options.LimitFor, or Limit.
+func (l *Limiter) LimitOf(key string) limiter.Limit { return l.limitsFor(key).limit }
 
 // Allow reports whether one request on key may pass now, and counts it if
 // so. It is AllowN(ctx, key, 1).
@@ -120,13 +162,23 @@ func (l *Limiter) Allow(ctx context.Context, key string) bool { return l.AllowN(
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) bool {
 	d, err := l.DecideN(ctx, key, n)
 	if err != nil {
-		if l.opts.OnError != nil {
-			l.opts.OnError(err)
-		}
-		var unavailable *store.UnavailableError // the store's own policy: refuse (failover, on_failure closed)
-		return !l.opts.OnFailure.Refuses() && !errors.As(err, &unavailable)
+		return l.AllowOnError(err)
 	}
 	return d.Allowed
+}
+
+// AllowOnError is what AllowN answers when the store could not decide
+// and returned err: Options.OnFailure's answer, or a refusal whatever it
+// says when err is a *store.UnavailableError. It hands err to
+// Options.OnError. A front that calls DecideN for the whole decision (the
+// middleware of httplimit.PerKey) answers store failures with it, as Allow
+// does.
+func (l *Limiter) AllowOnError(err error) bool {
+	if l.opts.OnError != nil {
+		l.opts.OnError(err)
+	}
+	var unavailable *store.UnavailableError // the store's own policy: refuse (failover, on_failure closed)
+	return !l.opts.OnFailure.Refuses() && !errors.As(err, &unavailable)
 }
 
 // DecideN decides a request of cost n on key now, counting it if it is
@@ -134,7 +186,32 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) bool {
 // (from now, when denied), Reset. Over the limit is a decision, not an
 // error; an error means the store could not decide.
 func (l *Limiter) DecideN(ctx context.Context, key string, n int64) (limiter.Decision, error) {
-	return l.decide(ctx, key, l.limit, n)
+	return l.decide(ctx, key, l.limitsFor(key).limit, n)
+}
+
+// Peek returns key's decision now without spending anything (a cost-0
+// decision): Remaining, Reset and Refill as the next request would find
+// them. Its Allowed is true but for a key whose limit allows nothing; an
+// error means the store could not decide.
+func (l *Limiter) Peek(ctx context.Context, key string) (limiter.Decision, error) {
+	return l.decide(ctx, key, l.limitsFor(key).limit, 0)
+}
+
+// ErrNoReset is Reset's error for a store that cannot forget a key (one
+// that is not a store.Resetter).
+var ErrNoReset = errors.New("sluice: the store cannot reset a key (it is not a store.Resetter)")
+
+// Reset forgets key's counter, so that its next request starts afresh with
+// the whole limit, as an operator resets one caller. On Redis it does so
+// for every instance that shares the counter. An error means the store
+// could not be asked (the key may or may not have been reset), or
+// ErrNoReset.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	r, ok := l.opts.Store.(store.Resetter)
+	if !ok {
+		return ErrNoReset
+	}
+	return r.Reset(ctx, l.key(key))
 }
 
 func (l *Limiter) decide(ctx context.Context, key string, limit limiter.Limit, n int64) (limiter.Decision, error) {

@@ -36,10 +36,14 @@
 // month-end the service becomes four times as slow and reports and exports
 // surge: the limit follows the service's latency down, reports are switched
 // off and exports shed, new claims wait in the queue, and claim reads keep
-// their 250ms objective. RunOverload prints the limit over time and, per
-// kind of request, what was sent, passed, degraded, shed and queued and the
-// latency the callers saw; the claims service counts itself how many
-// requests it had at once, never more than the ceiling.
+// their 250ms objective. First, for comparison, the month-end's load goes
+// straight at the slowed-down service for a few seconds, without sluice.
+// RunOverload prints the limit over time with the claim reads' p99 of each
+// interval and, per kind of request, what was sent, passed, degraded, shed
+// and queued, the latency the callers saw, each phase's own p99 beside the
+// baseline's, and whether the limit came back after the month-end; the
+// claims service counts itself how many requests it had at once, never more
+// than the ceiling.
 //
 // # Carbon (RunCarbon)
 //

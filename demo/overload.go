@@ -11,9 +11,13 @@ import (
 // OverloadOptions tune the overload demo; the zero value is the real demo
 // (38 s).
 type OverloadOptions struct {
+	// Baseline is how long the month-end's load is first sent straight at
+	// the claims service, slowed down as at month-end, without sluice:
+	// what the story would be without it. Default 4s.
+	Baseline time.Duration
 	// Calm, MonthEnd and After are the three phases: an ordinary day, the
 	// month-end (the claims service four times as slow, reports and exports
-	// surging), and the day after. Defaults 8s, 22s, 8s.
+	// surging), and the day after. Defaults 6s, 20s, 8s.
 	Calm, MonthEnd, After time.Duration
 	// Out receives the story and the final table. Default os.Stdout.
 	Out io.Writer
@@ -23,11 +27,14 @@ type OverloadOptions struct {
 }
 
 func (o OverloadOptions) withDefaults() OverloadOptions {
+	if o.Baseline <= 0 {
+		o.Baseline = 4 * time.Second
+	}
 	if o.Calm <= 0 {
-		o.Calm = 8 * time.Second
+		o.Calm = 6 * time.Second
 	}
 	if o.MonthEnd <= 0 {
-		o.MonthEnd = 22 * time.Second
+		o.MonthEnd = 20 * time.Second
 	}
 	if o.After <= 0 {
 		o.After = 8 * time.Second
@@ -54,6 +61,15 @@ type OverloadResult struct {
 	Ceiling, UpstreamMaxInFlight int
 	// Limits is the in-flight limit over time, as sluice's metrics gave it.
 	Limits []LimitSample
+	// LimitBefore is the limit at the last sample before the month-end,
+	// LimitLowest the lowest from then on, LimitAfter the last one; 0
+	// when no sample was taken then.
+	LimitBefore, LimitLowest, LimitAfter int
+	// Baseline is what became of the month-end's load sent straight at the
+	// claims service, without sluice (OverloadOptions.Baseline), and
+	// BaselineMaxInFlight the most requests the service had at once then.
+	Baseline            []ClassResult
+	BaselineMaxInFlight int
 }
 
 // ClassResult is what one kind of request became.
@@ -73,8 +89,10 @@ type ClassResult struct {
 	// metrics; -1 when they do not say.
 	Queued int
 	// P50 and P99 are the latency of the 2xx answers, as the caller saw
-	// it (sluice's queue included).
+	// it (sluice's queue included); PhaseP99 the p99 of those sent in each
+	// phase (calm, month-end, after), each phase on its own.
 	P50, P99 time.Duration
+	PhaseP99 [3]time.Duration
 }
 
 // OK is the share of the requests answered 2xx (1 when none were sent).
@@ -111,7 +129,9 @@ func RunOverload(ctx context.Context, opts OverloadOptions) (*OverloadResult, er
 	gwCtx, stopGateway := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopGateway()
 	s.start(gwCtx)
+	baseline, baselineMax := s.baseline(ctx, opts, out)
 	res := s.play(ctx, opts, out)
+	res.Baseline, res.BaselineMaxInFlight = baseline, baselineMax
 	err = s.tearDown(stopGateway)
 	res.UpstreamMaxInFlight = s.model.Stats().MaxInFlight
 	out.overloadTable(res)

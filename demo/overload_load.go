@@ -33,7 +33,8 @@ type loadClass struct {
 
 	mu        sync.Mutex
 	res       ClassResult
-	latencies []time.Duration
+	latencies [3][]time.Duration // of the 2xx answers, by the phase each request was sent in
+	window    []time.Duration    // of the 2xx answers since the last takeWindow
 }
 
 // loadClasses are the demo's callers: claim reads steady all along,
@@ -62,13 +63,13 @@ func phaseAt(opts OverloadOptions, e time.Duration) int {
 	return phaseAfter
 }
 
-// run sends from start on at the rate of each phase until the phases are
-// over or ctx ends; every request runs on its own goroutine and is waited
-// for, so that every request sent has an outcome.
-func (c *loadClass) run(ctx context.Context, opts OverloadOptions, start time.Time) {
+// run sends from start on for total, at the rate of the phase phase gives
+// for each moment, until then or until ctx ends; every request runs on its
+// own goroutine and is waited for, so that every request sent has an
+// outcome.
+func (c *loadClass) run(ctx context.Context, total time.Duration, phase func(time.Duration) int, start time.Time) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	total := opts.Calm + opts.MonthEnd + opts.After
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	reqCtx := context.WithoutCancel(ctx)
@@ -77,45 +78,47 @@ func (c *loadClass) run(ctx context.Context, opts OverloadOptions, start time.Ti
 		if !waitUntil(ctx, timer, start.Add(at)) {
 			return
 		}
-		wg.Go(func() { c.send(reqCtx, n) })
-		at += time.Duration(float64(time.Second) / c.perSec[phaseAt(opts, at)])
+		p := phase(at)
+		wg.Go(func() { c.send(reqCtx, n, p) })
+		at += time.Duration(float64(time.Second) / c.perSec[p])
 	}
 }
 
-// send sends request number n and records its outcome.
-func (c *loadClass) send(ctx context.Context, n int) {
+// send sends request number n, of phase, and records its outcome.
+func (c *loadClass) send(ctx context.Context, n, phase int) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, c.method, c.base+c.path+strconv.Itoa(1000+n%1000), nil)
 	if err != nil {
-		c.record(0, nil, 0)
+		c.record(0, nil, 0, phase)
 		return
 	}
 	t0 := time.Now()
 	resp, err := c.client.Do(req)
 	if err != nil {
-		c.record(0, nil, 0)
+		c.record(0, nil, 0, phase)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close() // a body read to its end closes cleanly
 	if err != nil {
-		c.record(0, nil, 0)
+		c.record(0, nil, 0, phase)
 		return
 	}
-	c.record(resp.StatusCode, body, time.Since(t0))
+	c.record(resp.StatusCode, body, time.Since(t0), phase)
 }
 
 // record counts one outcome: status 0 is no answer. sluice's 503 names
 // its reason in the problem body.
-func (c *loadClass) record(status int, body []byte, latency time.Duration) {
+func (c *loadClass) record(status int, body []byte, latency time.Duration, phase int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.res.Sent++
 	switch {
 	case status >= 200 && status < 300:
 		c.res.Passed++
-		c.latencies = append(c.latencies, latency)
+		c.latencies[phase] = append(c.latencies[phase], latency)
+		c.window = append(c.window, latency)
 	case status == http.StatusServiceUnavailable && bytes.Contains(body, []byte(`"reason":"degraded"`)):
 		c.res.Degraded++
 	case status == http.StatusServiceUnavailable && bytes.Contains(body, []byte(`"reason":`)):
@@ -131,10 +134,27 @@ func (c *loadClass) snapshot() ClassResult {
 	defer c.mu.Unlock()
 	r := c.res
 	r.Name, r.Priority, r.Degrade, r.Queued = c.name, c.priority, c.degrade, -1
-	lat := slices.Clone(c.latencies)
-	slices.Sort(lat)
-	r.P50, r.P99 = percentile(lat, 50), percentile(lat, 99)
+	var all []time.Duration
+	for p, lat := range c.latencies {
+		all = append(all, lat...)
+		lat = slices.Clone(lat)
+		slices.Sort(lat)
+		r.PhaseP99[p] = percentile(lat, 99)
+	}
+	slices.Sort(all)
+	r.P50, r.P99 = percentile(all, 50), percentile(all, 99)
 	return r
+}
+
+// takeWindow returns the p99 of the 2xx answers since its last call (0 for
+// none) and starts a new window.
+func (c *loadClass) takeWindow() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	slices.Sort(c.window)
+	p99 := percentile(c.window, 99)
+	c.window = c.window[:0]
+	return p99
 }
 
 // play runs the phases: the callers send, the claims service slows down
@@ -144,9 +164,11 @@ func (o *overloadScene) play(ctx context.Context, opts OverloadOptions, out *pri
 	cctx, stopCallers := context.WithCancel(ctx)
 	defer stopCallers()
 	start := time.Now()
+	total := opts.Calm + opts.MonthEnd + opts.After
+	phase := func(e time.Duration) int { return phaseAt(opts, e) }
 	var wg sync.WaitGroup
 	for _, c := range o.classes {
-		wg.Go(func() { c.run(cctx, opts, start) })
+		wg.Go(func() { c.run(cctx, total, phase, start) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -156,18 +178,18 @@ func (o *overloadScene) play(ctx context.Context, opts OverloadOptions, out *pri
 	defer monthEnd.Stop()
 	defer after.Stop()
 	res := &OverloadResult{Ceiling: ceiling}
-	phase := phaseCalm
+	now := phaseCalm
 	gwStopped := o.gwStopped
 	for running := true; running; {
 		select {
 		case <-done:
 			running = false
 		case <-monthEnd.C:
-			phase = o.enter(phaseMonthEnd, time.Since(start), out)
+			now = o.enter(phaseMonthEnd, time.Since(start), out)
 		case <-after.C:
-			phase = o.enter(phaseAfter, time.Since(start), out)
+			now = o.enter(phaseAfter, time.Since(start), out)
 		case <-tick.C:
-			res.Limits = append(res.Limits, o.sample(ctx, time.Since(start), phase, out))
+			res.Limits = append(res.Limits, o.sample(ctx, time.Since(start), now, out))
 		case <-gwStopped:
 			stopCallers() // nobody would answer them
 			gwStopped = nil

@@ -61,9 +61,9 @@ func (o *overloadScene) sample(ctx context.Context, at time.Duration, phase int,
 	m := scrape(ctx, o.classes[0].client, o.metrics)
 	s := LimitSample{At: at, Phase: phaseNames[phase], Limit: int(m["sluice_in_flight_limit"]),
 		InFlight: int(m["sluice_in_flight"]), Queue: int(m["sluice_queue_length"])}
-	c := o.classes[0].snapshot()
-	out.printf("  %4.1fs  %-9s  limit %2d of %d   in flight %2d   queue %3d   at the service %2d   claim reads p99 so far %s\n",
-		at.Seconds(), s.Phase, s.Limit, ceiling, s.InFlight, s.Queue, o.model.Stats().InFlight, msText(c.P99))
+	p99 := o.classes[0].takeWindow()
+	out.printf("  %4.1fs  %-9s  limit %2d of %d   in flight %2d   queue %3d   at the service %2d   claim reads p99 (last %v) %s\n",
+		at.Seconds(), s.Phase, s.Limit, ceiling, s.InFlight, s.Queue, o.model.Stats().InFlight, o.progress, msText(p99))
 	return s
 }
 
@@ -79,6 +79,24 @@ func (o *overloadScene) fillResult(ctx context.Context, res *OverloadResult) {
 		}
 		res.Classes = append(res.Classes, r)
 	}
+	res.LimitBefore, res.LimitLowest, res.LimitAfter = limitStory(res.Limits)
+}
+
+// limitStory reads from samples the limit at the last sample before the
+// month-end, the lowest from then on, and the last; 0 where there is no
+// such sample.
+func limitStory(samples []LimitSample) (before, lowest, last int) {
+	for _, s := range samples {
+		if s.Phase == phaseNames[phaseCalm] {
+			before = s.Limit
+			continue
+		}
+		if lowest == 0 || s.Limit < lowest {
+			lowest = s.Limit
+		}
+		last = s.Limit
+	}
+	return before, lowest, last
 }
 
 // scrape reads sluice's metrics with client: series (with their labels,
@@ -154,6 +172,24 @@ func (p *printer) overloadTable(res *OverloadResult) {
 	}
 	fmt.Fprintf(&b, "\n\nat the claims service at once: at most %d (ceiling %d)\n", res.UpstreamMaxInFlight, res.Ceiling)
 	p.printf("%s", b.String())
+	p.phaseTable(res)
+}
+
+// phaseTable prints each kind of request's p99 in each phase on its own,
+// beside the baseline's (the month-end's load without sluice).
+func (p *printer) phaseTable(res *OverloadResult) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-12s %8s %10s %8s   %s\n", "p99 ms", "calm", "month-end", "after", "month-end without sluice (answered)")
+	for i, c := range res.Classes {
+		without := "-"
+		if i < len(res.Baseline) {
+			bc := res.Baseline[i]
+			without = fmt.Sprintf("%s (%d of %d)", msNumber(bc.P99), bc.Passed, bc.Sent)
+		}
+		fmt.Fprintf(&b, "%-12s %8s %10s %8s   %s\n", c.Name, msNumber(c.PhaseP99[phaseCalm]),
+			msNumber(c.PhaseP99[phaseMonthEnd]), msNumber(c.PhaseP99[phaseAfter]), without)
+	}
+	p.printf("%s", b.String())
 }
 
 func msNumber(d time.Duration) string {
@@ -173,11 +209,36 @@ func (p *printer) overloadConclusion(res *OverloadResult) {
 	if reads.P99 > objective {
 		within = "above"
 	}
-	p.printf("claim reads: %d of %d answered (%.1f%%), p99 %s, %s their %v objective.\n",
-		reads.Passed, reads.Sent, 100*reads.OK(), msText(reads.P99), within, objective)
+	p.printf("\nclaim reads: %d of %d answered (%.1f%%), p99 %s (%s at month-end), %s their %v objective.\n",
+		reads.Passed, reads.Sent, 100*reads.OK(), msText(reads.P99), msText(reads.PhaseP99[phaseMonthEnd]), within, objective)
+	if len(res.Baseline) > 0 {
+		p.printf("without sluice, the same month-end load gave claim reads a p99 of %s, and the service %d at once.\n",
+			msText(res.Baseline[0].P99), res.BaselineMaxInFlight)
+	}
 	p.printf("new claims: %d of %d answered, %s of them after waiting for a slot in sluice's queue.\n",
 		claims.Passed, claims.Sent, queuedText(claims.Queued))
 	p.printf("reports switched off %d times while the service was busy; %d exports shed.\n", reports.Degraded, exports.Shed)
+	p.printf("%s\n", recoveryText(res))
+}
+
+// recoveryText says whether the adaptive limit came back after the
+// month-end, and why not when it did not.
+func recoveryText(res *OverloadResult) string {
+	if res.LimitBefore == 0 || res.LimitLowest == 0 {
+		return "the adaptive limit: too few samples to tell how it moved."
+	}
+	s := fmt.Sprintf("the adaptive limit: %d before the month-end, %d at its lowest, %d at the end: ",
+		res.LimitBefore, res.LimitLowest, res.LimitAfter)
+	switch {
+	case res.LimitAfter >= res.LimitBefore:
+		return s + "recovered."
+	case res.LimitAfter >= workers:
+		inFlight := res.Limits[len(res.Limits)-1].InFlight
+		return s + fmt.Sprintf("recovered in effect.\n  It grows only while at least half of it is in use, and the day after keeps %d in flight;\n"+
+			"  above the service's %d workers it holds back nothing the service can do at once, and it grows\n"+
+			"  again by a tenth a window when a busy hour uses it.", inFlight, workers)
+	}
+	return s + "not recovered: the service was still slow at the end."
 }
 
 func queuedText(n int) string {

@@ -25,9 +25,10 @@ const (
 // of it and the callers.
 type overloadScene struct {
 	*scene
-	model   *fixedcap.Service
-	classes []*loadClass
-	metrics string // sluice's metrics URL
+	model    *fixedcap.Service
+	classes  []*loadClass
+	metrics  string        // sluice's metrics URL
+	progress time.Duration // OverloadOptions.Progress: the window of each progress line's p99
 }
 
 // setUpOverload opens the listeners and builds the claims service, sluice
@@ -44,7 +45,7 @@ func setUpOverload(opts OverloadOptions) (*overloadScene, error) {
 	s.claimsSrv = &http.Server{Handler: model, ReadHeaderTimeout: requestTimeout}
 	client := &http.Client{Transport: s.client, Timeout: requestTimeout}
 	return &overloadScene{scene: s, model: model, classes: loadClasses(client, s.sluiceURL),
-		metrics: s.adminURL + "/metrics"}, nil
+		metrics: s.adminURL + "/metrics", progress: opts.Progress}, nil
 }
 
 // wideTransport is newTransport with room for the few dozen requests in

@@ -10,17 +10,19 @@ import (
 )
 
 // TestRunOverloadKeepsCriticalAndShedsLow plays the month-end story
-// shortened to 6s (1s calm, 4s month-end, 1s after) at the real demo's
-// rates and checks what it claims: the claim reads (critical) are
-// answered, exports (low) are shed, reports (degrade) switched off, and
-// the claims service never has more than the ceiling at once, as it
-// counts itself. Latencies are printed, not asserted: a loaded machine may
-// be slow, never wrong.
+// shortened to 7s (1s without sluice, then 1s calm, 4s month-end, 1s
+// after) at the real demo's rates and checks what it claims: the claim
+// reads (critical) are answered, exports (low) are shed, reports (degrade)
+// switched off, and the claims service never has more than the ceiling at
+// once, as it counts itself; the baseline without sluice, each phase's own
+// p99 and the limit before, at its lowest and after are measured and
+// printed. Latencies are printed, not asserted: a loaded machine may be
+// slow, never wrong.
 func TestRunOverloadKeepsCriticalAndShedsLow(t *testing.T) {
 	defer goleak.VerifyNone(t, lingering()...)
 	var out bytes.Buffer
 	res, err := RunOverload(t.Context(), OverloadOptions{
-		Calm: time.Second, MonthEnd: 4 * time.Second, After: time.Second,
+		Baseline: time.Second, Calm: time.Second, MonthEnd: 4 * time.Second, After: time.Second,
 		Out: &out, Progress: 500 * time.Millisecond,
 	})
 	if err != nil {
@@ -37,6 +39,17 @@ func TestRunOverloadKeepsCriticalAndShedsLow(t *testing.T) {
 	if exports.Priority != "low" || exports.Shed == 0 {
 		t.Errorf("exports %+v: want low, some shed", exports)
 	}
+	for p, p99 := range reads.PhaseP99 {
+		if p99 <= 0 {
+			t.Errorf("claim reads: no p99 of their own in phase %s", phaseNames[p])
+		}
+	}
+	if len(res.Baseline) != 4 || res.Baseline[0].Sent == 0 || res.Baseline[0].P99 <= 0 || res.BaselineMaxInFlight == 0 {
+		t.Errorf("baseline %+v, at most %d at once: want the 4 classes sent straight at the service", res.Baseline, res.BaselineMaxInFlight)
+	}
+	if res.LimitBefore == 0 || res.LimitLowest == 0 || res.LimitLowest > res.LimitBefore || res.LimitLowest > res.LimitAfter {
+		t.Errorf("limit before %d, lowest %d, after %d: want the lowest at most the others", res.LimitBefore, res.LimitLowest, res.LimitAfter)
+	}
 	if res.UpstreamMaxInFlight == 0 || res.UpstreamMaxInFlight > res.Ceiling {
 		t.Errorf("the claims service had at most %d at once; want 1 to the ceiling %d", res.UpstreamMaxInFlight, res.Ceiling)
 	}
@@ -50,7 +63,9 @@ func TestRunOverloadKeepsCriticalAndShedsLow(t *testing.T) {
 	}
 	checkOutput(t, out.String(), "month-end: the claims service is now 4× as slow",
 		"request      priority          sent  passed  degraded   shed  queued  p50 ms  p99 ms",
-		"the in-flight limit over time:", "at the claims service at once: at most", "claim reads:", "sluice serve --config")
+		"the in-flight limit over time:", "at the claims service at once: at most", "claim reads:", "sluice serve --config",
+		"without sluice: claim reads p99", "p99 ms           calm  month-end    after   month-end without sluice",
+		"claim reads p99 (last 500ms)", "the adaptive limit: ")
 }
 
 // Ctrl-C: the callers stop, everything started is stopped, and the table
@@ -60,7 +75,7 @@ func TestRunOverloadStopsWhenContextEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	var out bytes.Buffer
-	res, err := RunOverload(ctx, OverloadOptions{Out: &out, Progress: 100 * time.Millisecond})
+	res, err := RunOverload(ctx, OverloadOptions{Baseline: 50 * time.Millisecond, Out: &out, Progress: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("RunOverload: %v\n%s", err, out.String())
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
+	"github.com/sluice-rl/sluice/store/memory"
 	"github.com/sluice-rl/sluice/throttle"
 )
 
@@ -37,11 +38,14 @@ import (
 // count by, which the upstream must receive as they were counted.
 const ClientHeader = policy.ClientHeader
 
-// Options configure a Limiter. Policy and Store are required.
+// Options configure a Limiter. Policy is required.
 type Options struct {
 	// Policy is the compiled policy; SetPolicy replaces it later.
 	Policy *policy.Compiled
-	// Store keeps the counters.
+	// Store keeps the counters. Nil means a memory store of the Limiter's
+	// own (memory.New on Clock, with room always kept for the clients the
+	// policy lists: ListedKey), which Close closes; a store given here is
+	// the caller's to close.
 	Store store.Store
 	// Clock is read once per request. Default clock.Real{}.
 	Clock clock.Clock
@@ -140,6 +144,7 @@ type Limiter struct {
 	settings atomic.Pointer[Settings]
 	setMu    sync.Mutex // serialises SetPolicy and SetLegacyHeaders
 	records  sync.Pool  // of *record
+	ownStore bool       // Store was made by New: Close closes it
 }
 
 // New returns a Limiter for opts.
@@ -147,11 +152,12 @@ func New(opts Options) (*Limiter, error) {
 	if opts.Policy == nil {
 		return nil, errors.New("httplimit: no policy")
 	}
-	if opts.Store == nil {
-		return nil, errors.New("httplimit: no store")
-	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
+	}
+	own := opts.Store == nil
+	if own {
+		opts.Store = memory.New(memory.Options{Clock: opts.Clock, Reserved: ListedKey})
 	}
 	if opts.FailClosed && opts.OnFailure == store.FailOpen {
 		opts.OnFailure = store.FailClosed
@@ -167,12 +173,25 @@ func New(opts Options) (*Limiter, error) {
 		err = engine.CanDecide(opts.Policy)
 	}
 	if err != nil {
+		if own {
+			opts.Store.Close()
+		}
 		return nil, fmt.Errorf("httplimit: %w", err)
 	}
-	l := &Limiter{opts: opts, engine: engine}
+	l := &Limiter{opts: opts, engine: engine, ownStore: own}
 	l.settings.Store(&Settings{Policy: opts.Policy, LegacyHeaders: opts.LegacyHeaders, Throttle: opts.Throttle})
 	l.records.New = func() any { return new(record) }
 	return l, nil
+}
+
+// Close closes the Limiter's own memory store, if New made one (Options.Store
+// nil); a Store given in Options is left open. Requests decided after Close
+// get the store's error, answered by OnFailure.
+func (l *Limiter) Close() error {
+	if l.ownStore {
+		return l.opts.Store.Close()
+	}
+	return nil
 }
 
 // SetPolicy replaces the policy for the requests that start after it.
