@@ -1,0 +1,259 @@
+package gateway_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/internal/testcert"
+)
+
+// tlsHarness serves a gateway whose callers' listener speaks TLS with
+// pair (written to the harness's directory), and extra under server:. Its
+// client trusts pool.
+func tlsHarness(t *testing.T, pair testcert.Pair, server string, pool *x509.CertPool) *harness {
+	t.Helper()
+	h := newHarness(t)
+	cert, key := pair.Write(t, h.dir)
+	h.writeConfig("listen: 127.0.0.1:0\nupstream: {{UPSTREAM}}\nadmin: 127.0.0.1:0\ntls: {cert: " + cert + ", key: " + key + "}\n" +
+		server + "rules:\n  - name: all\n    match: {path: /}\n    key: global\n    rate: 1000/s\n")
+	h.serve()
+	h.url = "https://" + strings.TrimPrefix(h.url, "http://")
+	h.client = tlsClient(pool, true)
+	return h
+}
+
+// tlsClient is an HTTP client trusting pool that keeps its connections
+// (or not), and asks for HTTP/2 as browsers do (h2 and http/1.1 in ALPN).
+func tlsClient(pool *x509.CertPool, keepAlive bool) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool},
+		ForceAttemptHTTP2: true,
+		DisableKeepAlives: !keepAlive,
+	}}
+}
+
+// getTLS sends GET path with c and returns the response, read to its end.
+func getTLS(t *testing.T, c *http.Client, url string) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(body)
+}
+
+func TestTLSServe(t *testing.T) {
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "", pair.Pool())
+	resp, body := getTLS(t, h.client, h.url+"/claims/1")
+	if resp.StatusCode != 200 || body != "upstream ok /claims/1" {
+		t.Fatalf("GET = %d %q, want the upstream's answer", resp.StatusCode, body)
+	}
+	if resp.Proto != "HTTP/1.1" || resp.TLS == nil || resp.TLS.NegotiatedProtocol != "http/1.1" || resp.TLS.Version < tls.VersionTLS12 {
+		t.Errorf("proto %s, ALPN %q, TLS version %x; want HTTP/1.1 over TLS 1.2+ (an h2 offer falls back)", resp.Proto, resp.TLS.NegotiatedProtocol, resp.TLS.Version)
+	}
+	if got := h.up.lastSeen(t).Header.Get("X-Forwarded-Proto"); got != "https" {
+		t.Errorf("X-Forwarded-Proto = %q at the upstream, want https", got)
+	}
+	if r := h.admin("GET", "/healthz"); r.Status != 200 { // no admin.tls: the admin port stays plain
+		t.Errorf("plain /healthz = %d", r.Status)
+	}
+}
+
+// TestTLSRefusesOldAndH2Only: TLS 1.1 and a client that speaks only h2 are
+// refused in the handshake, with an alert, not a hang.
+func TestTLSRefusesOldAndH2Only(t *testing.T) {
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "", pair.Pool())
+	addr := strings.TrimPrefix(h.url, "https://")
+	for _, tc := range []struct {
+		name string
+		conf *tls.Config
+		want string
+	}{
+		{"TLS 1.1", &tls.Config{RootCAs: pair.Pool(), MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}, "protocol version"},
+		{"h2 only", &tls.Config{RootCAs: pair.Pool(), NextProtos: []string{"h2"}}, "no application protocol"},
+	} {
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		c, err := tls.DialWithDialer(d, "tcp", addr, tc.conf)
+		if err == nil {
+			c.Close()
+			t.Errorf("%s: handshake succeeded, want it refused", tc.name)
+		} else if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an alert about %s", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestTLSPlainRequest: an HTTP request in the clear on the TLS port is
+// answered 400, saying the port speaks TLS, and the connection closed.
+func TestTLSPlainRequest(t *testing.T) {
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "", pair.Pool())
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "GET /claims HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("reading the answer: %v (got %q)", err, got)
+	}
+	if !strings.HasPrefix(string(got), "HTTP/1.0 400 Bad Request\r\n") || !strings.Contains(string(got), "HTTP request to an HTTPS server") {
+		t.Errorf("answer %q, want 400 saying the port speaks TLS", got)
+	}
+	if n := h.up.hits.Load(); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+}
+
+// TestTLSRotation: new files are presented from the next handshake on, an
+// open keep-alive connection goes on with its own; a bad new pair is
+// refused and logged, the one in use stays.
+func TestTLSRotation(t *testing.T) {
+	first, second := testcert.New(t, testcert.Options{CommonName: "first"}), testcert.New(t, testcert.Options{CommonName: "second"})
+	pool := first.Pool()
+	pool.AddCert(second.Cert)
+	h := tlsHarness(t, first, "", pool)
+	kept := tlsClient(pool, true) // holds one connection throughout
+	defer kept.CloseIdleConnections()
+	peer := func(c *http.Client) string {
+		resp, _ := getTLS(t, c, h.url+"/x")
+		return resp.TLS.PeerCertificates[0].Subject.CommonName
+	}
+	if got := peer(kept); got != "first" {
+		t.Fatalf("certificate %q, want first", got)
+	}
+	second.Write(t, h.dir)
+	fresh := tlsClient(pool, false)
+	eventually(t, "new connections get the second certificate", func() bool { return peer(fresh) == "second" })
+	if got := peer(kept); got != "first" {
+		t.Errorf("the kept connection's certificate is %q, want first (the same connection, kept open)", got)
+	}
+
+	// A key of another certificate: refused, the second pair stays.
+	bad := testcert.New(t, testcert.Options{CommonName: "bad"})
+	bad.KeyPEM = testcert.New(t, testcert.Options{}).KeyPEM
+	bad.Write(t, h.dir)
+	eventually(t, "the bad pair is refused in the log", func() bool { return h.logs.count(t, "new certificate files refused; the certificate in use stays") > 0 })
+	if got := peer(fresh); got != "second" {
+		t.Errorf("certificate %q after a bad pair, want second", got)
+	}
+	if got := peer(kept); got != "first" {
+		t.Errorf("the kept connection's certificate is %q, want first", got)
+	}
+}
+
+// TestTLSHandshakeTimeout: a connection that never handshakes is closed
+// after server.tls_handshake_timeout.
+func TestTLSHandshakeTimeout(t *testing.T) {
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "server: {tls_handshake_timeout: 300ms}\n", pair.Pool())
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read = %v, want EOF: the server closes the connection", err)
+	}
+	if took := time.Since(start); took < 250*time.Millisecond {
+		t.Errorf("closed after %v, before the handshake timeout", took)
+	}
+}
+
+// TestTLSHandshakeCap: with server.max_tls_handshakes 1, a connection
+// that sends nothing holds the one handshake: the next caller's handshake
+// waits until that connection's handshake timeout frees it.
+func TestTLSHandshakeCap(t *testing.T) {
+	pair := testcert.New(t, testcert.Options{})
+	const timeout = 600 * time.Millisecond
+	h := tlsHarness(t, pair, "server: {tls_handshake_timeout: 600ms, max_tls_handshakes: 1}\n", pair.Pool())
+	idle, err := net.Dial("tcp", strings.TrimPrefix(h.url, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	start := time.Now()
+	resp, _ := getTLS(t, tlsClient(pair.Pool(), false), h.url+"/x")
+	if took := time.Since(start); resp.StatusCode != 200 || took < timeout*3/4 {
+		t.Errorf("GET = %d after %v, want 200 once the idle connection's handshake slot is free (%v)", resp.StatusCode, took, timeout)
+	}
+}
+
+// TestTLSAdmin: admin.tls serves the admin endpoints over TLS, here with
+// the callers' files (one source for both).
+func TestTLSAdmin(t *testing.T) {
+	pair := testcert.New(t, testcert.Options{})
+	h := newHarness(t)
+	cert, key := pair.Write(t, h.dir)
+	files := "{cert: " + cert + ", key: " + key + "}"
+	h.writeConfig("listen: 127.0.0.1:0\nupstream: {{UPSTREAM}}\nadmin: {listen: 127.0.0.1:0, tls: " + files + "}\ntls: " + files +
+		"\nrules: [{name: all, match: {path: /}, key: global, rate: 1000/s}]\n")
+	h.serve()
+	c := tlsClient(pair.Pool(), false)
+	resp, body := getTLS(t, c, "https://"+strings.TrimPrefix(h.adminURL, "http://")+"/healthz")
+	if resp.StatusCode != 200 || resp.TLS == nil || resp.Proto != "HTTP/1.1" {
+		t.Errorf("admin /healthz = %d %q over %s (TLS %v), want 200 over TLS", resp.StatusCode, body, resp.Proto, resp.TLS != nil)
+	}
+	if resp, _ := getTLS(t, c, "https://"+strings.TrimPrefix(h.url, "http://")+"/x"); resp.StatusCode != 200 {
+		t.Errorf("callers' GET = %d", resp.StatusCode)
+	}
+}
+
+// TestTLSCurlAndOpenSSL: curl asking for HTTP/2 gets HTTP/1.1 over TLS,
+// and openssl s_client sees ALPN http/1.1 and a verified chain.
+func TestTLSCurlAndOpenSSL(t *testing.T) {
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "", pair.Pool())
+	caFile := filepath.Join(h.dir, "server.crt")
+	addr := strings.TrimPrefix(h.url, "https://")
+	curl := tool(t, "curl")
+	out, err := exec.Command(curl, "-sS", "--http2", "--cacert", caFile, "-o", "/dev/null",
+		"-w", "%{http_code} %{http_version}", h.url+"/claims").CombinedOutput()
+	if err != nil || string(out) != "200 1.1" {
+		t.Errorf("curl --http2: %v: %q, want 200 over HTTP/1.1", err, out)
+	}
+	openssl := tool(t, "openssl")
+	cmd := exec.Command(openssl, "s_client", "-connect", addr, "-servername", "localhost", "-alpn", "h2,http/1.1", "-CAfile", caFile)
+	cmd.Stdin = strings.NewReader("")
+	out, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ALPN protocol: http/1.1") || !strings.Contains(string(out), "Verify return code: 0 (ok)") {
+		t.Errorf("openssl s_client: %v, want ALPN http/1.1 and a verified chain:\n%s", err, out)
+	}
+	cmd = exec.Command(openssl, "s_client", "-connect", addr, "-tls1_1")
+	cmd.Stdin = strings.NewReader("")
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Errorf("openssl s_client -tls1_1 connected, want it refused:\n%s", out)
+	}
+}
+
+// tool returns the path of a command the test needs, failing (never
+// skipping) without it: make deps installs it.
+func tool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s not found: this test runs it (make deps installs it: apt-get install %s)", name, name)
+	}
+	return p
+}
