@@ -1,11 +1,14 @@
 package gateway_test
 
 import (
+	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,6 +25,13 @@ func tlsHarness(t *testing.T, pair testcert.Pair, server string, pool *x509.Cert
 	t.Helper()
 	h := newHarness(t)
 	cert, key := pair.Write(t, h.dir)
+	return serveTLSFiles(h, cert, key, server, pool)
+}
+
+// serveTLSFiles serves h's gateway with TLS from cert and key.
+func serveTLSFiles(h *harness, cert, key, server string, pool *x509.CertPool) *harness {
+	t := h.t
+	t.Helper()
 	h.writeConfig("listen: 127.0.0.1:0\nupstream: {{UPSTREAM}}\nadmin: 127.0.0.1:0\ntls: {cert: " + cert + ", key: " + key + "}\n" +
 		server + "rules:\n  - name: all\n    match: {path: /}\n    key: global\n    rate: 1000/s\n")
 	h.serve()
@@ -256,4 +266,159 @@ func tool(t *testing.T, name string) string {
 		t.Fatalf("%s not found: this test runs it (make deps installs it: apt-get install %s)", name, name)
 	}
 	return p
+}
+
+// dialTLS opens a TLS connection to h's callers' listener, trusting pool.
+func dialTLS(t *testing.T, h *harness, pool *x509.CertPool) *tls.Conn {
+	t.Helper()
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", strings.TrimPrefix(h.url, "https://"), &tls.Config{RootCAs: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestTLSSlowHeadersClosed: server.read_header_timeout holds on a TLS
+// connection once it has handshaken.
+func TestTLSSlowHeadersClosed(t *testing.T) {
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "server: {read_header_timeout: 200ms}\n", pair.Pool())
+	c := dialTLS(t, h, pair.Pool())
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET /claims/1 HTTP/1.1\r\nHost: x\r\n"); err != nil { // and never the end
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(c); err != nil {
+		t.Errorf("the connection did not close: %v", err)
+	}
+	if n := h.up.hits.Load(); n != 0 {
+		t.Errorf("the upstream received %d requests", n)
+	}
+}
+
+// TestTLSBareLFHeaderEnd: the header watch (a block ended by a bare LF is
+// refused at once) reads the decrypted bytes.
+func TestTLSBareLFHeaderEnd(t *testing.T) {
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "server: {read_header_timeout: 1m}\n", pair.Pool())
+	c := dialTLS(t, h, pair.Pool())
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second)) // a bound only: the minute's 408 would come later
+	if _, err := io.WriteString(c, "GET /claims/1 HTTP/1.1\nHost: x\n\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Errorf("status %d, want 400", resp.StatusCode)
+	}
+}
+
+// TestTLSCallerThatReadsNothingIsDropped: a TLS caller that reads nothing
+// of a large answer loses its connection after server.idle_timeout, and
+// the upstream connection with it.
+func TestTLSCallerThatReadsNothingIsDropped(t *testing.T) {
+	stopped := make(chan error, 1)
+	pair := testcert.New(t, testcert.Options{})
+	h := newHarness(t)
+	h.up = &upstream{srv: httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				stopped <- err
+				return
+			}
+		}
+	}))}
+	defer h.up.srv.Close()
+	cert, key := pair.Write(t, h.dir)
+	serveTLSFiles(h, cert, key, "server: {idle_timeout: 500ms}\n", pair.Pool())
+	raw, err := net.Dial("tcp", strings.TrimPrefix(h.url, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = raw.(*net.TCPConn).SetReadBuffer(4 << 10)
+	c := tls.Client(raw, &tls.Config{RootCAs: pair.Pool(), ServerName: "127.0.0.1"})
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(15 * time.Second):
+		t.Fatal("a TLS caller reading nothing still held its connection and the upstream's after 15s")
+	}
+}
+
+// TestTLSConnectionCap: server.max_connections counts TLS connections, a
+// handshaking one included: with one open, the next handshake waits
+// until it closes.
+func TestTLSConnectionCap(t *testing.T) {
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "server: {max_connections: 1}\n", pair.Pool())
+	first := dialTLS(t, h, pair.Pool())
+	done := make(chan error, 1)
+	go func() {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", strings.TrimPrefix(h.url, "https://"), &tls.Config{RootCAs: pair.Pool()})
+		if err == nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a second handshake completed (%v) while the one connection allowed was open", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	first.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the second handshake, once the first connection closed: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second handshake did not complete after the first connection closed")
+	}
+}
+
+// TestTLSSecretSwap: a Kubernetes secret volume's update (the files are
+// links through "..data", which is swapped to a new directory) is followed.
+func TestTLSSecretSwap(t *testing.T) {
+	first, second := testcert.New(t, testcert.Options{CommonName: "first"}), testcert.New(t, testcert.Options{CommonName: "second"})
+	pool := first.Pool()
+	pool.AddCert(second.Cert)
+	h := newHarness(t)
+	vol := filepath.Join(h.dir, "tls")
+	version := func(name string, p testcert.Pair) {
+		dir := filepath.Join(vol, name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		p.Write(t, dir)
+		if err := os.Symlink(name, filepath.Join(vol, "..data_tmp")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(vol, "..data_tmp"), filepath.Join(vol, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version("..2026_12_01_a", first)
+	for _, f := range []string{"server.crt", "server.key"} {
+		if err := os.Symlink(filepath.Join("..data", f), filepath.Join(vol, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serveTLSFiles(h, filepath.Join(vol, "server.crt"), filepath.Join(vol, "server.key"), "", pool)
+	peer := func() string {
+		resp, _ := getTLS(t, tlsClient(pool, false), h.url+"/x")
+		return resp.TLS.PeerCertificates[0].Subject.CommonName
+	}
+	if got := peer(); got != "first" {
+		t.Fatalf("certificate %q, want first", got)
+	}
+	version("..2026_12_02_b", second)
+	eventually(t, "the swapped secret's certificate presented", func() bool { return peer() == "second" })
 }
