@@ -143,7 +143,7 @@ func New(opts Options) (*Gateway, error) {
 		_ = g.Close()
 		return nil, err
 	}
-	g.metrics.registry.MustRegister(throttleCollector{g}, liveCollector{g}, steeringCollector{g})
+	g.metrics.registry.MustRegister(throttleCollector{g}, liveCollector{g}, steeringCollector{g}, tlsCollector{g})
 	g.steer = g.newSteering(opts.Config)
 	sctx, cancel := context.WithTimeout(context.Background(), steerStartWait)
 	_ = g.steer.Sync(sctx) // what a restart had in force, before the first request; logged if it cannot be read

@@ -62,7 +62,7 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 		}
 		errc <- err
 	}()
-	go func() { errc <- serve(adm, g.listenTLS(admin, g.tls.admin)) }()
+	go func() { errc <- serve(adm, g.listenTLS(admin, adminListener)) }()
 	certCtx, stopCerts := context.WithCancel(context.Background())
 	certsWatched := g.tls.watch(certCtx) // the certificates' files (tls.go)
 	defer func() { stopCerts(); <-certsWatched }()
@@ -162,7 +162,7 @@ func (g *Gateway) callerListener(ln net.Listener) net.Listener {
 	if g.tls.callers == nil {
 		return capConnections(stallWrites(ln, g.server.IdleTimeout), g.server.MaxConnections)
 	}
-	return stallWrites(g.listenTLS(capConnections(ln, g.server.MaxConnections), g.tls.callers), g.server.IdleTimeout)
+	return stallWrites(g.listenTLS(capConnections(ln, g.server.MaxConnections), callersListener), g.server.IdleTimeout)
 }
 
 // fastConns keeps the callers' open connections, to close those left

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-rl/sluice/config"
 )
@@ -38,6 +39,56 @@ const certWatchDebounce = 200 * time.Millisecond
 // without TLS; one source serves both when they name the same files.
 type tlsSet struct {
 	callers, admin *certSource
+	// failed counts the handshakes that failed, by listener (listenerNames)
+	// and reason (failureNames).
+	failed [2][3]atomic.Uint64
+}
+
+// The label values of sluice_tls_handshake_errors_total.
+var (
+	listenerNames = [2]string{"callers", "admin"}
+	failureNames  = [3]string{"plain_http", "timeout", "failed"}
+)
+
+const (
+	callersListener = iota
+	adminListener
+)
+
+const (
+	failPlainHTTP = iota
+	failTimeout
+	failOther
+)
+
+var (
+	certExpiryDesc = prometheus.NewDesc("sluice_tls_certificate_expiry_timestamp_seconds",
+		"When the certificate a TLS listener presents ends (its NotAfter, Unix seconds), by listener: callers (tls) or admin (admin.tls).",
+		[]string{"listener"}, nil)
+	handshakeErrorsDesc = prometheus.NewDesc("sluice_tls_handshake_errors_total",
+		"TLS handshakes that failed, by listener and reason: plain_http (a plain HTTP request, answered 400), timeout (not within server.tls_handshake_timeout), failed (any other: no common version or protocol, a client that refused the certificate, not TLS).",
+		[]string{"listener", "reason"}, nil)
+)
+
+// tlsCollector exports the TLS listeners' series; none without TLS.
+type tlsCollector struct{ g *Gateway }
+
+func (c tlsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- certExpiryDesc
+	ch <- handshakeErrorsDesc
+}
+
+func (c tlsCollector) Collect(ch chan<- prometheus.Metric) {
+	s := &c.g.tls
+	for i, src := range []*certSource{s.callers, s.admin} {
+		if src == nil {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(certExpiryDesc, prometheus.GaugeValue, float64(src.pair.Load().Leaf.NotAfter.Unix()), listenerNames[i])
+		for r, name := range failureNames {
+			ch <- prometheus.MustNewConstMetric(handshakeErrorsDesc, prometheus.CounterValue, float64(s.failed[i][r].Load()), listenerNames[i], name)
+		}
+	}
 }
 
 // openTLS reads the certificates the configuration names.
@@ -61,7 +112,7 @@ func (g *Gateway) openTLS(cfg *config.File) error {
 }
 
 // sources are the distinct certificate sources in s.
-func (s tlsSet) sources() []*certSource {
+func (s *tlsSet) sources() []*certSource {
 	var out []*certSource
 	if s.callers != nil {
 		out = append(out, s.callers)
@@ -74,7 +125,7 @@ func (s tlsSet) sources() []*certSource {
 
 // reread reads every certificate's files again if they changed (a reload
 // does this, for file systems whose changes the watch does not see).
-func (s tlsSet) reread() {
+func (s *tlsSet) reread() {
 	for _, src := range s.sources() {
 		src.reread()
 	}
@@ -82,7 +133,7 @@ func (s tlsSet) reread() {
 
 // watch re-reads each certificate when its files change, until ctx ends;
 // the returned channel closes once it has stopped.
-func (s tlsSet) watch(ctx context.Context) <-chan struct{} {
+func (s *tlsSet) watch(ctx context.Context) <-chan struct{} {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, src := range s.sources() {
@@ -229,15 +280,17 @@ func serverConfig(src *certSource) *tls.Config {
 	}
 }
 
-// listenTLS wraps ln, if src is not nil, in a tlsListener under the
-// server block's handshake timeout and cap.
-func (g *Gateway) listenTLS(ln net.Listener, src *certSource) net.Listener {
+// listenTLS wraps ln in a tlsListener under the server block's handshake
+// timeout and cap, if the listener (callersListener, adminListener) has a
+// certificate.
+func (g *Gateway) listenTLS(ln net.Listener, listener int) net.Listener {
+	src := [2]*certSource{g.tls.callers, g.tls.admin}[listener]
 	if src == nil {
 		return ln
 	}
 	timeout := cmp.Or(g.server.TLSHandshakeTimeout, config.DefaultTLSHandshakeTimeout)
 	limit := cmp.Or(g.server.MaxTLSHandshakes, config.DefaultMaxTLSHandshakes)
-	return newTLSListener(ln, serverConfig(src), timeout, limit, g.log)
+	return newTLSListener(ln, serverConfig(src), timeout, limit, &g.tls.failed[listener], g.log)
 }
 
 // tlsListener hands on the connections of its listener as *tls.Conn once
@@ -256,17 +309,20 @@ type tlsListener struct {
 	slots   chan struct{}
 	ready   chan *tls.Conn
 	done    chan struct{} // closed by Close
-	failed  chan struct{} // closed when the listener's Accept fails for good
-	err     error         // why, set before failed closes
+	broken  chan struct{} // closed when the listener's Accept fails for good
+	err     error         // why, set before broken closes
 	once    sync.Once
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	pending map[net.Conn]struct{} // handshaking
+	failed  *[3]atomic.Uint64     // failed handshakes by reason (tlsSet.failed); nil: not counted
 }
 
-func newTLSListener(ln net.Listener, conf *tls.Config, timeout time.Duration, max int, log *slog.Logger) *tlsListener {
-	l := &tlsListener{ln: ln, conf: conf, timeout: timeout, log: log, slots: make(chan struct{}, max),
-		ready: make(chan *tls.Conn), done: make(chan struct{}), failed: make(chan struct{}), pending: map[net.Conn]struct{}{}}
+// newTLSListener starts accepting from ln; failed (nil: none) counts the
+// handshakes that fail, by reason.
+func newTLSListener(ln net.Listener, conf *tls.Config, timeout time.Duration, max int, failed *[3]atomic.Uint64, log *slog.Logger) *tlsListener {
+	l := &tlsListener{ln: ln, conf: conf, timeout: timeout, log: log, failed: failed, slots: make(chan struct{}, max),
+		ready: make(chan *tls.Conn), done: make(chan struct{}), broken: make(chan struct{}), pending: map[net.Conn]struct{}{}}
 	l.wg.Go(l.acceptLoop)
 	return l
 }
@@ -275,7 +331,7 @@ func (l *tlsListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.ready:
 		return c, nil
-	case <-l.failed:
+	case <-l.broken:
 		return nil, l.err
 	case <-l.done:
 		return nil, net.ErrClosed
@@ -326,7 +382,7 @@ func (l *tlsListener) acceptLoop() {
 				}
 			}
 			l.err = err
-			close(l.failed)
+			close(l.broken)
 			return
 		}
 		backoff = 0
@@ -383,11 +439,24 @@ const plainHTTP = "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset
 func (l *tlsListener) refused(c net.Conn, err error) {
 	var rh tls.RecordHeaderError
 	if errors.As(err, &rh) && rh.Conn != nil && looksLikeHTTP(rh.RecordHeader[:]) {
+		l.count(failPlainHTTP)
 		_, _ = c.Write([]byte(plainHTTP)) // within the handshake's deadline
 		return
 	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		l.count(failTimeout)
+	} else {
+		l.count(failOther)
+	}
 	if l.log.Enabled(context.Background(), slog.LevelDebug) {
 		l.log.Debug("TLS handshake failed", "remote", c.RemoteAddr().String(), "err", err.Error())
+	}
+}
+
+func (l *tlsListener) count(reason int) {
+	if l.failed != nil {
+		l.failed[reason].Add(1)
 	}
 }
 

@@ -81,6 +81,13 @@ func TestTLSServe(t *testing.T) {
 	if r := h.admin("GET", "/healthz"); r.Status != 200 { // no admin.tls: the admin port stays plain
 		t.Errorf("plain /healthz = %d", r.Status)
 	}
+	m := h.metrics()
+	if got, want := metric(m, "sluice_tls_certificate_expiry_timestamp_seconds", "listener=callers"), float64(pair.Cert.NotAfter.Unix()); got != want {
+		t.Errorf("sluice_tls_certificate_expiry_timestamp_seconds{listener=callers} = %v, want %v", got, want)
+	}
+	if got := metric(m, "sluice_tls_certificate_expiry_timestamp_seconds", "listener=admin"); got != -1 {
+		t.Errorf("an admin listener without TLS has an expiry series: %v", got)
+	}
 }
 
 // TestTLSRefusesOldAndH2Only: TLS 1.1 and a client that speaks only h2 are
@@ -106,6 +113,9 @@ func TestTLSRefusesOldAndH2Only(t *testing.T) {
 			t.Errorf("%s: %v, want an alert about %s", tc.name, err, tc.want)
 		}
 	}
+	eventually(t, "two failed handshakes counted", func() bool {
+		return metric(h.metrics(), "sluice_tls_handshake_errors_total", "listener=callers", "reason=failed") == 2
+	})
 }
 
 // TestTLSPlainRequest: an HTTP request in the clear on the TLS port is
@@ -131,6 +141,9 @@ func TestTLSPlainRequest(t *testing.T) {
 	}
 	if n := h.up.hits.Load(); n != 0 {
 		t.Errorf("the upstream got %d requests", n)
+	}
+	if got := metric(h.metrics(), "sluice_tls_handshake_errors_total", "reason=plain_http"); got != 1 {
+		t.Errorf("sluice_tls_handshake_errors_total{reason=plain_http} = %v, want 1", got)
 	}
 }
 
@@ -188,6 +201,9 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 	}
 	if took := time.Since(start); took < 250*time.Millisecond {
 		t.Errorf("closed after %v, before the handshake timeout", took)
+	}
+	if got := metric(h.metrics(), "sluice_tls_handshake_errors_total", "reason=timeout"); got != 1 {
+		t.Errorf("sluice_tls_handshake_errors_total{reason=timeout} = %v, want 1", got)
 	}
 }
 
