@@ -252,6 +252,7 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	}
 	f.Server = d.server(m["server"], "server")
 	f.TLS = d.tls(m["tls"], "tls")
+	d.tlsAlone(m, f)
 	f.Store = d.store(m["store"], "store")
 	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")
 	f.Protect, f.Signals = d.protect(m["protect"], "protect")

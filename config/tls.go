@@ -91,6 +91,15 @@ func (d *decoder) tls(n *yaml.Node, path string) *TLS {
 	return t
 }
 
+// tlsAlone refuses a tls block in a file that runs only the decision
+// service: there is no callers' listener for it.
+func (d *decoder) tlsAlone(m map[string]*yaml.Node, f *File) {
+	if f.Decide != nil && isNull(m["upstream"]) && !isNull(m["tls"]) {
+		d.fail(d.keys["tls"], "tls", "without upstream sluice serves no callers' listener: tls would not be used "+
+			"(add upstream to run the gateway too, or remove tls; the decision service's listeners do not speak TLS)")
+	}
+}
+
 // tlsFile decodes one file name of a tls block, relative to the
 // configuration file's directory.
 func (d *decoder) tlsFile(n *yaml.Node, path string) string {

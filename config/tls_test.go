@@ -93,6 +93,8 @@ func TestTLSErrors(t *testing.T) {
 			`tls: unknown field "ca" (accepted: cert, key)`},
 		{"admin key of another certificate", "listen: 127.0.0.1:8080\nupstream: http://127.0.0.1:9000\nadmin: {tls: {cert: " + cert + ", key: " + other + "}}\nrules: [{name: a, rate: 1/s}]\n",
 			"admin.tls.key: " + other + ": the key is not the key of the certificate"},
+		{"no upstream", "decide: {http: 127.0.0.1:8081}\ntls: {cert: " + cert + ", key: " + key + "}\nrules: [{name: a, rate: 1/s}]\n",
+			"t.yaml:2:1: tls: without upstream sluice serves no callers' listener"},
 		{"handshake timeout", "listen: 127.0.0.1:8443\nupstream: http://127.0.0.1:9000\nserver: {tls_handshake_timeout: 0s}\nrules: [{name: a, rate: 1/s}]\n",
 			"server.tls_handshake_timeout: 0s is out of range (more than 0, at most 24h; default 10s)"},
 		{"handshakes", "listen: 127.0.0.1:8443\nupstream: http://127.0.0.1:9000\nserver: {max_tls_handshakes: 0}\nrules: [{name: a, rate: 1/s}]\n",

@@ -438,3 +438,34 @@ func TestTLSSecretSwap(t *testing.T) {
 	version("..2026_12_02_b", second)
 	eventually(t, "the swapped secret's certificate presented", func() bool { return peer() == "second" })
 }
+
+// TestTLSReloadKeepsListener: a reload that names other certificate files
+// logs that a restart is needed and keeps the files in use; the rest of
+// the file (here the rule's rate) is reloaded.
+func TestTLSReloadKeepsListener(t *testing.T) {
+	first, other := testcert.New(t, testcert.Options{CommonName: "first"}), testcert.New(t, testcert.Options{CommonName: "other"})
+	pool := first.Pool()
+	pool.AddCert(other.Cert)
+	h := tlsHarness(t, first, "", pool)
+	dir := filepath.Join(h.dir, "other")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cert, key := other.Write(t, dir)
+	h.writeConfig("listen: 127.0.0.1:0\nupstream: {{UPSTREAM}}\nadmin: 127.0.0.1:0\ntls: {cert: " + cert + ", key: " + key + "}\n" +
+		"rules:\n  - name: all\n    match: {path: /}\n    key: global\n    rate: 1/m\n")
+	if err := h.g.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if h.logs.count(t, "tls and admin.tls changes take effect after a restart (the files' contents are followed)") == 0 {
+		t.Error("no log line saying the tls change needs a restart")
+	}
+	c := tlsClient(pool, false)
+	resp, _ := getTLS(t, c, h.url+"/x")
+	if got := resp.TLS.PeerCertificates[0].Subject.CommonName; got != "first" {
+		t.Errorf("certificate %q after the reload, want first (the files in use)", got)
+	}
+	if resp, _ := getTLS(t, c, h.url+"/x"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("second request under the reloaded 1/m = %d, want 429", resp.StatusCode)
+	}
+}
