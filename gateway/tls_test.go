@@ -469,3 +469,27 @@ func TestTLSReloadKeepsListener(t *testing.T) {
 		t.Errorf("second request under the reloaded 1/m = %d, want 429", resp.StatusCode)
 	}
 }
+
+// TestTLSH2PrefaceRefused: a client that negotiates http/1.1 and then
+// speaks HTTP/2 anyway (its connection preface) is answered 400, as on a
+// plain listener; nothing reaches the upstream.
+func TestTLSH2PrefaceRefused(t *testing.T) {
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "", pair.Pool())
+	c := dialTLS(t, h, pair.Pool())
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Errorf("status %d, want 400", resp.StatusCode)
+	}
+	if n := h.up.hits.Load(); n != 0 {
+		t.Errorf("the upstream received %d requests", n)
+	}
+}
