@@ -315,6 +315,7 @@ type tlsListener struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	pending map[net.Conn]struct{} // handshaking
+	closed  bool                  // Close has ended the pending handshakes: no more are begun
 	failed  *[3]atomic.Uint64     // failed handshakes by reason (tlsSet.failed); nil: not counted
 }
 
@@ -348,6 +349,7 @@ func (l *tlsListener) Close() error {
 		close(l.done)
 		err = l.ln.Close()
 		l.mu.Lock()
+		l.closed = true
 		for c := range l.pending {
 			_ = c.Close()
 		}
@@ -386,7 +388,11 @@ func (l *tlsListener) acceptLoop() {
 			return
 		}
 		backoff = 0
-		l.track(c, true)
+		if !l.begin(c) {
+			<-l.slots
+			_ = c.Close()
+			return
+		}
 		l.wg.Go(func() { l.handshake(c) })
 	}
 }
@@ -397,21 +403,29 @@ func isTemporary(err error) bool {
 	return ok && t.Temporary()
 }
 
-func (l *tlsListener) track(c net.Conn, on bool) {
+// begin notes c's handshake as pending, for Close to end, unless Close
+// has run.
+func (l *tlsListener) begin(c net.Conn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if on {
-		l.pending[c] = struct{}{}
-	} else {
-		delete(l.pending, c)
+	if l.closed {
+		return false
 	}
+	l.pending[c] = struct{}{}
+	return true
+}
+
+func (l *tlsListener) end(c net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.pending, c)
 }
 
 // handshake runs c's handshake within the timeout and hands the connection
 // to Accept, or closes it.
 func (l *tlsListener) handshake(c net.Conn) {
 	defer func() { <-l.slots }()
-	defer l.track(c, false)
+	defer l.end(c)
 	_ = c.SetDeadline(time.Now().Add(l.timeout))
 	tc := tls.Server(c, l.conf)
 	if err := tc.Handshake(); err != nil {

@@ -493,3 +493,27 @@ func TestTLSH2PrefaceRefused(t *testing.T) {
 		t.Errorf("the upstream received %d requests", n)
 	}
 }
+
+// TestTLSShutdownEndsHandshakes: a connection that never handshakes does
+// not hold up a shutdown for server.tls_handshake_timeout.
+func TestTLSShutdownEndsHandshakes(t *testing.T) {
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "server: {tls_handshake_timeout: 1m}\n", pair.Pool())
+	c, err := net.Dial("tcp", strings.TrimPrefix(h.url, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if resp, _ := getTLS(t, h.client, h.url+"/x"); resp.StatusCode != 200 { // the idle one was accepted first
+		t.Fatalf("GET = %d", resp.StatusCode)
+	}
+	start := time.Now()
+	h.stop() // fails the test if Run does not return nil
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("shutdown took %v with a handshake pending", took)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the pending connection: %v, want EOF (closed by the shutdown)", err)
+	}
+}
