@@ -32,6 +32,12 @@ deps:
 		echo "installing chromium"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 	@command -v chromium >/dev/null || { echo "chromium still missing" >&2; exit 1; }
+	@# The TLS tests handshake with curl (asking for HTTP/2) and openssl
+	@# s_client besides Go's client.
+	@command -v curl >/dev/null && command -v openssl >/dev/null || { \
+		echo "installing curl and openssl"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl openssl >/dev/null; }
+	@command -v curl >/dev/null && command -v openssl >/dev/null || { echo "curl or openssl still missing" >&2; exit 1; }
 	@# deploy/'s tests check the systemd unit with systemd-analyze (Debian's
 	@# systemd, ~10 MB) and the alert rules with promtool (Debian's prometheus,
 	@# ~19 MB to download, without its recommends); no service may start on

@@ -15,10 +15,14 @@
 #   sluice_rej      sluice with fixed_window 1/d: after the first request
 #                   every answer is sluice's own 429
 #   nginx_rej       nginx limit_req at 1r/m, exhausted: every answer is 429
+#   sluice_tls      the allowed path with callers on TLS (tls: {cert, key};
+#                   TLS 1.3, keep-alive: wrk's connections handshake once)
+#   nginx_tls       nginx limit_req as nginx, on TLS with the same
+#                   certificate (a self-signed ECDSA P-256 one made here)
 #
 # and prints a table of medians and, as its last line,
 #
-#   gateway: allowed=<rps> nginx_allowed=<rps> ratio_allowed=<r> rejected=<rps> nginx_rejected=<rps> ratio_rejected=<r> direct=<rps> p99_ms=<ms> nginx_p99_ms=<ms> protect=<rps> ratio_protect=<r> protect_p99_ms=<ms>
+#   gateway: allowed=<rps> nginx_allowed=<rps> ratio_allowed=<r> rejected=<rps> nginx_rejected=<rps> ratio_rejected=<r> direct=<rps> p99_ms=<ms> nginx_p99_ms=<ms> protect=<rps> ratio_protect=<r> protect_p99_ms=<ms> tls=<rps> nginx_tls=<rps> ratio_tls=<r> tls_p99_ms=<ms> nginx_tls_p99_ms=<ms>
 #
 # where the ratios are sluice/nginx of the medians and the p99s are wrk's
 # (--latency) on the allowed paths. The gateway on the Redis store is
@@ -29,7 +33,9 @@
 #
 # Environment: GATEWAY_ROUNDS (default 3), GATEWAY_DURATION (seconds per
 # wrk run, default 5), GATEWAY_THREADS and GATEWAY_CONNS (wrk -t and -c,
-# default 2 and 64). About 95 seconds with the defaults.
+# default 2 and 64), GATEWAY_TARGETS (the targets to run, such as
+# "sluice_tls nginx_tls"; then only their table is printed). About 125
+# seconds with the defaults.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,7 +45,7 @@ threads=${GATEWAY_THREADS:-2} conns=${GATEWAY_CONNS:-64}
 name=gateway
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
-install_missing wrk:wrk nginx:nginx curl:curl
+install_missing wrk:wrk nginx:nginx curl:curl openssl:openssl
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 
 echo "gateway: building sluice and the upstream" >&2
@@ -65,23 +71,42 @@ sluice_config rejected fixed_window 1/d
 rej_port=$listen
 sluice_config protected gcra 1000000000/s
 prot_port=$listen
+sluice_config tls gcra 1000000000/s
+tls_port=$listen
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost \
+	-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout "$tmp/server.key" -out "$tmp/server.crt" 2>/dev/null
+echo "tls: {cert: $tmp/server.crt, key: $tmp/server.key}" >>"$tmp/tls.yaml"
 cat >>"$tmp/protected.yaml" <<EOF
 protect:
   max_in_flight: 1024
   queue: { max_wait: 1s, max_length: 1000 }
 EOF
-for cfg in allowed rejected protected; do
+for cfg in allowed rejected protected tls; do
 	"$tmp/sluice" serve --config "$tmp/$cfg.yaml" 2>"$tmp/sluice-$cfg.log" &
 	pids+=($!)
 done
 
 free_port && ng_port=$port
 free_port && ngrej_port=$port
+free_port && ngtls_port=$port
 start_nginx 4096 <<EOF
     limit_req_zone \$http_x_api_key zone=open:10m rate=100000000r/s;
     limit_req_zone \$http_x_api_key zone=closed:10m rate=1r/m;
     server {
         listen 127.0.0.1:$ng_port;
+        location / {
+            limit_req zone=open burst=1000 nodelay;
+            limit_req_status 429;
+            proxy_pass http://up;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+    server {
+        listen 127.0.0.1:$ngtls_port ssl;
+        ssl_certificate $tmp/server.crt;
+        ssl_certificate_key $tmp/server.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
         location / {
             limit_req zone=open burst=1000 nodelay;
             limit_req_status 429;
@@ -102,7 +127,7 @@ start_nginx 4096 <<EOF
     }
 EOF
 
-for p in "$up_port" "$sl_port" "$rej_port" "$prot_port" "$ng_port" "$ngrej_port"; do wait_port "$p"; done
+for p in "$up_port" "$sl_port" "$rej_port" "$prot_port" "$ng_port" "$ngrej_port" "$tls_port" "$ngtls_port"; do wait_port "$p"; done
 
 # exhaust PORT sends requests until one is answered 429 (20 at most).
 exhaust() {
@@ -119,15 +144,26 @@ for p in "$sl_port" "$prot_port" "$ng_port"; do
 	code=$(status "$p")
 	[[ $code == 200 ]] || { echo "gateway: 127.0.0.1:$p answered $code, want 200" >&2; exit 1; }
 done
+for p in "$tls_port" "$ngtls_port"; do
+	code=$(curl -s --cacert "$tmp/server.crt" -o /dev/null -w '%{http_code}' -H 'X-API-Key: key-a' "https://127.0.0.1:$p/")
+	[[ $code == 200 ]] || { echo "gateway: https://127.0.0.1:$p answered $code, want 200" >&2; exit 1; }
+done
 
-targets=(direct sluice sluice_prot nginx sluice_rej nginx_rej)
+targets=(direct sluice sluice_prot nginx sluice_rej nginx_rej sluice_tls nginx_tls)
 declare -A ports=([direct]=$up_port [sluice]=$sl_port [sluice_prot]=$prot_port [nginx]=$ng_port [sluice_rej]=$rej_port
-	[nginx_rej]=$ngrej_port)
+	[nginx_rej]=$ngrej_port [sluice_tls]=$tls_port [nginx_tls]=$ngtls_port)
+all=true
+if [[ -n ${GATEWAY_TARGETS:-} ]]; then
+	read -ra targets <<<"$GATEWAY_TARGETS"
+	all=false
+fi
 
 # run TARGET runs wrk once against TARGET (wrk_record). It warns when an
 # allowed path answered anything but 2xx, or a rejected one anything but
 # 429 (wrk counts both as non-2xx).
 run() {
+	scheme=http
+	[[ $1 == *_tls ]] && scheme=https
 	wrk_record "$1" "${ports[$1]}"
 	if [[ $1 == *_rej ]]; then
 		((bad * 100 >= total * 99)) || echo "gateway: warning: $1: only $bad of $total answers were rejections" >&2
@@ -143,10 +179,13 @@ for ((r = 1; r <= rounds; r++)); do
 done
 
 wrk_table "${targets[@]}"
+$all || exit 0
 awk -v a="$(median "$tmp/sluice.rps")" -v na="$(median "$tmp/nginx.rps")" \
 	-v j="$(median "$tmp/sluice_rej.rps")" -v nj="$(median "$tmp/nginx_rej.rps")" \
 	-v d="$(median "$tmp/direct.rps")" -v p="$(median "$tmp/sluice.p99")" -v np="$(median "$tmp/nginx.p99")" \
-	-v pr="$(median "$tmp/sluice_prot.rps")" -v pp="$(median "$tmp/sluice_prot.p99")" 'BEGIN {
-	printf "gateway: allowed=%.0f nginx_allowed=%.0f ratio_allowed=%.2f rejected=%.0f nginx_rejected=%.0f ratio_rejected=%.2f direct=%.0f p99_ms=%.2f nginx_p99_ms=%.2f protect=%.0f ratio_protect=%.2f protect_p99_ms=%.2f\n",
-		a, na, a / na, j, nj, j / nj, d, p, np, pr, pr / na, pp
+	-v pr="$(median "$tmp/sluice_prot.rps")" -v pp="$(median "$tmp/sluice_prot.p99")" \
+	-v t="$(median "$tmp/sluice_tls.rps")" -v nt="$(median "$tmp/nginx_tls.rps")" \
+	-v tp="$(median "$tmp/sluice_tls.p99")" -v ntp="$(median "$tmp/nginx_tls.p99")" 'BEGIN {
+	printf "gateway: allowed=%.0f nginx_allowed=%.0f ratio_allowed=%.2f rejected=%.0f nginx_rejected=%.0f ratio_rejected=%.2f direct=%.0f p99_ms=%.2f nginx_p99_ms=%.2f protect=%.0f ratio_protect=%.2f protect_p99_ms=%.2f tls=%.0f nginx_tls=%.0f ratio_tls=%.2f tls_p99_ms=%.2f nginx_tls_p99_ms=%.2f\n",
+		a, na, a / na, j, nj, j / nj, d, p, np, pr, pr / na, pp, t, nt, t / nt, tp, ntp
 }'

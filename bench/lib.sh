@@ -83,11 +83,11 @@ status() {
 }
 
 # wrk_run PORT THREADS CONNS SECONDS runs wrk once as partner-a against
-# 127.0.0.1:PORT and sets rps (requests per second), p99 (ms), total
+# 127.0.0.1:PORT (over https when scheme is https) and sets rps (requests per second), p99 (ms), total
 # (requests) and bad (answers not 2xx or 3xx).
 wrk_run() {
 	local out=$tmp/wrk.out
-	wrk -t"$2" -c"$3" -d"$4s" --latency -H 'X-API-Key: key-a' "http://127.0.0.1:$1/" >"$out"
+	wrk -t"$2" -c"$3" -d"$4s" --latency -H 'X-API-Key: key-a' "${scheme:-http}://127.0.0.1:$1/" >"$out"
 	rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
 	p99=$(awk '$1 == "99%" { v = $2
 		if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 }

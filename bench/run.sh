@@ -6,8 +6,8 @@
 # Targets:
 #   core     the memory store against golang.org/x/time/rate and
 #            github.com/sethvargo/go-limiter (module bench/core), 1 to 2 minutes
-#   gateway  sluice serve against nginx limit_req with wrk (bench/gateway.sh),
-#            about 95 s
+#   gateway  sluice serve against nginx limit_req with wrk, plain and on TLS
+#            (bench/gateway.sh), about 125 s
 #   redis    the Redis store against a bare Lua script, and the gateway on
 #            Redis against memory (bench/redis.sh), about 2 minutes
 #   protect  sluice's protect block against nginx limit_conn in front of a

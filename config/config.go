@@ -62,6 +62,12 @@ type File struct {
 	// changes names who made a change by its token's name (AdminToken's
 	// is "admin"). Default none.
 	AdminTokens map[string]string
+	// TLS, when not nil, makes callers speak TLS 1.2 or later on Listen
+	// with this certificate (the tls block; config/tls.go). Default none.
+	TLS *TLS
+	// AdminTLS, when not nil, makes the admin listener speak TLS with this
+	// certificate (admin.tls). Default none.
+	AdminTLS *TLS
 	// Store says where counters are kept.
 	Store Store
 	// Server is how connections are treated: timeouts, the connection
@@ -217,7 +223,7 @@ func Parse(name string, data []byte) (*File, error) {
 	return f, nil
 }
 
-var topFields = []string{"listen", "upstream", "admin", "trusted_proxies", "forwarded_header",
+var topFields = []string{"listen", "upstream", "tls", "admin", "trusted_proxies", "forwarded_header",
 	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "live", "runtime", "clients", "plans", "rules", "time_zone", "decide"}
 
 // decodeFile decodes the top-level mapping.
@@ -245,6 +251,8 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 		d.fail(m["listen"], "listen", "%s is also the admin port's default address %s (set admin to another address, such as admin: 127.0.0.1:9091)", f.Listen, DefaultAdmin)
 	}
 	f.Server = d.server(m["server"], "server")
+	f.TLS = d.tls(m["tls"], "tls")
+	d.tlsAlone(m, f)
 	f.Store = d.store(m["store"], "store")
 	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")
 	f.Protect, f.Signals = d.protect(m["protect"], "protect")

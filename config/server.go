@@ -49,6 +49,13 @@ type Server struct {
 	// BodyBuffer, or no room in BodyBufferTotal); more are answered 503
 	// with Retry-After. Only with a protect block. Default 100.
 	MaxStreamedBodies int
+	// TLSHandshakeTimeout bounds a TLS handshake, from the connection's
+	// accept (with a tls block, or admin.tls). Default 10s.
+	TLSHandshakeTimeout time.Duration
+	// MaxTLSHandshakes caps the TLS handshakes in progress at once on each
+	// TLS listener; further connections wait in the kernel's listen
+	// backlog until one ends. Default 256.
+	MaxTLSHandshakes int
 	// ShutdownDelay is how long the gateway keeps serving, with /readyz
 	// answering 503, after it is told to stop and before it stops
 	// accepting connections, so that load balancers see it leave. Default 0.
@@ -79,7 +86,8 @@ func DefaultServer() Server {
 	return Server{ReadHeaderTimeout: DefaultReadHeaderTimeout, BodyTimeout: DefaultBodyTimeout,
 		IdleTimeout: DefaultIdleTimeout, UpstreamTimeout: DefaultUpstreamTimeout,
 		MaxConnections: DefaultMaxConnections, DrainTimeout: DefaultDrainTimeout, BodyBuffer: DefaultBodyBuffer,
-		BodyBufferTotal: DefaultBodyBufferTotal, MaxStreamedBodies: DefaultMaxStreamedBodies}
+		BodyBufferTotal: DefaultBodyBufferTotal, MaxStreamedBodies: DefaultMaxStreamedBodies,
+		TLSHandshakeTimeout: DefaultTLSHandshakeTimeout, MaxTLSHandshakes: DefaultMaxTLSHandshakes}
 }
 
 // summary is check's line for the server block, "" for the defaults.
@@ -94,7 +102,7 @@ func (s Server) summary() string {
 }
 
 var serverFields = []string{"read_header_timeout", "body_timeout", "idle_timeout", "upstream_timeout",
-	"max_connections", "body_buffer", "body_buffer_total", "max_streamed_bodies", "shutdown_delay", "drain_timeout"}
+	"max_connections", "body_buffer", "body_buffer_total", "max_streamed_bodies", "tls_handshake_timeout", "max_tls_handshakes", "shutdown_delay", "drain_timeout"}
 
 // server decodes the server block.
 func (d *decoder) server(n *yaml.Node, path string) Server {
@@ -111,6 +119,9 @@ func (d *decoder) server(n *yaml.Node, path string) Server {
 	s.BodyBufferTotal = d.bodyBufferTotal(m["body_buffer_total"], join(path, "body_buffer_total"), s.BodyBuffer)
 	s.MaxStreamedBodies = int(d.integer(m["max_streamed_bodies"], join(path, "max_streamed_bodies"), 1, 1_000_000,
 		DefaultMaxStreamedBodies, "1 to 1000000; default 100"))
+	s.TLSHandshakeTimeout = d.timeout(m["tls_handshake_timeout"], join(path, "tls_handshake_timeout"), s.TLSHandshakeTimeout, false)
+	s.MaxTLSHandshakes = int(d.integer(m["max_tls_handshakes"], join(path, "max_tls_handshakes"), 1, 100_000,
+		DefaultMaxTLSHandshakes, fmt.Sprintf("1 to 100000; default %d", DefaultMaxTLSHandshakes)))
 	s.ShutdownDelay = d.timeout(m["shutdown_delay"], join(path, "shutdown_delay"), s.ShutdownDelay, true)
 	s.DrainTimeout = d.timeout(m["drain_timeout"], join(path, "drain_timeout"), s.DrainTimeout, true)
 	return s

@@ -28,6 +28,8 @@ func TestServerBlock(t *testing.T) {
   body_buffer: 1024
   body_buffer_total: 1048576
   max_streamed_bodies: 8
+  tls_handshake_timeout: 3s
+  max_tls_handshakes: 32
   shutdown_delay: 5s
   drain_timeout: 0s
 rules: [{name: a, rate: 1/s}]
@@ -38,7 +40,7 @@ rules: [{name: a, rate: 1/s}]
 	}
 	want := Server{ReadHeaderTimeout: 2 * time.Second, BodyTimeout: time.Minute, IdleTimeout: 30 * time.Second,
 		UpstreamTimeout: 500 * time.Millisecond, MaxConnections: 64, ShutdownDelay: 5 * time.Second,
-		BodyBuffer: 1024, BodyBufferTotal: 1 << 20, MaxStreamedBodies: 8}
+		BodyBuffer: 1024, BodyBufferTotal: 1 << 20, MaxStreamedBodies: 8, TLSHandshakeTimeout: 3 * time.Second, MaxTLSHandshakes: 32}
 	if f.Server != want {
 		t.Errorf("server = %+v, want %+v", f.Server, want)
 	}
@@ -64,7 +66,7 @@ func TestServerErrors(t *testing.T) {
 		{"max_connections", "server: {max_connections: 0}\n",
 			"t.yaml:3:27: server.max_connections: 0 is out of range (1 to 1000000; default 10000)"},
 		{"unknown field", "server: {body_timout: 1s}\n",
-			`t.yaml:3:10: server: unknown field "body_timout" (did you mean "body_timeout"? accepted: read_header_timeout, body_timeout, idle_timeout, upstream_timeout, max_connections, body_buffer, body_buffer_total, max_streamed_bodies, shutdown_delay, drain_timeout)`},
+			`t.yaml:3:10: server: unknown field "body_timout" (did you mean "body_timeout"? accepted: read_header_timeout, body_timeout, idle_timeout, upstream_timeout, max_connections, body_buffer, body_buffer_total, max_streamed_bodies, tls_handshake_timeout, max_tls_handshakes, shutdown_delay, drain_timeout)`},
 		{"body_buffer zero", "server: {body_buffer: 0}\n",
 			"t.yaml:3:23: server.body_buffer: 0 is out of range (1 to 16777216 bytes; default 65536)"},
 		{"body_buffer_total below body_buffer", "server: {body_buffer: 4096, body_buffer_total: 1024}\n",

@@ -243,10 +243,10 @@ func (d *decoder) durationIn(n *yaml.Node, path string, inRange func(time.Durati
 	return 0, false
 }
 
-var adminFields = []string{"listen", "token", "tokens"}
+var adminFields = []string{"listen", "token", "tokens", "tls"}
 
 // admin decodes the admin setting: host:port as a scalar, or a mapping
-// {listen: host:port, token: SECRET, tokens: {NAME: SECRET, ...}}. It warns when the address is
+// {listen: host:port, token: SECRET, tokens: {NAME: SECRET, ...}, tls: {cert, key}}. It warns when the address is
 // reachable from other machines and no token guards it, and reports
 // whether the file gives an address.
 func (d *decoder) admin(n *yaml.Node, f *File) (given bool) {
@@ -255,7 +255,8 @@ func (d *decoder) admin(n *yaml.Node, f *File) (given bool) {
 	}
 	addrNode, addrPath := n, "admin"
 	if n.Kind == yaml.MappingNode {
-		m := d.fields(n, "admin", "a mapping (listen, token, tokens)", adminFields)
+		m := d.fields(n, "admin", "a mapping (listen, token, tokens, tls)", adminFields)
+		f.AdminTLS = d.tls(m["tls"], "admin.tls")
 		addrNode, addrPath = m["listen"], "admin.listen"
 		if t := m["token"]; !isNull(t) {
 			f.AdminToken = d.token(t, "admin.token")

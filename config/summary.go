@@ -35,7 +35,8 @@ func (f *File) WriteSummary(w io.Writer) error {
 	if f.AdminToken != "" {
 		b.WriteString(" (token required)")
 	}
-	b.WriteString("\n" + f.Decide.summary())
+	b.WriteString("\n" + tlsSummary("tls", f.TLS, f.Server) + tlsSummary("admin tls", f.AdminTLS, f.Server))
+	b.WriteString(f.Decide.summary())
 	b.WriteString(f.Store.summary())
 	b.WriteString(f.Server.summary())
 	b.WriteString(f.Live.summary())

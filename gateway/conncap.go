@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"net"
 	"sync"
 	"time"
@@ -81,8 +82,25 @@ func (l *stallListener) Accept() (net.Conn, error) {
 	}
 	sc := &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: l.wait}}
 	sc.head.Begin()
+	if tc, ok := c.(*tls.Conn); ok {
+		return &tlsStallConn{stallConn: sc, tls: tc}, nil
+	}
 	return sc, nil
 }
+
+// tlsStallConn is a stallConn over a TLS connection, which fasthttp sees
+// as one (ctx.IsTLS: X-Forwarded-Proto https; ctx.TLSConnectionState). A
+// write that stalls fails the TLS connection for good, as crypto/tls does
+// with any timed-out write: it is closed then, as a plain one is.
+type tlsStallConn struct {
+	*stallConn
+	tls *tls.Conn
+}
+
+// Handshake is done before the connection is handed on (tlsListener).
+func (c *tlsStallConn) Handshake() error { return c.tls.Handshake() }
+
+func (c *tlsStallConn) ConnectionState() tls.ConnectionState { return c.tls.ConnectionState() }
 
 // stallConn gives each write wait to complete. It also hands the reader
 // first what watchGone read ahead, and fails at once the read the server

@@ -74,6 +74,7 @@ type Gateway struct {
 	signals    signalSet                         // protect.signals, read while Run runs (signals.go)
 	steer      *steering.Manager                 // the run-time changes (steering.go)
 	steered    atomic.Pointer[inForce]           // what steer applies
+	tls        tlsSet                            // the listeners' certificates, followed while Run runs (tls.go)
 
 	// The fast data path (fast.go, run.go).
 	engine  *decision.Engine                // decides Run's requests
@@ -107,6 +108,9 @@ func New(opts Options) (*Gateway, error) {
 	g.live.Store(newLive(opts.Config))
 	g.logWarnings(opts.Config)
 	g.startSum = fileSum(opts.Config.Path)
+	if err := g.openTLS(opts.Config); err != nil {
+		return nil, err
+	}
 	if g.store == nil {
 		st, err := openStore(context.Background(), opts.Config, opts.Clock, g.metrics, g.log)
 		if err != nil {
@@ -139,7 +143,7 @@ func New(opts Options) (*Gateway, error) {
 		_ = g.Close()
 		return nil, err
 	}
-	g.metrics.registry.MustRegister(throttleCollector{g}, liveCollector{g}, steeringCollector{g})
+	g.metrics.registry.MustRegister(throttleCollector{g}, liveCollector{g}, steeringCollector{g}, tlsCollector{g})
 	g.steer = g.newSteering(opts.Config)
 	sctx, cancel := context.WithTimeout(context.Background(), steerStartWait)
 	_ = g.steer.Sync(sctx) // what a restart had in force, before the first request; logged if it cannot be read

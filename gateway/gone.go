@@ -54,6 +54,9 @@ func watchedConn(c net.Conn) *stallConn {
 	if cc, ok := c.(*cappedConn); ok {
 		c = cc.Conn
 	}
+	if tc, ok := c.(*tlsStallConn); ok {
+		return tc.stallConn
+	}
 	sc, _ := c.(*stallConn)
 	return sc
 }

@@ -43,6 +43,10 @@ func (g *Gateway) Reload() error {
 		cfg.Listen, cfg.Admin, cfg.AdminToken, cfg.AdminTokens, cfg.Store, cfg.Server = old.Listen, old.Admin, old.AdminToken, old.AdminTokens, old.Store, old.Server
 		cfg.Runtime = old.Runtime
 	}
+	if keepListenerTLS(cfg, old) { // tls.go
+		g.log.Warn("tls and admin.tls changes take effect after a restart (the files' contents are followed)", "file", old.Path)
+	}
+	g.tls.reread()
 	if !cfg.Decide.Equal(old.Decide) || (cfg.Upstream == nil) != (old.Upstream == nil) {
 		g.log.Warn("decide changes, and adding or removing upstream, take effect after a restart", "file", old.Path)
 		cfg.Decide = old.Decide

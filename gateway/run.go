@@ -54,7 +54,7 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	adm := g.httpServer(g.AdminHandler())
 	errc := make(chan error, 2)
 	go func() {
-		err := srv.Serve(capConnections(stallWrites(ln, g.server.IdleTimeout), g.server.MaxConnections))
+		err := srv.Serve(g.callerListener(ln))
 		if err != nil && !errors.Is(err, net.ErrClosed) {
 			err = fmt.Errorf("gateway: serve %s: %w", ln.Addr(), err)
 		} else {
@@ -62,7 +62,10 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 		}
 		errc <- err
 	}()
-	go func() { errc <- serve(adm, admin) }()
+	go func() { errc <- serve(adm, g.listenTLS(admin, adminListener)) }()
+	certCtx, stopCerts := context.WithCancel(context.Background())
+	certsWatched := g.tls.watch(certCtx) // the certificates' files (tls.go)
+	defer func() { stopCerts(); <-certsWatched }()
 	stopWatch, watched := make(chan struct{}), make(chan struct{})
 	tick := g.opts.Clock.NewTicker(time.Second) // made here, so that it ticks from Run's start on
 	go func() { defer close(watched); g.watchShedding(tick, stopWatch) }()
@@ -149,6 +152,17 @@ func (g *Gateway) waitAnswered(d time.Duration) {
 	for end := time.Now().Add(d); g.inflight.Load() > 0 && time.Now().Before(end); {
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// callerListener is ln as the fast data path serves it: at most
+// max_connections open (those handshaking TLS included), each write of an
+// answer bounded (stallWrites); with TLS, the handshake first (tls.go),
+// and the stalled-write and header watch on the decrypted side.
+func (g *Gateway) callerListener(ln net.Listener) net.Listener {
+	if g.tls.callers == nil {
+		return capConnections(stallWrites(ln, g.server.IdleTimeout), g.server.MaxConnections)
+	}
+	return stallWrites(g.listenTLS(capConnections(ln, g.server.MaxConnections), callersListener), g.server.IdleTimeout)
 }
 
 // fastConns keeps the callers' open connections, to close those left
