@@ -49,10 +49,12 @@ deps:
 			echo "could not install systemd or prometheus: their deploy/ tests will skip" >&2; \
 		[ -z "$$made" ] || rm -f /usr/sbin/policy-rc.d; }
 
-# deploy/kubernetes is a module of its own (the Kubernetes API types its
-# test decodes the manifests into stay out of sluice's go.mod); it is
+# deploy/kubernetes and deploy/traefik are modules of their own (the
+# Kubernetes API types and Traefik's dynamic-configuration types their
+# tests decode the files into stay out of sluice's go.mod); they are
 # vetted, tidied and tested with the main module.
 KUBE_MOD = deploy/kubernetes
+TRAEFIK_MOD = deploy/traefik
 
 # go.mod and go.sum must be tidy: `go mod tidy -diff` prints what tidying
 # would change and fails (it needs the module proxy or a warm module cache).
@@ -60,12 +62,14 @@ vet:
 	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	cd $(KUBE_MOD) && $(GO) mod tidy -diff && $(GO) vet ./...
+	cd $(TRAEFIK_MOD) && $(GO) mod tidy -diff && $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l . ; echo "gofmt needed" >&2; exit 1; }
 
 # -race always; fuzz targets run their seed corpus as plain tests.
 unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd $(KUBE_MOD) && $(GO) test -race -count=1 ./...
+	cd $(TRAEFIK_MOD) && $(GO) test -race -count=1 ./...
 
 # A longer fuzzing pass, not part of `make test`.
 fuzz:

@@ -4,5 +4,7 @@
 // Grafana dashboard against a live sluice's /metrics, the Envoy
 // configuration by Envoy's own API types and sluice's rate limit service,
 // the container files by what they build and run. The Kubernetes manifests
-// are checked in deploy/kubernetes, a module of its own.
+// are checked in deploy/kubernetes and the Traefik configuration in
+// deploy/traefik, each a module of its own; the nginx recipes in
+// deploy/nginx by cmd/sluice's tests, which run a real nginx.
 package deploy

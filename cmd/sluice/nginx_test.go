@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,11 +22,10 @@ import (
 	"github.com/sluice-rl/sluice/policy"
 )
 
-// nginxRecipe is docs/decide.md's nginx recipe, with the addresses and the
-// temporary paths of a test: nginx asks sluice's /check (deny status 403)
-// before it passes a request to the upstream, and maps 403 back to the 429
-// a caller of sluice's gateway gets, and 401 to sluice's own 401.
-const nginxRecipe = `daemon off;
+// nginxHTTP is the rest of an nginx configuration around one of
+// deploy/nginx's recipes, with a test's temporary paths: the recipe goes
+// where {recipe} is, in the http block.
+const nginxHTTP = `daemon off;
 master_process off;
 pid {dir}/nginx.pid;
 error_log {dir}/error.log warn;
@@ -37,64 +37,48 @@ http {
   fastcgi_temp_path {dir}/fastcgi;
   uwsgi_temp_path {dir}/uwsgi;
   scgi_temp_path {dir}/scgi;
-
-  upstream sluice_check {
-    server {check};
-    keepalive 16;
-  }
-
-  server {
-    listen {listen};
-
-    location / {
-      auth_request /_sluice_check;
-      auth_request_set $sluice_client $upstream_http_x_sluice_client;
-      auth_request_set $sluice_policy $upstream_http_ratelimit_policy;
-      auth_request_set $sluice_ratelimit $upstream_http_ratelimit;
-      auth_request_set $sluice_retry_after $upstream_http_retry_after;
-      auth_request_set $sluice_problem $upstream_http_x_sluice_problem;
-      error_page 403 = @sluice_limited;
-      error_page 401 = @sluice_unauthorized;
-      add_header RateLimit-Policy $sluice_policy always;
-      add_header RateLimit $sluice_ratelimit always;
-      proxy_set_header X-Sluice-Client $sluice_client;
-      proxy_set_header X-HTTP-Method-Override "";
-      proxy_set_header X-HTTP-Method "";
-      proxy_set_header X-Method-Override "";
-      proxy_set_header X-Original-URL "";
-      proxy_set_header X-Rewrite-URL "";
-      proxy_pass {upstream};
-    }
-
-    location = /_sluice_check {
-      internal;
-      proxy_pass http://sluice_check/check;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_pass_request_body off;
-      proxy_set_header Content-Length "";
-      proxy_set_header X-Original-Method $request_method;
-      proxy_set_header X-Original-URI $request_uri;
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-    }
-
-    location @sluice_limited {
-      default_type application/problem+json;
-      add_header Retry-After $sluice_retry_after always;
-      add_header RateLimit-Policy $sluice_policy always;
-      add_header RateLimit $sluice_ratelimit always;
-      add_header Cache-Control no-store always;
-      return 429 $sluice_problem;
-    }
-
-    location @sluice_unauthorized {
-      default_type application/problem+json;
-      add_header Cache-Control no-store always;
-      return 401 $sluice_problem;
-    }
-  }
+{recipe}
 }
 `
+
+// The recipes in deploy/nginx: nginx asks sluice's /check (deny status
+// 403) before it passes a request to the upstream, and maps 403 back to
+// the 429 a caller of sluice's gateway gets, and 401 to sluice's own 401.
+// They differ only in what happens when sluice cannot be asked: the
+// request is served (fail open) or refused 503 (fail closed).
+const (
+	failOpen   = "sluice-fail-open.conf"
+	failClosed = "sluice-fail-closed.conf"
+)
+
+// recipeAddrs are the example addresses in deploy/nginx's recipes, each
+// replaced by a test's own: sluice's /check, nginx's port, the upstream.
+var recipeAddrs = [3]string{"server 127.0.0.1:8082;", "listen 80;", "proxy_pass http://127.0.0.1:9000;"}
+
+// nginxRecipe returns deploy/nginx/name.
+func nginxRecipe(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "nginx", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// nginxConf returns the configuration nginx runs: the recipe name with
+// the test's addresses for the example ones, in nginxHTTP.
+func nginxConf(t *testing.T, name, dir, check, listen, upstream string) string {
+	t.Helper()
+	recipe := nginxRecipe(t, name)
+	for _, a := range recipeAddrs {
+		if n := strings.Count(recipe, a); n != 1 {
+			t.Fatalf("deploy/nginx/%s has %q %d times, want once (the test replaces it)", name, a, n)
+		}
+	}
+	recipe = strings.NewReplacer(recipeAddrs[0], "server "+check+";", recipeAddrs[1], "listen "+listen+";",
+		recipeAddrs[2], "proxy_pass "+upstream+";").Replace(recipe)
+	return strings.NewReplacer("{dir}", dir, "{recipe}", recipe).Replace(nginxHTTP)
+}
 
 // nginxBinary returns nginx's path, failing the test (never skipping it)
 // when there is none or it lacks auth_request: make test installs it.
@@ -114,18 +98,19 @@ func nginxBinary(t *testing.T) string {
 	return path
 }
 
-// startNginx runs nginx with the recipe in front of upstream, asking
-// /check at check, from a temporary prefix; it returns nginx's address.
+// startNginx runs nginx with deploy/nginx's recipe name in front of
+// upstream, asking /check at check, from a temporary prefix; it returns
+// nginx's address.
 // nginx binds a port found free a moment before: another process may take
 // it first, so a failed start is tried again on another port.
-func startNginx(t *testing.T, check, upstream string) string {
+func startNginx(t *testing.T, recipe, check, upstream string) string {
 	t.Helper()
 	bin := nginxBinary(t)
 	var lastLog string
 	for range 5 {
 		dir := t.TempDir()
 		listen := freeLoopback(t)
-		conf := strings.NewReplacer("{dir}", dir, "{check}", check, "{listen}", listen, "{upstream}", upstream).Replace(nginxRecipe)
+		conf := nginxConf(t, recipe, dir, check, listen, upstream)
 		confPath := filepath.Join(dir, "nginx.conf")
 		if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
@@ -228,38 +213,57 @@ rules:
   - {name: claims, match: {path: /claims}, rate: 2/m}
 `
 
-// TestNginxAuthRequest puts a real nginx, configured by docs/decide.md's
-// recipe, in front of an upstream, asking `sluice serve`'s /check: an
-// allowed caller's answer carries the RateLimit headers and the upstream
-// learns who the caller is (whatever the caller sent); a caller over its
-// limit gets sluice's 429 (Retry-After, RateLimit, the problem body) and
-// reaches nothing; an unknown key gets sluice's 401.
+// TestNginxAuthRequest puts a real nginx, configured by each of
+// deploy/nginx's recipes, in front of an upstream, asking `sluice serve`'s
+// /check: an allowed caller's answer carries the RateLimit headers and the
+// upstream learns who the caller is (whatever the caller sent); a caller
+// over its limit gets sluice's 429 (Retry-After, RateLimit, the problem
+// body) and reaches nothing; an unknown key gets sluice's 401.
 func TestNginxAuthRequest(t *testing.T) {
+	for _, recipe := range []string{failOpen, failClosed} {
+		t.Run(recipe, func(t *testing.T) { testNginxAuthRequest(t, recipe) })
+	}
+}
+
+// nginxGetter sends GET requests through nginx at addr.
+type nginxGetter struct {
+	t    *testing.T
+	c    *http.Client
+	addr string
+}
+
+func newNginxGetter(t *testing.T, addr string) *nginxGetter {
+	c := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	t.Cleanup(c.CloseIdleConnections)
+	return &nginxGetter{t: t, c: c, addr: addr}
+}
+
+// get sends GET uri with key as X-API-Key and the header pairs given, and
+// returns the answer and its body.
+func (g *nginxGetter) get(uri, key string, header ...string) (*http.Response, string) {
+	g.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+g.addr+uri, nil)
+	req.Header.Set("X-API-Key", key)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := g.c.Do(req)
+	if err != nil {
+		g.t.Fatalf("GET %s through nginx: %v", uri, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func testNginxAuthRequest(t *testing.T, recipe string) {
 	up := &seenUpstream{}
 	upSrv := httptest.NewServer(up)
 	t.Cleanup(upSrv.Close)
 	path := filepath.Join(t.TempDir(), "sluice.yaml")
 	replace(t, path, nginxConfig)
 	p := startServe(t, path)
-	ngx := startNginx(t, checkAddr(p.logs.String()), upSrv.URL)
-
-	c := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
-	defer c.CloseIdleConnections()
-	get := func(uri, key string, header ...string) (*http.Response, string) {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, "http://"+ngx+uri, nil)
-		req.Header.Set("X-API-Key", key)
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatalf("GET %s through nginx: %v", uri, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
-	}
+	get := newNginxGetter(t, startNginx(t, recipe, checkAddr(p.logs.String()), upSrv.URL)).get
 
 	for i, wantR := range []string{"1", "0"} {
 		resp, body := get("/claims/"+strconv.Itoa(i), "key-a-7d1f0c2b9e", "X-Sluice-Client", "partner-b")
@@ -318,18 +322,24 @@ func TestNginxAuthRequest(t *testing.T) {
 
 // TestNginxOverrideHeaders (issue 15 item 12): sluice counts the request
 // line nginx describes in X-Original-Method and X-Original-URI, so the
-// recipe clears the method- and path-override headers, with which some
+// recipes clear the method- and path-override headers, with which some
 // upstreams serve another request (a POST counted as a write served as a
 // GET): none reaches the upstream, in any case; nginx drops the spellings
 // with underscores itself (underscores_in_headers off).
 func TestNginxOverrideHeaders(t *testing.T) {
+	for _, recipe := range []string{failOpen, failClosed} {
+		t.Run(recipe, func(t *testing.T) { testNginxOverrideHeaders(t, recipe) })
+	}
+}
+
+func testNginxOverrideHeaders(t *testing.T, recipe string) {
 	up := &seenUpstream{}
 	upSrv := httptest.NewServer(up)
 	t.Cleanup(upSrv.Close)
 	path := filepath.Join(t.TempDir(), "sluice.yaml")
 	replace(t, path, nginxConfig)
 	p := startServe(t, path)
-	ngx := startNginx(t, checkAddr(p.logs.String()), upSrv.URL)
+	ngx := startNginx(t, recipe, checkAddr(p.logs.String()), upSrv.URL)
 	c, err := net.Dial("tcp", ngx)
 	if err != nil {
 		t.Fatal(err)
@@ -355,24 +365,39 @@ func TestNginxOverrideHeaders(t *testing.T) {
 	}
 }
 
-// TestNginxRecipeInDocs: docs/decide.md's nginx recipe is the one
-// TestNginxAuthRequest runs, with example addresses for the test's.
+// TestNginxRecipeInDocs: docs/decide.md's first nginx block is
+// deploy/nginx/sluice-fail-open.conf, and its second holds every line
+// sluice-fail-closed.conf adds to it and no line that file lacks (comments
+// aside).
 func TestNginxRecipeInDocs(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "decide.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, block, ok := strings.Cut(string(doc), "```nginx\n")
-	block, _, ok2 := strings.Cut(block, "```")
-	if !ok || !ok2 {
-		t.Fatal("docs/decide.md has no ```nginx block")
+	var blocks [][]string
+	for rest := string(doc); len(blocks) < 2; {
+		var block string
+		var ok, ok2 bool
+		_, rest, ok = strings.Cut(rest, "```nginx\n")
+		block, rest, ok2 = strings.Cut(rest, "```")
+		if !ok || !ok2 {
+			t.Fatalf("docs/decide.md has %d ```nginx blocks, want two (the recipe failing open, then what failing closed changes)", len(blocks))
+		}
+		blocks = append(blocks, trimmedLines(block))
 	}
-	block = strings.NewReplacer("server 127.0.0.1:8082;", "server {check};", "listen 80;", "listen {listen};",
-		"http://127.0.0.1:9000;", "{upstream};").Replace(block)
-	_, recipe, _ := strings.Cut(nginxRecipe, "\n  upstream sluice_check {")
-	recipe = "upstream sluice_check {\n" + strings.TrimSuffix(strings.TrimSpace(recipe), "}")
-	if got, want := trimmedLines(block), trimmedLines(recipe); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("docs/decide.md's recipe:\n%s\n\nthe test's:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	open, closed := trimmedLines(nginxRecipe(t, failOpen)), trimmedLines(nginxRecipe(t, failClosed))
+	if got, want := strings.Join(blocks[0], "\n"), strings.Join(open, "\n"); got != want {
+		t.Errorf("docs/decide.md's recipe:\n%s\n\ndeploy/nginx/%s:\n%s", got, failOpen, want)
+	}
+	for _, l := range closed {
+		if !slices.Contains(open, l) && !slices.Contains(blocks[1], l) && !strings.HasPrefix(l, "#") {
+			t.Errorf("docs/decide.md's changes for failing closed lack %q of deploy/nginx/%s", l, failClosed)
+		}
+	}
+	for _, l := range blocks[1] {
+		if !slices.Contains(closed, l) && !strings.HasPrefix(l, "#") {
+			t.Errorf("docs/decide.md's changes for failing closed have %q, not in deploy/nginx/%s", l, failClosed)
+		}
 	}
 }
 
@@ -384,4 +409,112 @@ func trimmedLines(s string) []string {
 		}
 	}
 	return out
+}
+
+// TestNginxSluiceDown: with sluice up, both recipes answer 200 and 429 as
+// sluice decides; once sluice is stopped (nginx's connection refused),
+// sluice-fail-open.conf serves the request (the upstream reached, without
+// RateLimit headers or a caller's id) and sluice-fail-closed.conf answers
+// 503 with Retry-After and a problem body, reaching nothing. A sluice that
+// takes connections and never answers is given up after the recipe's
+// proxy_read_timeout (1s, not nginx's default 60s), with the same answers.
+func TestNginxSluiceDown(t *testing.T) {
+	for _, recipe := range []string{failOpen, failClosed} {
+		t.Run(recipe, func(t *testing.T) { testNginxSluiceDown(t, recipe) })
+	}
+}
+
+func testNginxSluiceDown(t *testing.T, recipe string) {
+	up := &seenUpstream{}
+	upSrv := httptest.NewServer(up)
+	t.Cleanup(upSrv.Close)
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	replace(t, path, nginxConfig)
+	p := startServe(t, path)
+	get := newNginxGetter(t, startNginx(t, recipe, checkAddr(p.logs.String()), upSrv.URL)).get
+
+	for i, want := range []int{200, 200, 429} {
+		if resp, _ := get("/claims/"+strconv.Itoa(i), "key-a-7d1f0c2b9e"); resp.StatusCode != want {
+			t.Fatalf("sluice up, request %d: %d, want %d", i, resp.StatusCode, want)
+		}
+	}
+	p.terminate(t, 15*time.Second)
+	wantSluiceDown(t, recipe, up, 2, get)
+
+	// A sluice that takes the connection and says nothing.
+	hung := hungListener(t)
+	get = newNginxGetter(t, startNginx(t, recipe, hung, upSrv.URL)).get
+	start := time.Now()
+	wantSluiceDown(t, recipe, up, len(up.seen()), get)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("a sluice that does not answer held the request %v, want about proxy_read_timeout (1s)", took)
+	}
+}
+
+// wantSluiceDown checks the answer to a request through nginx when sluice
+// cannot decide: served by the upstream (fail open: the upstream's
+// requests go from seen to seen+1) or 503 (fail closed: they stay seen).
+func wantSluiceDown(t *testing.T, recipe string, up *seenUpstream, seen int,
+	get func(uri, key string, header ...string) (*http.Response, string)) {
+	t.Helper()
+	resp, body := get("/claims/9", "key-a-7d1f0c2b9e", "X-Sluice-Client", "partner-b")
+	got := up.seen()
+	switch recipe {
+	case failOpen:
+		if resp.StatusCode != 200 || body != "claims service: /claims/9" {
+			t.Fatalf("sluice down, failing open: %d %q, want the upstream's 200", resp.StatusCode, body)
+		}
+		if resp.Header.Get("RateLimit") != "" || resp.Header.Get("RateLimit-Policy") != "" {
+			t.Errorf("sluice down: RateLimit %q, RateLimit-Policy %q; want none (nothing was decided)",
+				resp.Header.Get("RateLimit"), resp.Header.Get("RateLimit-Policy"))
+		}
+		if len(got) != seen+1 || got[seen] != "" {
+			t.Errorf("the upstream saw X-Sluice-Client %q, want one more request without it (the caller's own removed)", got)
+		}
+	case failClosed:
+		var prob struct{ Status int }
+		if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "5" ||
+			resp.Header.Get("Content-Type") != "application/problem+json" || json.Unmarshal([]byte(body), &prob) != nil || prob.Status != 503 {
+			t.Fatalf("sluice down, failing closed: %d, Retry-After %q, Content-Type %q, %q; want 503, 5, a problem",
+				resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), body)
+		}
+		if len(got) != seen {
+			t.Errorf("the upstream saw %d requests, want %d: a request reached it while sluice was down", len(got), seen)
+		}
+	}
+}
+
+// hungListener returns the address of a listener that accepts connections
+// and never answers on them, as a sluice stuck would.
+func hungListener(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
 }
