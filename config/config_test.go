@@ -21,6 +21,11 @@ func TestDesignFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the DESIGN.md file must be accepted as written:\n%v", err)
 	}
+	// DESIGN.md's claims rule gives sliding_window a burst, which it
+	// ignores: the file stays accepted, with the one warning.
+	if len(f.Warnings) != 1 || f.Warnings[0].Line != 50 || !strings.Contains(f.Warnings[0].Msg, "rules[0].burst: a burst applies only to") {
+		t.Errorf("warnings: %v, want the one of rules[0].burst", f.Warnings)
+	}
 	if f.Path != "testdata/design.yaml" || f.Listen != "127.0.0.1:8080" || f.Upstream.String() != "http://127.0.0.1:9000" ||
 		f.Admin != "127.0.0.1:9090" || f.LegacyHeaders {
 		t.Errorf("settings: %+v", f)

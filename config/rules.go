@@ -50,6 +50,7 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 		r.Rate, _ = d.rate(m["rate"], join(path, "rate"))
 	}
 	r.Burst = d.integer(m["burst"], join(path, "burst"), 1, 1<<62, 0, "1 or more; default: the rate's N")
+	d.warnWindowBurst(m, path, r)
 	r.Delay = d.delay(m, join(path, "delay"))
 	r.Cost = d.integer(m["cost"], join(path, "cost"), 1, 1<<62, policy.DefaultCost, fmt.Sprintf("1 or more; default %d", policy.DefaultCost))
 	if d.oneOf(m["mode"], join(path, "mode"), "enforce", []string{"enforce", "shadow"}) == "shadow" {
@@ -61,6 +62,24 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 	}
 	r.Schedule = d.schedule(m["schedule"], join(path, "schedule"))
 	return r
+}
+
+// warnWindowBurst warns of a burst on a rule whose algorithm counts in
+// windows (fixed_window, sliding_window, sliding_log): it is ignored. A
+// file that gave one has always been accepted, so this is a warning, not an
+// error. A concurrency rule's burst is policy.Compile's error.
+func (d *decoder) warnWindowBurst(m map[string]*yaml.Node, path string, r policy.Rule) {
+	if r.Burst == 0 || r.Concurrency != 0 {
+		return
+	}
+	alg, how := r.Algorithm, ""
+	if alg == 0 {
+		alg, how = policy.DefaultAlgorithm, ", the default"
+	}
+	if alg.HasBurst() {
+		return
+	}
+	d.warnf(m["burst"], join(path, "burst"), "a burst applies only to token_bucket, gcra and leaky_bucket (rule %s is %v%s): it is ignored (remove it, or choose one of those algorithms)", r.Name, alg, how)
 }
 
 func algorithmNames() []string {

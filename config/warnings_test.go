@@ -34,6 +34,9 @@ func TestWarnings(t *testing.T) {
 			"t.yaml:3:42: trusted_proxies[2]: ::/0 trusts every address as a proxy: any caller can name the address it is counted by (list only your proxies' networks, such as 10.0.0.0/8)"}},
 		{"plan lowering priority", head + "plans: {bulk: {priority: low}, gold: {priority: high}}\nrules: [{name: a, rate: 1/s}]\n", []string{
 			"t.yaml:3:26: plans.bulk.priority: low does nothing: a plan raises its clients' priority, never lowers it (give the rules of the work to shed first priority: low)"}},
+		{"burst on a window", head + "rules: [{name: a, algorithm: fixed_window, rate: 1/s, burst: 5}, {name: b, rate: 1/s, burst: 5}, {name: c, algorithm: gcra, rate: 1/s, burst: 5}]\n", []string{
+			"t.yaml:3:62: rules[0].burst: a burst applies only to token_bucket, gcra and leaky_bucket (rule a is fixed_window): it is ignored (remove it, or choose one of those algorithms)",
+			"t.yaml:3:94: rules[1].burst: a burst applies only to token_bucket, gcra and leaky_bucket (rule b is sliding_window, the default): it is ignored (remove it, or choose one of those algorithms)"}},
 	} {
 		f, err := Parse("t.yaml", []byte(tc.text))
 		if err != nil {
