@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -22,7 +23,11 @@ func TestErrors(t *testing.T) {
 		{"NUL byte", "listen: :80\x00\n", []string{"t.yaml:1:12: control character U+0000 (a configuration file is printable text)"}},
 		{"not UTF-8", "listen: \xff\n", []string{"t.yaml:1:9: byte 0xff is not UTF-8 text (a configuration file is UTF-8 text)"}},
 		{"tab indent", head + "rules:\n  - name: a\n\trate: 1/s\n",
-			[]string{"t.yaml:5:1: YAML syntax: found a tab character that violates indentation (indent with spaces, not tabs)"}},
+			[]string{"t.yaml:5:1: YAML syntax: a tab in the indentation at line 5: YAML indents with spaces only (replace the tab with spaces)"}},
+		{"tab before a list item", head + "rules:\n\t- name: a\n\t  rate: 1/s\n",
+			[]string{"t.yaml:4:1: YAML syntax: a tab in the indentation at line 4: YAML indents with spaces only (replace the tab with spaces)"}},
+		{"tab after spaces", head + "rules:\n  - name: a\n   \trate: 1/s\n",
+			[]string{"t.yaml:5:4: YAML syntax: a tab in the indentation at line 5: YAML indents with spaces only (replace the tab with spaces)"}},
 		{"bad indent", head + "rules:\n  - name: a\n    rate: 1/s\n   key: ip\n",
 			[]string{"t.yaml:6:4: YAML syntax: did not find expected '-' indicator"}},
 		{"unquoted colon", head + "rules: [{name: a, rate: 1/s}]\nadmin: x: 1\n",
@@ -246,5 +251,18 @@ rules:
 	}
 	if n := len(err.(Errors)); n != len(want) {
 		t.Errorf("%d errors, want %d", n, len(want))
+	}
+}
+
+// TestTabInLargeFile: a file too large to locate its syntax error by
+// search still names a tab in the indentation, at the library's line.
+func TestTabInLargeFile(t *testing.T) {
+	pad := strings.Repeat("# a comment line to pass the size up to which errors are located\n", locateLimit/64)
+	text := head + pad + "rules:\n\t- name: a\n"
+	_, err := Parse("t.yaml", []byte(text))
+	line := strings.Count(head+pad, "\n") + 2
+	want := fmt.Sprintf("t.yaml:%d:1: YAML syntax: a tab in the indentation at line %d: YAML indents with spaces only (replace the tab with spaces)", line, line)
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
 	}
 }

@@ -134,6 +134,9 @@ func syntaxError(file string, data []byte, err error) *Error {
 		if m := yamlLine.FindStringSubmatch(err.Error()); m[1] != "" {
 			e.Line, _ = strconv.Atoi(m[1])
 		}
+		if starts := lineStarts(data); e.Line >= 1 && e.Line <= len(starts) {
+			nameTab(e, data[starts[e.Line-1]:lineEnd(starts, e.Line-1, len(data))])
+		}
 		return e
 	}
 	fails := func(n int) bool {
@@ -156,7 +159,33 @@ func syntaxError(file string, data []byte, err error) *Error {
 		c = firstNonBlank(data[from:to])
 	}
 	e.Col = c + 1
+	nameTab(e, data[from:to])
 	return e
+}
+
+// nameTab rewrites e, a syntax error at line, as a tab in the indentation
+// when line is indented with one: the YAML library's words for such a tab
+// ("found character that cannot start any token") do not name it.
+func nameTab(e *Error, line []byte) {
+	if tab := indentTab(line); tab >= 0 {
+		e.Col = tab + 1
+		e.Msg = fmt.Sprintf("YAML syntax: a tab in the indentation at line %d: YAML indents with spaces only (replace the tab with spaces)", e.Line)
+	}
+}
+
+// indentTab returns the 0-based column of the first tab in the blanks that
+// begin line, or -1 if there is none.
+func indentTab(line []byte) int {
+	for i, b := range line {
+		switch b {
+		case '\t':
+			return i
+		case ' ':
+		default:
+			return -1
+		}
+	}
+	return -1
 }
 
 // hint adds advice to the YAML problems people run into most.
