@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sluice-rl/sluice/policy"
@@ -26,10 +27,34 @@ func (d *decoder) compileErrors(err error) {
 			d.errorf(nil, "", "%v", e)
 			continue
 		}
-		if !d.reported(fe.Path) {
+		if !d.reported(fe.Path) && !d.followsBadRate(fe.Path) {
 			d.errorf(d.nodeAt(fe.Path, fe.Name), fe.Path, "%s", fe.Msg)
 		}
 	}
+}
+
+// limitFields are the fields of a rule whose checks need its rate.
+var limitFields = []string{"algorithm", "burst", "delay", "cost", "schedule"}
+
+// followsBadRate reports whether a problem policy.Compile found at path
+// follows from a rule's rate that was reported already: without its rate
+// the rule looks as if it only classified requests, so that its burst,
+// delay, cost and schedule, and every plan's and client's override of it,
+// would each be reported as pointing at a rule with no rate.
+func (d *decoder) followsBadRate(path string) bool {
+	for at, name := range d.rateless {
+		if rest, ok := strings.CutPrefix(path, at+"."); ok {
+			field, _, _ := strings.Cut(rest, ".")
+			field, _, _ = strings.Cut(field, "[")
+			if slices.Contains(limitFields, field) {
+				return true
+			}
+		}
+		if name != "" && strings.HasSuffix(path, "."+name) && (strings.HasPrefix(path, "plans.") || strings.HasPrefix(path, "clients.")) {
+			return true
+		}
+	}
+	return false
 }
 
 // reported reports whether path or a path above it has failed already.

@@ -23,10 +23,14 @@ type decoder struct {
 	nodes  map[string]*yaml.Node // path -> value node
 	keys   map[string]*yaml.Node // path -> key node, for mapping entries
 	failed map[string]bool       // paths already reported
+	// rateless are the rules whose rate was given but could not be
+	// decoded, by path ("rules[0]") to name: what policy.Compile then says
+	// of their overrides and limits follows from that one problem.
+	rateless map[string]string
 }
 
 func newDecoder(file string) *decoder {
-	return &decoder{file: file, nodes: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}, failed: map[string]bool{}}
+	return &decoder{file: file, nodes: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}, failed: map[string]bool{}, rateless: map[string]string{}}
 }
 
 // errorf reports a problem at node n (the whole file if n is nil). A

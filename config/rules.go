@@ -49,6 +49,9 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 	if !isNull(m["rate"]) || !classifies && d.required(m, n, path, "rate", "rate: 100/m, or concurrency: 10; or priority/degrade for a rule that only classifies") {
 		r.Rate, _ = d.rate(m["rate"], join(path, "rate"))
 	}
+	if !isNull(m["rate"]) && d.failed[join(path, "rate")] {
+		d.rateless[path] = r.Name
+	}
 	r.Burst = d.integer(m["burst"], join(path, "burst"), 1, 1<<62, 0, "1 or more; default: the rate's N")
 	d.warnWindowBurst(m, path, r)
 	r.Delay = d.delay(m, join(path, "delay"))
