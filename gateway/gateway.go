@@ -107,6 +107,7 @@ func New(opts Options) (*Gateway, error) {
 	g.logGate = newLogGate(opts.Clock, time.Second)
 	g.live.Store(newLive(opts.Config))
 	g.logWarnings(opts.Config)
+	g.metrics.loaded(opts.Clock.Now())
 	g.startSum = fileSum(opts.Config.Path)
 	if err := g.openTLS(opts.Config); err != nil {
 		return nil, err

@@ -119,6 +119,11 @@ func (g *Gateway) heartbeat() (announcer, bool) {
 	return a, ok
 }
 
+// ConfigVersion is the digest of the configuration in force, as the
+// overview and the reload log line name it: instances with the same one
+// count alike.
+func (g *Gateway) ConfigVersion() string { return g.snap.Load().version }
+
 // self is this instance as it announces itself: its id and the
 // configuration in force.
 func (g *Gateway) self() InstanceInfo {
@@ -201,14 +206,18 @@ func rulesDiffer(insts []InstanceInfo) []RuleDifference {
 // plans and clients, and the time zone its schedules are read in), in
 // short hex: two instances with the same version count alike.
 func configVersion(pol policy.Policy) string {
-	zone := "UTC"
-	if pol.Location != nil {
-		zone = pol.Location.String() // a *time.Location marshals as {}
-	}
 	return digest(struct {
 		Policy   policy.Policy
 		TimeZone string
-	}{pol, zone})
+	}{pol, zoneName(pol.Location)})
+}
+
+// zoneName is the name of a policy's time zone: UTC for nil.
+func zoneName(loc *time.Location) string {
+	if loc == nil {
+		return "UTC"
+	}
+	return loc.String() // a *time.Location marshals as {}, and compares by its caches
 }
 
 // ruleDigests is each rule's digest: the rule as written, with what every

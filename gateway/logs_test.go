@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -82,5 +83,70 @@ func TestLogsUnknownCallersAndUpstream(t *testing.T) {
 		if strings.Contains(logs, k) {
 			t.Fatalf("access key %q appears in the logs", k)
 		}
+	}
+}
+
+// TestReloadLogs: a reload logs what changed (the top-level fields, the
+// rules by name) and the configuration's version as the overview shows
+// it, and sets the last-successful-reload metric (set at start too); a
+// refused reload logs one JSON line per problem with its line and column,
+// as a refused start does.
+func TestReloadLogs(t *testing.T) {
+	h := startGateway(t, standardConfig)
+	const last = "sluice_config_last_reload_success_timestamp_seconds"
+	if got := metric(h.metrics(), last); got != float64(start.Unix()) {
+		t.Errorf("%s at start = %v, want %d", last, got, start.Unix())
+	}
+	h.clock.Advance(10 * time.Second)
+	h.writeConfig("legacy_headers: true\n" + lowerLimit)
+	if r := h.admin(http.MethodPost, "/reload"); r.Status != http.StatusOK {
+		t.Fatalf("reload: %d %s", r.Status, r.Body)
+	}
+	ov, _ := h.overview()
+	version := ov["instance"].(map[string]any)["version"]
+	var line map[string]any
+	for _, l := range h.logs.lines(t) {
+		if l["msg"] == "configuration reloaded" {
+			line = l
+		}
+	}
+	want := map[string]string{"changed": "[legacy_headers rules]", "rules_changed": "[claims]", "rules_added": "[]", "rules_removed": "[]",
+		"config_version": fmt.Sprint(version)}
+	for field, w := range want {
+		if got := fmt.Sprint(line[field]); got != w {
+			t.Errorf("reloaded: %s = %s, want %s (line %v)", field, got, w, line)
+		}
+	}
+	if line["previous_version"] == nil || line["previous_version"] == line["config_version"] {
+		t.Errorf("reloaded: previous_version %v beside config_version %v", line["previous_version"], line["config_version"])
+	}
+	if got := metric(h.metrics(), last); got != float64(start.Unix()+10) {
+		t.Errorf("%s after a reload = %v, want %d", last, got, start.Unix()+10)
+	}
+
+	h.clock.Advance(10 * time.Second)
+	broken := strings.Replace(lowerLimit, "rate: 2/m", "rate: 2 per minute", 1)
+	broken = strings.Replace(broken, "mode: shadow", "mode: shadowy", 1)
+	h.writeConfig(broken)
+	if r := h.admin(http.MethodPost, "/reload"); r.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("reload of a broken file: %d %s", r.Status, r.Body)
+	}
+	var refused []map[string]any
+	for _, l := range h.logs.lines(t) {
+		if l["msg"] == "reload refused; previous configuration stays" {
+			refused = append(refused, l)
+		}
+	}
+	if len(refused) != 2 {
+		t.Fatalf("refused reload logged %d lines, want 2 (one per problem): %v", len(refused), refused)
+	}
+	for _, l := range refused {
+		msg, _ := l["err"].(string)
+		if l["file"] != h.path || l["line"] == nil || l["col"] == nil || strings.Contains(msg, "\n") || strings.Contains(msg, h.path) {
+			t.Errorf("refused reload line %v, want file, line, col and the problem alone", l)
+		}
+	}
+	if got := metric(h.metrics(), last); got != float64(start.Unix()+10) {
+		t.Errorf("%s after a refused reload = %v, want %d (the last success)", last, got, start.Unix()+10)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -27,6 +28,7 @@ type metrics struct {
 	rejected      *prometheus.CounterVec
 	decision      prometheus.Histogram
 	reloads       *prometheus.CounterVec
+	lastReload    prometheus.Gauge // when the configuration in force was loaded
 	storeErrors   prometheus.Counter
 	upstreamFails prometheus.Counter
 	callerErrors  *prometheus.CounterVec
@@ -60,6 +62,8 @@ func newMetrics() *metrics {
 		reloads: counterVec("sluice_reloads_total",
 			"Configuration reloads by result (ok, failed).",
 			"result"),
+		lastReload: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_config_last_reload_success_timestamp_seconds",
+			Help: "When the configuration in force was loaded, at start or by the last successful reload, in seconds since the Unix epoch."}),
 		storeErrors: counter("sluice_store_errors_total",
 			"Requests the store could not decide (passed with on_failure open, 503 with closed)."),
 		upstreamFails: counter("sluice_upstream_errors_total",
@@ -94,7 +98,7 @@ func newMetrics() *metrics {
 		Help: "Always 1; the labels say which sluice runs: module version, VCS revision (\"\" when not recorded) and Go version.",
 	}, []string{"version", "revision", "goversion"})
 	build.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
-	m.registry.MustRegister(build, m.requests, m.rejected, m.decision, m.reloads, m.storeErrors, m.upstreamFails,
+	m.registry.MustRegister(build, m.requests, m.rejected, m.decision, m.reloads, m.lastReload, m.storeErrors, m.upstreamFails,
 		m.callerErrors, m.loops, m.storeLatency, m.renewals, m.queueWait, m.upstreamSeconds, m.upstreamResponses, m.held,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")
@@ -106,6 +110,11 @@ func newMetrics() *metrics {
 		m.renewals.WithLabelValues(result)
 	}
 	return m
+}
+
+// loaded records that the configuration in force was loaded at t.
+func (m *metrics) loaded(t time.Time) {
+	m.lastReload.Set(float64(t.UnixNano()) / 1e9)
 }
 
 // counter, counterVec, histogram and histogramVec make the series newMetrics

@@ -3,10 +3,14 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -33,13 +37,15 @@ func (g *Gateway) Reload() error {
 	cfg, err := config.Load(old.Path)
 	if err != nil {
 		g.metrics.reloads.WithLabelValues("failed").Inc()
-		g.log.Error("reload refused; previous configuration stays", "file", old.Path, "err", err.Error())
+		LogConfigErrors(g.log, "reload refused; previous configuration stays", old.Path, err)
 		return err
 	}
 	g.logWarnings(cfg)
+	inFile := changedFields(old, cfg)
 	if cfg.Listen != old.Listen || cfg.Admin != old.Admin || cfg.AdminToken != old.AdminToken || !maps.Equal(cfg.AdminTokens, old.AdminTokens) || !cfg.Store.Equal(old.Store) ||
 		cfg.Server != old.Server || cfg.Runtime != old.Runtime {
-		g.log.Warn("listen, admin, server, store and runtime changes take effect after a restart", "file", old.Path)
+		g.log.Warn("listen, admin, server, store and runtime changes take effect after a restart", "file", old.Path,
+			"fields", restartOnly(inFile, changedFields(old, cfg)))
 		cfg.Listen, cfg.Admin, cfg.AdminToken, cfg.AdminTokens, cfg.Store, cfg.Server = old.Listen, old.Admin, old.AdminToken, old.AdminTokens, old.Store, old.Server
 		cfg.Runtime = old.Runtime
 	}
@@ -48,7 +54,8 @@ func (g *Gateway) Reload() error {
 	}
 	g.tls.reread()
 	if !cfg.Decide.Equal(old.Decide) || (cfg.Upstream == nil) != (old.Upstream == nil) {
-		g.log.Warn("decide changes, and adding or removing upstream, take effect after a restart", "file", old.Path)
+		g.log.Warn("decide changes, and adding or removing upstream, take effect after a restart", "file", old.Path,
+			"fields", restartOnly(inFile, changedFields(old, cfg)))
 		cfg.Decide = old.Decide
 		if (cfg.Upstream == nil) != (old.Upstream == nil) {
 			cfg.Upstream = old.Upstream // what is served stays: the gateway, or the decision service alone
@@ -56,7 +63,7 @@ func (g *Gateway) Reload() error {
 	}
 	if _, err := g.applyProtect(cfg); err != nil { // in place: the slots, queue and holds stay
 		g.metrics.reloads.WithLabelValues("failed").Inc()
-		g.log.Error("reload refused; previous configuration stays", "file", old.Path, "err", err.Error())
+		LogConfigErrors(g.log, "reload refused; previous configuration stays", old.Path, err)
 		return err
 	}
 	prev := g.snap.Load()
@@ -68,8 +75,99 @@ func (g *Gateway) Reload() error {
 		prev.proxy.Close() // another upstream: the old one's idle connections go; requests on it finish
 	}
 	g.metrics.reloads.WithLabelValues("ok").Inc()
-	g.log.Info("configuration reloaded", "file", cfg.Path, "rules", cfg.Compiled.Rules())
+	g.metrics.loaded(g.opts.Clock.Now())
+	added, removed, changed := ruleChanges(prev.ruleDigests, next.ruleDigests)
+	g.log.Info("configuration reloaded", "file", cfg.Path, "config_version", next.version, "previous_version", prev.version,
+		"changed", changedFields(old, cfg), "rules_added", added, "rules_removed", removed, "rules_changed", changed,
+		"rules", cfg.Compiled.Rules())
 	return nil
+}
+
+// LogConfigErrors logs why a configuration file was refused, with msg:
+// one JSON line per problem, with its file, line and column (and the
+// message as err), as a refused start and a refused reload both log them.
+// An error that is not config.Errors is one line naming path.
+func LogConfigErrors(log *slog.Logger, msg, path string, err error) {
+	var errs config.Errors
+	if !errors.As(err, &errs) {
+		log.Error(msg, "file", path, "err", err.Error())
+		return
+	}
+	for _, e := range errs {
+		log.Error(msg, "file", e.File, "line", e.Line, "col", e.Col, "err", e.Msg)
+	}
+}
+
+// topFields are the top-level fields of a configuration file as a reload
+// compares them, each with the part of a config.File it decodes to.
+var topFields = []struct {
+	name string
+	of   func(*config.File) any
+}{
+	{"listen", func(f *config.File) any { return f.Listen }},
+	{"upstream", func(f *config.File) any { return f.Upstream }},
+	{"admin", func(f *config.File) any { return []any{f.Admin, f.AdminToken, f.AdminTokens} }},
+	{"trusted_proxies", func(f *config.File) any { return f.Policy.TrustedProxies }},
+	{"forwarded_header", func(f *config.File) any { return f.Policy.ForwardedHeader }},
+	{"ipv6_prefix", func(f *config.File) any { return f.Policy.IPv6Prefix }},
+	{"case_insensitive_paths", func(f *config.File) any { return f.Policy.CaseInsensitivePaths }},
+	{"legacy_headers", func(f *config.File) any { return f.LegacyHeaders }},
+	{"server", func(f *config.File) any { return f.Server }},
+	{"store", func(f *config.File) any { return f.Store }},
+	{"protect", func(f *config.File) any { return []any{f.Protect, f.Signals} }},
+	{"live", func(f *config.File) any { return f.Live }},
+	{"runtime", func(f *config.File) any { return f.Runtime }},
+	{"clients", func(f *config.File) any { return f.Policy.Clients }},
+	{"plans", func(f *config.File) any { return f.Policy.Plans }},
+	{"rules", func(f *config.File) any { return f.Policy.Rules }},
+	{"time_zone", func(f *config.File) any { return zoneName(f.Policy.Location) }},
+	{"decide", func(f *config.File) any { return f.Decide }},
+}
+
+// changedFields names the top-level fields whose values differ between
+// two configurations, in the file's order: what a reload log line says
+// changed. Values are compared, never logged: some are secrets.
+func changedFields(old, cfg *config.File) []string {
+	out := []string{}
+	for _, f := range topFields {
+		if !reflect.DeepEqual(f.of(old), f.of(cfg)) {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// restartOnly are the fields of inFile (changed in the file) that are not
+// in applied (changed in what a reload puts in force).
+func restartOnly(inFile, applied []string) []string {
+	out := []string{}
+	for _, f := range inFile {
+		if !slices.Contains(applied, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ruleChanges compares two configurations' rule digests (ruleDigests): the
+// rules added, removed, and changed (the rule, or a plan's or client's
+// limit of it), each by name, sorted.
+func ruleChanges(old, cur map[string]string) (added, removed, changed []string) {
+	added, removed, changed = []string{}, []string{}, []string{}
+	for _, name := range slices.Sorted(maps.Keys(cur)) {
+		switch d, ok := old[name]; {
+		case !ok:
+			added = append(added, name)
+		case d != cur[name]:
+			changed = append(changed, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(old)) {
+		if _, ok := cur[name]; !ok {
+			removed = append(removed, name)
+		}
+	}
+	return added, removed, changed
 }
 
 // WatchConfig reloads when the configuration file changes, until ctx ends.

@@ -223,7 +223,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	slog.SetDefault(log) // what libraries write with package log is JSON too
 	cfg, err := config.Load(path)
 	if err != nil {
-		logConfigErrors(log, path, err)
+		gateway.LogConfigErrors(log, "configuration refused", path, err)
 		return 1
 	}
 	if err := serveConfig(cfg, log); err != nil {
@@ -231,19 +231,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// logConfigErrors logs why the file was refused: one JSON line per
-// problem, with its position, as serve's other lines are JSON.
-func logConfigErrors(log *slog.Logger, path string, err error) {
-	var errs config.Errors
-	if !errors.As(err, &errs) {
-		log.Error("configuration refused", "file", path, "err", err.Error())
-		return
-	}
-	for _, e := range errs {
-		log.Error("configuration refused", "file", e.File, "line", e.Line, "col", e.Col, "err", e.Msg)
-	}
 }
 
 // gcPercent is the garbage collector's target for serve unless GOGC is set:
@@ -294,7 +281,7 @@ func serveConfig(cfg *config.File, log *slog.Logger) error {
 			log.Warn("not watching the configuration file", "err", err.Error())
 		}
 	})
-	log.Info("sluice serving", servingAttrs(cfg, ln, adm, svcs)...)
+	log.Info("sluice serving", append(servingAttrs(cfg, ln, adm, svcs), "config_version", g.ConfigVersion())...)
 	err = runServices(ctx, cfg, g, ln, adm, svcs)
 	log.Info("sluice stopped")
 	return err

@@ -248,8 +248,8 @@ func TestServeProcess(t *testing.T) {
 	if r := fetch(t, c, http.MethodGet, claims, "cmd-secret-key-a-91c2"); r.policy != `"claims";q=3;w=60` {
 		t.Errorf("after a broken file: %d %q, want the old policy q=3 still serving", r.status, r.policy)
 	}
-	if !strings.Contains(logs.String(), path+":1:") {
-		t.Errorf("the refused reload's log does not name %s:line:col", path)
+	if !strings.Contains(logs.String(), `"msg":"reload refused; previous configuration stays","file":"`+path+`","line":1,"col":31,"err":"rules[0].rate: `) {
+		t.Errorf("the refused reload's log has no line naming %s, line 1, col 31 and rules[0].rate", path)
 	}
 	if strings.Contains(logs.String(), "cmd-secret-key-a-91c2") {
 		t.Error("the access key appears in sluice's log")
