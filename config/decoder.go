@@ -52,7 +52,7 @@ func (d *decoder) problem(n *yaml.Node, path, format string, args ...any) *Error
 	if path != "" {
 		msg = path + ": " + msg
 	}
-	e := &Error{File: d.file, Msg: msg}
+	e := &Error{File: d.file, Msg: msg, Field: path}
 	if n != nil {
 		e.Line, e.Col = n.Line, n.Column
 	}

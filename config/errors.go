@@ -14,7 +14,21 @@ type Error struct {
 	File string
 	Line int
 	Col  int
-	Msg  string
+	// Msg is the problem, after its field's path when it has one
+	// ("rules[0].rate: ...").
+	Msg string
+	// Field is the path of the field at fault, as Msg begins with it
+	// ("rules[0].rate", "clients.list[1].keys[0]"); "" for a problem with
+	// the file (its syntax, its size) rather than one field.
+	Field string
+}
+
+// Problem is Msg without the field's path that begins it.
+func (e *Error) Problem() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return strings.TrimPrefix(e.Msg, e.Field+": ")
 }
 
 // Error formats e as "FILE:line:col: msg", leaving out a position part that

@@ -244,6 +244,10 @@ func (g *Gateway) newSnapshot(cfg *config.File, old *snapshot) *snapshot {
 	return snap
 }
 
+// InFlight is the number of requests the gateway serves now, from their
+// headers read to their answer written: what a shutdown drains.
+func (g *Gateway) InFlight() int64 { return g.inflight.Load() }
+
 // config returns the configuration in force.
 func (g *Gateway) config() *config.File { return g.snap.Load().cfg }
 

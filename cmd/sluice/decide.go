@@ -164,6 +164,8 @@ func runServices(ctx context.Context, cfg *config.File, g *gateway.Gateway, ln, 
 	var err error
 	select {
 	case <-ctx.Done():
+		slog.Default().Info("draining", "in_flight", g.InFlight(), "shutdown_delay", cfg.Server.ShutdownDelay.String(),
+			"drain_timeout", cfg.Server.DrainTimeout.String())
 	case err = <-errc:
 		running--
 		cancel() // one stopped: stop the others

@@ -26,14 +26,15 @@ import (
 const usage = `usage: sluice <command> [flags]
 
 commands:
-  serve --config FILE   run the gateway in front of the configured upstream, and the decision service
-  check --config FILE   validate a configuration file, print what it does (exit 1 on any error)
+  serve FILE            run the gateway in front of the configured upstream, and the decision service
+  check FILE            validate a configuration file, print what it does (exit 1 on any error)
   demo                  the claims story: sluice in front of a service, a buggy partner and a normal one
   demo overload         the month-end story: the service slows down, critical reads keep their objective
   demo carbon           the grid's carbon intensity rises: sluice sheds low-priority exports until it falls
-  version, --version    print the version, the VCS revision and the Go version
+  version, --version    print the version, the VCS revision and the Go version (also -v)
 
-sluice <command> --help describes a command.
+serve and check read FILE, or --config FILE; without either, $SLUICE_CONFIG names the file, else
+./sluice.yaml is read if it exists. sluice <command> --help describes a command.
 `
 
 func main() {
@@ -67,7 +68,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 		return runDemo(stderr)
-	case "version", "--version":
+	case "version", "--version", "-v":
 		if code, ok := noFlags("version", args[1:], stdout, stderr); !ok {
 			return code
 		}
@@ -79,38 +80,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "sluice: unknown command %q\n%s", args[0], usage)
 	return 2
-}
-
-// configFlag parses a command's flags: --config FILE and -h/--help. With
-// ok false the command is over and code is its exit status: 0 after help
-// (printed on stdout), 2 after a usage error (on stderr).
-// more, if given, defines the command's other flags.
-func configFlag(name string, args []string, stdout, stderr io.Writer, more ...func(*flag.FlagSet)) (path string, code int, ok bool) {
-	fs := flag.NewFlagSet("sluice "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	cfg := fs.String("config", "", "configuration file (YAML)")
-	for _, f := range more {
-		f(fs)
-	}
-	help := func(w io.Writer) {
-		fmt.Fprintf(w, "usage: sluice %s --config FILE%s\n\n%s\n\nflags:\n", name, usageTail[name], commandHelp[name])
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-	}
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		help(stdout)
-		return "", 0, false
-	case err != nil:
-		fmt.Fprintf(stderr, "sluice %s: %v\n", name, err)
-		help(stderr)
-		return "", 2, false
-	case *cfg == "" || fs.NArg() > 0:
-		help(stderr)
-		return "", 2, false
-	}
-	return *cfg, 0, true
 }
 
 // noFlags checks the arguments of a command that takes none (demo,
@@ -140,7 +109,7 @@ var commandHelp = map[string]string{
 		"callers of claim reads (normal) and bulk exports (low). While the intensity is above 400 gCO2/kWh the\n" +
 		"exports are shed (503); once it falls they are served again.",
 	"version": "Prints the version (the one make build set, else the module version the go command recorded),\n" +
-		"the VCS revision it was built from and the Go version; sluice --version prints the same.",
+		"the VCS revision it was built from and the Go version; sluice --version and sluice -v print the same.",
 	"check": "Validates the configuration file. Every problem is printed on stderr as FILE:line:col: what is\n" +
 		"wrong (what would be accepted), exit status 1. A valid file prints what it does (settings, a table\n" +
 		"of rules, each client's limits, the schedules' entries and which of them are in force now, until\n" +
@@ -149,31 +118,44 @@ var commandHelp = map[string]string{
 		"With --explain 'METHOD PATH' it prints instead, as JSON (as GET /api/v1/explain answers), how the\n" +
 		"file counts that request (the caller's --key, --ip and --header fields): the rules that match,\n" +
 		"what each counts it as, the limit and its source, and what it would get from fresh counters;\n" +
-		"exit status 2 for a request it cannot read.",
+		"exit status 2 for a request it cannot read.\n" +
+		"With --format json the problems and warnings are printed instead on stdout as one JSON array of\n" +
+		"{file, line, col, field, message, severity} (severity error or warning; [] for none), for CI;\n" +
+		"the exit status is the same.",
 	"serve": "Runs the gateway in front of the configured upstream, and the decision service of the decide\n" +
 		"block (alone without an upstream), until SIGTERM or SIGINT. It reloads the\n" +
 		"file on SIGHUP, on change and on POST /reload to the admin address; a bad file is refused and\n" +
-		"the configuration in force stays. Logs are JSON on stderr.",
+		"the configuration in force stays. Logs are JSON on stderr, from --log-level on (debug, info,\n" +
+		"warn or error; default info). On SIGTERM it logs how many requests are in flight, and drains them.",
 }
 
 // check validates a file: every error as FILE:line:col: message, exit 1; or
-// warnings on stderr and what the file does on stdout, exit 0.
+// warnings on stderr and what the file does on stdout, exit 0. With
+// --format json the errors or warnings are a JSON array on stdout instead.
 func check(args []string, stdout, stderr io.Writer) int {
 	var ex explainFlags
-	path, code, ok := configFlag("check", args, stdout, stderr, ex.define)
+	format := "text"
+	path, code, ok := configFlag("check", args, stdout, stderr, ex.define, func(fs *flag.FlagSet) {
+		fs.StringVar(&format, "format", "text", "how problems and warnings are printed: text (FILE:line:col: ... on stderr) or json (a JSON array on stdout, for CI)")
+	})
 	if !ok {
 		return code
 	}
-	cfg, err := config.Load(path)
+	switch {
+	case format != "text" && format != "json":
+		fmt.Fprintf(stderr, "sluice check: --format: unknown value %q (text or json)\n", format)
+		return 2
+	case format == "json" && ex.set():
+		fmt.Fprintln(stderr, "sluice check: --explain prints JSON already: give it without --format json")
+		return 2
+	}
+	cfg, err := loadChecked(path)
+	if format == "json" {
+		return writeProblems(stdout, path, cfg, err)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
-	}
-	if cfg.Decide != nil && len(cfg.Decide.EnvoyConfig) > 0 { // read by serve as it starts: checked now
-		if _, err := config.LoadEnvoy(cfg.Decide.EnvoyConfig); err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(stderr, warningText(w))
@@ -198,6 +180,21 @@ func check(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// loadChecked loads the file at path and, as serve reads them when it
+// starts, the envoyproxy/ratelimit rule files it names.
+func loadChecked(path string) (*config.File, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Decide != nil && len(cfg.Decide.EnvoyConfig) > 0 {
+		if _, err := config.LoadEnvoy(cfg.Decide.EnvoyConfig); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
 // warningText formats a configuration warning as check prints it:
 // FILE:line:col: warning: message.
 func warningText(w *config.Error) string {
@@ -215,11 +212,14 @@ func count(n int, noun string) string {
 // serve runs the gateway until SIGTERM or SIGINT, reloading on SIGHUP and
 // on file change.
 func serve(args []string, stdout, stderr io.Writer) int {
-	path, code, ok := configFlag("serve", args, stdout, stderr)
+	level := logLevel(slog.LevelInfo)
+	path, code, ok := configFlag("serve", args, stdout, stderr, func(fs *flag.FlagSet) {
+		fs.Var(&level, "log-level", "the least level logged: debug, info, warn or error")
+	})
 	if !ok {
 		return code
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.Level(level)}))
 	slog.SetDefault(log) // what libraries write with package log is JSON too
 	cfg, err := config.Load(path)
 	if err != nil {
@@ -281,14 +281,15 @@ func serveConfig(cfg *config.File, log *slog.Logger) error {
 			log.Warn("not watching the configuration file", "err", err.Error())
 		}
 	})
-	log.Info("sluice serving", append(servingAttrs(cfg, ln, adm, svcs), "config_version", g.ConfigVersion())...)
+	log.Info("sluice serving", append([]any{"version", buildinfo.Read().Version}, servingAttrs(cfg, ln, adm, svcs, g)...)...)
 	err = runServices(ctx, cfg, g, ln, adm, svcs)
 	log.Info("sluice stopped")
 	return err
 }
 
-// servingAttrs are the addresses serve's first line names.
-func servingAttrs(cfg *config.File, ln, adm net.Listener, svcs []service) []any {
+// servingAttrs are the addresses serve's first line names, its rules and
+// the configuration's version.
+func servingAttrs(cfg *config.File, ln, adm net.Listener, svcs []service, g *gateway.Gateway) []any {
 	var attrs []any
 	if ln != nil {
 		attrs = append(attrs, "listen", ln.Addr().String(), "upstream", cfg.Upstream.Redacted())
@@ -297,7 +298,22 @@ func servingAttrs(cfg *config.File, ln, adm net.Listener, svcs []service) []any 
 	for _, s := range svcs {
 		attrs = append(attrs, s.name, s.ln.Addr().String())
 	}
-	return append(attrs, "rules", cfg.Compiled.Rules())
+	return append(attrs, "rules", cfg.Compiled.Rules(), "config_version", g.ConfigVersion())
+}
+
+// logLevel is serve's --log-level: debug, info, warn or error.
+type logLevel slog.Level
+
+func (l *logLevel) String() string { return strings.ToLower(slog.Level(*l).String()) }
+
+func (l *logLevel) Set(s string) error {
+	levels := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+	v, ok := levels[s]
+	if !ok {
+		return fmt.Errorf("unknown level %q (debug, info, warn or error)", s)
+	}
+	*l = logLevel(v)
+	return nil
 }
 
 func reloadOnHangup(ctx context.Context, g *gateway.Gateway, svcs []service, hup <-chan os.Signal) {

@@ -177,16 +177,22 @@ func TestCheckMissingFile(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Setenv("SLUICE_CONFIG", "")
+	t.Chdir(t.TempDir()) // no sluice.yaml
 	cases := []struct {
 		args []string
 		want string // on stderr
 	}{
 		{nil, "usage: sluice"},
-		{[]string{"check"}, "usage: sluice check --config FILE"},
+		{[]string{"check"}, "sluice check: no configuration file: give one (FILE or --config FILE), set SLUICE_CONFIG, or put a sluice.yaml in the current directory\n\nusage: sluice check [--config] FILE"},
 		{[]string{"check", "--config"}, "flag needs an argument"},
-		{[]string{"check", "--config", "a.yaml", "extra"}, "usage: sluice check --config FILE"},
+		{[]string{"check", "--config", "a.yaml", "extra"}, "sluice check: one configuration file, not 2 (a.yaml, extra)\n\nusage: sluice check [--config] FILE"},
+		{[]string{"check", "a.yaml", "b.yaml"}, "sluice check: one configuration file, not 2 (a.yaml, b.yaml)"},
 		{[]string{"check", "--nope"}, "flag provided but not defined"},
-		{[]string{"serve"}, "usage: sluice serve --config FILE"},
+		{[]string{"check", "--format", "yaml", "a.yaml"}, `sluice check: --format: unknown value "yaml" (text or json)`},
+		{[]string{"check", "--format", "json", "--explain", "GET /", "a.yaml"}, "--explain prints JSON already"},
+		{[]string{"serve"}, "sluice serve: no configuration file: give one (FILE or --config FILE), set SLUICE_CONFIG, or put a sluice.yaml in the current directory\n\nusage: sluice serve [--config] FILE"},
+		{[]string{"serve", "--log-level", "loud", "a.yaml"}, `invalid value "loud" for flag -log-level: unknown level "loud" (debug, info, warn or error)`},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 	}
 	for _, c := range cases {
@@ -209,15 +215,17 @@ func TestUsageErrors(t *testing.T) {
 
 func TestHelpAndVersion(t *testing.T) {
 	code, out, _ := runCmd("help")
-	if code != 0 || !strings.Contains(out, "serve --config FILE") {
+	if code != 0 || !strings.Contains(out, "serve FILE") || !strings.Contains(out, "SLUICE_CONFIG") {
 		t.Errorf("help: exit %d, stdout %q", code, out)
 	}
 	code, out, errs := runCmd("version")
 	if code != 0 || !regexp.MustCompile(`^sluice \S+( \(revision [0-9a-f]+(, modified)?\))? go\S+\n$`).MatchString(out) || errs != "" {
 		t.Errorf("version: exit %d, stdout %q, stderr %q; want 0 and one line `sluice VERSION [(revision R)] GOVERSION`", code, out, errs)
 	}
-	if code, dashed, errs := runCmd("--version"); code != 0 || dashed != out || errs != "" {
-		t.Errorf("--version: exit %d, stdout %q, stderr %q; want 0 and what version printed, %q", code, dashed, errs, out)
+	for _, flag := range []string{"--version", "-v"} {
+		if code, dashed, errs := runCmd(flag); code != 0 || dashed != out || errs != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 0 and what version printed, %q", flag, code, dashed, errs, out)
+		}
 	}
 }
 
@@ -227,7 +235,7 @@ func TestCommandHelp(t *testing.T) {
 	for _, cmd := range []string{"serve", "check"} {
 		for _, flag := range []string{"--help", "-h", "-help"} {
 			code, out, errs := runCmd(cmd, flag)
-			if code != 0 || errs != "" || !strings.HasPrefix(out, "usage: sluice "+cmd+" --config FILE") || !strings.Contains(out, "-config") {
+			if code != 0 || errs != "" || !strings.HasPrefix(out, "usage: sluice "+cmd+" [--config] FILE") || !strings.Contains(out, "-config") {
 				t.Errorf("sluice %s %s: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout", cmd, flag, code, out, errs)
 			}
 		}
