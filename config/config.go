@@ -161,8 +161,13 @@ type Redis struct {
 	// Username and Password authenticate (Redis ACL); default none.
 	Username string
 	Password string
-	// TLS connects with TLS. Default false.
+	// TLS connects with TLS (tls: true, or tls given as a mapping).
+	// Default false.
 	TLS bool
+	// TLSOptions are the certificate authorities, client certificate and
+	// server name of tls given as a mapping; the zero value with tls:
+	// true (the system's authorities, no client certificate).
+	TLSOptions RedisTLS
 	// Prefix starts every key sluice writes. Default "sluice:".
 	Prefix string
 }
@@ -170,7 +175,7 @@ type Redis struct {
 // Equal reports whether r and o are the same settings.
 func (r Redis) Equal(o Redis) bool {
 	return slices.Equal(r.Addrs, o.Addrs) && r.Timeout == o.Timeout && r.Username == o.Username &&
-		r.Password == o.Password && r.TLS == o.TLS && r.Prefix == o.Prefix
+		r.Password == o.Password && r.TLS == o.TLS && r.TLSOptions.Equal(o.TLSOptions) && r.Prefix == o.Prefix
 }
 
 // Load reads and parses the file at path. A file that cannot be read gives

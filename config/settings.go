@@ -201,7 +201,7 @@ func (d *decoder) redis(n *yaml.Node, path string, used bool) Redis {
 	r.Timeout = d.duration(m["timeout"], join(path, "timeout"), r.Timeout)
 	r.Username, _ = d.secret(m["username"], join(path, "username"), "a user name")
 	r.Password, _ = d.secret(m["password"], join(path, "password"), "a password")
-	r.TLS = d.boolean(m["tls"], join(path, "tls"))
+	r.TLS, r.TLSOptions = d.redisTLS(m["tls"], join(path, "tls"))
 	if p := m["prefix"]; !isNull(p) {
 		r.Prefix = d.str(p, join(path, "prefix"), "a key prefix", r.Prefix)
 		if r.Prefix == "" || len(r.Prefix) > 64 || strings.ContainsAny(r.Prefix, " \t\r\n") {

@@ -224,12 +224,31 @@ func orDash(s string) string {
 	return s
 }
 
+// summary says what tls's mapping set: " (ca FILE, client certificate
+// FILE, server name NAME)", or "" for none of them.
+func (t RedisTLS) summary() string {
+	var parts []string
+	if t.CAFile != "" {
+		parts = append(parts, "ca "+t.CAFile)
+	}
+	if t.CertFile != "" {
+		parts = append(parts, "client certificate "+t.CertFile)
+	}
+	if t.ServerName != "" {
+		parts = append(parts, "server name "+t.ServerName)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
 func (s Store) summary() string {
 	where := fmt.Sprintf("memory (at most %d keys)", s.MaxKeys)
 	if s.Type == "redis" {
 		tls := ""
 		if s.Redis.TLS {
-			tls = ", TLS"
+			tls = ", TLS" + s.Redis.TLSOptions.summary()
 		}
 		where = fmt.Sprintf("redis %s (timeout %v, prefix %q%s)", strings.Join(s.Redis.Addrs, ", "), s.Redis.Timeout, s.Redis.Prefix, tls)
 	}

@@ -113,7 +113,7 @@ var topFields = []struct {
 	{"case_insensitive_paths", func(f *config.File) any { return f.Policy.CaseInsensitivePaths }},
 	{"legacy_headers", func(f *config.File) any { return f.LegacyHeaders }},
 	{"server", func(f *config.File) any { return f.Server }},
-	{"store", func(f *config.File) any { return f.Store }},
+	{"store", func(f *config.File) any { return storeSettings(f.Store) }},
 	{"protect", func(f *config.File) any { return []any{f.Protect, f.Signals} }},
 	{"live", func(f *config.File) any { return f.Live }},
 	{"runtime", func(f *config.File) any { return f.Runtime }},
@@ -122,6 +122,19 @@ var topFields = []struct {
 	{"rules", func(f *config.File) any { return f.Policy.Rules }},
 	{"time_zone", func(f *config.File) any { return zoneName(f.Policy.Location) }},
 	{"decide", func(f *config.File) any { return f.Decide }},
+}
+
+// storeSettings is s as a reload compares it: the TLS authorities' pool,
+// whose parsed certificates hold functions that never compare equal, is
+// replaced by its certificates' subjects.
+func storeSettings(s config.Store) any {
+	pool := s.Redis.TLSOptions.RootCAs
+	s.Redis.TLSOptions.RootCAs = nil
+	var subjects [][]byte
+	if pool != nil {
+		subjects = pool.Subjects() //nolint:staticcheck // the pool is the file's, not the system's
+	}
+	return []any{s, subjects}
 }
 
 // changedFields names the top-level fields whose values differ between

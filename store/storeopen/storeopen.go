@@ -123,9 +123,21 @@ func RedisOptions(sc config.Store) redisstore.Options {
 	ro := redisstore.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
 		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix}
 	if sc.Redis.TLS {
-		ro.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		ro.TLS = TLSConfig(sc.Redis.TLSOptions)
 	}
 	return ro
+}
+
+// TLSConfig is the TLS configuration of connections to Redis with
+// store.redis.tls: TLS 1.2 or later, the server's certificate verified
+// against t's authorities (the system's without them) under t's server
+// name (the host dialled without it), t's client certificate offered.
+func TLSConfig(t config.RedisTLS) *tls.Config {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: t.RootCAs, ServerName: t.ServerName}
+	if t.Certificate != nil {
+		c.Certificates = []tls.Certificate{*t.Certificate}
+	}
+	return c
 }
 
 // memoryOptions configures a memory store, the store or the local
