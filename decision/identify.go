@@ -39,7 +39,27 @@ func identify(pol *policy.Compiled, v *Verdict, key string) (*policy.Caller, err
 	if strings.IndexByte(vals[0], ',') >= 0 {
 		return nil, fmt.Errorf("%s holds a list (send one access key)", pol.KeyHeader())
 	}
-	return pol.Anonymous(), nil
+	a := pol.Anonymous()
+	if a != nil {
+		v.unknownKey()
+	}
+	return a, nil
+}
+
+// UnknownKeyHeader is the response field that tells a caller counted as
+// anonymous (clients.unknown: anonymous) that the access key it sent is no
+// listed client's: "X-Sluice-Key: unknown". A mistyped key is then seen,
+// not silently given the anonymous limits.
+const UnknownKeyHeader = "X-Sluice-Key"
+
+var unknownKeyValue = []byte("unknown")
+
+// unknownKey marks v's request as one whose access key is no listed
+// client's, counted as anonymous: Report.UnknownKey, and the
+// UnknownKeyHeader on its answer, whether it passes or not.
+func (v *Verdict) unknownKey() {
+	v.Report.UnknownKey = true
+	v.Header = append(v.Header, Field{Name: UnknownKeyHeader, Value: unknownKeyValue})
 }
 
 // clientAddr returns the caller's IP address: the peer's, unless the peer is

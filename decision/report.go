@@ -59,6 +59,10 @@ type Report struct {
 	// (policy.Override.Target). Nothing was counted: Rules is empty.
 	// Empty otherwise.
 	Blocked string
+	// UnknownKey is true when the request sent an access key that is no
+	// listed client's and was counted as anonymous (clients.unknown:
+	// anonymous); its answer carries UnknownKeyHeader.
+	UnknownKey bool
 	// Counted names, for a 429, what the rule whose wait is RetryAfter
 	// counted: the client id, the address, `header X-Tenant "acme"`... as
 	// the problem detail does; never an access key. Empty otherwise.

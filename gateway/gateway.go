@@ -282,6 +282,9 @@ func (g *Gateway) observe(_ *decision.Request, rep *decision.Report) {
 	case rep.Err != nil && !errors.Is(rep.Err, context.Canceled) && g.logGate.allow(logSubject{kind: "store"}):
 		g.log.Error("store failed", "err", rep.Err.Error())
 	}
+	if rep.UnknownKey && g.logGate.allow(logSubject{kind: "unknown key"}) {
+		g.log.Warn("unknown access key; counted as anonymous", "client", rep.Client, "header", g.config().Compiled.KeyHeader())
+	}
 	for _, r := range rep.Rules {
 		if r.Outcome == decision.ShadowLimited && g.logGate.allow(logSubject{kind: "shadow", client: rep.Client, rule: r.Rule}) {
 			g.log.Info("client over shadow limit", "client", rep.Client, "rule", r.Rule)

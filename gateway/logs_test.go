@@ -150,3 +150,38 @@ func TestReloadLogs(t *testing.T) {
 		t.Errorf("%s after a refused reload = %v, want %d (the last success)", last, got, start.Unix()+10)
 	}
 }
+
+// TestUnknownKeySignal: with unknown: anonymous, a request whose key is no
+// listed client's is counted as anonymous, and gets X-Sluice-Key: unknown;
+// it is counted in sluice_unknown_keys_total and logged at most once a
+// second, never with the key.
+func TestUnknownKeySignal(t *testing.T) {
+	h := startGateway(t, keysConfig)
+	const typo = "mistyped-key-7f3a9c"
+	r := h.get("/claims/1", typo)
+	if r.Status != http.StatusOK || r.Header.Get("X-Sluice-Key") != "unknown" || h.up.lastSeen(t).Header.Get("X-Sluice-Client") != "anonymous" {
+		t.Errorf("a mistyped key: %d, X-Sluice-Key %q, want 200 and unknown, counted as anonymous", r.Status, r.Header.Get("X-Sluice-Key"))
+	}
+	for _, key := range []string{keyA, ""} {
+		if got := h.get("/claims/1", key).Header.Get("X-Sluice-Key"); got != "" {
+			t.Errorf("key %q: X-Sluice-Key %q, want none", key, got)
+		}
+	}
+	for range 20 {
+		h.get("/claims/1", typo)
+	}
+	if got := metric(h.metrics(), "sluice_unknown_keys_total"); got != 21 {
+		t.Errorf("sluice_unknown_keys_total = %v, want 21", got)
+	}
+	if n := h.logs.count(t, "unknown access key; counted as anonymous"); n != 1 {
+		t.Errorf("logged %d times in one clock second, want 1", n)
+	}
+	h.clock.Advance(time.Second)
+	h.get("/claims/1", typo)
+	if n := h.logs.count(t, "unknown access key; counted as anonymous"); n != 2 {
+		t.Errorf("logged %d times after the next second, want 2", n)
+	}
+	if strings.Contains(h.logs.String(), typo) {
+		t.Error("the mistyped key appears in the logs")
+	}
+}

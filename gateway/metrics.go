@@ -33,6 +33,7 @@ type metrics struct {
 	upstreamFails prometheus.Counter
 	callerErrors  *prometheus.CounterVec
 	loops         prometheus.Counter
+	unknownKeys   prometheus.Counter
 	storeLatency  prometheus.Histogram
 	renewals      *prometheus.CounterVec
 
@@ -71,6 +72,8 @@ func newMetrics() *metrics {
 		callerErrors: counterVec("sluice_caller_errors_total",
 			"Requests the caller did not complete, by reason: aborted (went away), body_timeout (408), malformed_body (400).",
 			"reason"),
+		unknownKeys: counter("sluice_unknown_keys_total",
+			"Requests that sent an access key that is no listed client's and were counted as anonymous (clients.unknown: anonymous)."),
 		loops: counter("sluice_loops_total",
 			"Requests answered 508 because they came back from the upstream (upstream leads to sluice itself)."),
 		held: histogram("sluice_delay_seconds",
@@ -99,7 +102,7 @@ func newMetrics() *metrics {
 	}, []string{"version", "revision", "goversion"})
 	build.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
 	m.registry.MustRegister(build, m.requests, m.rejected, m.decision, m.reloads, m.lastReload, m.storeErrors, m.upstreamFails,
-		m.callerErrors, m.loops, m.storeLatency, m.renewals, m.queueWait, m.upstreamSeconds, m.upstreamResponses, m.held,
+		m.callerErrors, m.loops, m.unknownKeys, m.storeLatency, m.renewals, m.queueWait, m.upstreamSeconds, m.upstreamResponses, m.held,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")
@@ -147,6 +150,9 @@ func (m *metrics) observeRenewal(rep store.RenewReport) {
 // observe records one request's report.
 func (m *metrics) observe(rep *decision.Report) {
 	m.decision.Observe(rep.Latency.Seconds())
+	if rep.UnknownKey {
+		m.unknownKeys.Inc()
+	}
 	if rep.Held > 0 {
 		m.held.Observe(rep.Held.Seconds())
 	}
