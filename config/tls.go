@@ -5,9 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -49,7 +47,6 @@ const (
 	// TLSExpiryWarning is how close to its end a certificate makes a
 	// warning at load.
 	TLSExpiryWarning = 14 * 24 * time.Hour
-	maxPEMFile       = 1 << 20
 )
 
 var tlsFields = []string{"cert", "key"}
@@ -166,23 +163,6 @@ func ReadKeyPair(certFile, keyFile string, now time.Time) (*tls.Certificate, err
 	}
 	pair.Leaf = leaf
 	return &pair, nil
-}
-
-// readPEM reads a PEM file of at most maxPEMFile bytes.
-func readPEM(name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read it: %w", unwrapPath(err))
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("cannot read it: %w", unwrapPath(err))
-	case len(data) > maxPEMFile:
-		return nil, fmt.Errorf("larger than %d bytes", maxPEMFile)
-	}
-	return data, nil
 }
 
 // firstCertificate parses the first CERTIFICATE block of certPEM: the
