@@ -2,6 +2,7 @@ package failover_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/store"
@@ -29,4 +30,32 @@ func openHealthy(t *testing.T) *failover.Store {
 func TestConformance(t *testing.T) {
 	storetest.RunSettle(t, func(t *testing.T) store.Store { return openHealthy(t) })
 	storetest.RunLeases(t, func(t *testing.T) storetest.LeaseStore { return openHealthy(t) })
+}
+
+// marching is a clock that moves on two seconds each time it is read: a
+// cached denial (at most a second old) is then never replayed, and the
+// DecideAll tables' times alone decide.
+type marching struct{ *clock.Fake }
+
+func (m marching) Now() time.Time {
+	m.Advance(2 * time.Second)
+	return m.Fake.Now()
+}
+
+// TestDecideAllConformance runs the DecideAll tables through a failover
+// store whose shared store (the reference store) is up, and through one
+// that is degraded, deciding on its local store.
+func TestDecideAllConformance(t *testing.T) {
+	open := func(t *testing.T, shared store.Store, degraded bool) store.Store {
+		clk := marching{clock.NewFake(t0)}
+		s, err := failover.New(failover.Options{Shared: shared, Fallback: memory.New(memory.Options{Clock: clk}),
+			OnFailure: store.FailLocal, Instances: 1, Clock: clk, StartDegraded: degraded})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	t.Run("shared", func(t *testing.T) {
+		storetest.RunDecideAll(t, func(t *testing.T) store.Store { return open(t, storetest.NewReference(), false) })
+	})
 }
