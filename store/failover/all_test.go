@@ -84,8 +84,8 @@ func TestDecideAllGoesToTheSharedStore(t *testing.T) {
 
 // TestDecideAllFailure takes the shared store down: DecideAll answers by
 // the failure policy (closed: 503), opens the circuit after Threshold
-// failures, and then steps aside with store.ErrNotAtomic so that
-// DecideBatch's degraded path decides.
+// failures, and then answers by the policy without reaching the shared
+// store, as DecideBatch does while degraded.
 func TestDecideAllFailure(t *testing.T) {
 	f := newFixture(t, failover.Options{OnFailure: store.FailClosed, Threshold: 2})
 	reqs := rulesOf(t)
@@ -100,8 +100,9 @@ func TestDecideAllFailure(t *testing.T) {
 	if !f.fo.Degraded() {
 		t.Fatal("two failures with Threshold 2 did not open the circuit")
 	}
-	if _, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now()); !errors.Is(err, store.ErrNotAtomic) {
-		t.Errorf("degraded: error %v, want store.ErrNotAtomic", err)
+	_, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now())
+	if unavailable := (*store.UnavailableError)(nil); !errors.As(err, &unavailable) || errors.Is(err, errDown) {
+		t.Errorf("degraded: error %v, want *store.UnavailableError for the open circuit", err)
 	}
 	if got := f.shared.allCalls.Load(); got != 2 {
 		t.Errorf("degraded DecideAll reached the shared store (%d calls, want 2)", got)

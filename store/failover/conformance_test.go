@@ -1,6 +1,7 @@
 package failover_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -42,9 +43,23 @@ func (m marching) Now() time.Time {
 	return m.Fake.Now()
 }
 
+// down is a shared store that is down: every call fails.
+type down struct{ store.Store }
+
+func (down) DecideBatch(context.Context, []store.Request, time.Time) ([]store.Result, error) {
+	return nil, errDown
+}
+
+func (down) DecideAll(context.Context, []store.Request, time.Time) ([]store.Result, error) {
+	return nil, errDown
+}
+
+func (down) Close() error { return nil }
+
 // TestDecideAllConformance runs the DecideAll tables through a failover
 // store whose shared store (the reference store) is up, and through one
-// that is degraded, deciding on its local store.
+// that is degraded (its shared store down: the probes fail), deciding on
+// its local memory store.
 func TestDecideAllConformance(t *testing.T) {
 	open := func(t *testing.T, shared store.Store, degraded bool) store.Store {
 		clk := marching{clock.NewFake(t0)}
@@ -57,5 +72,8 @@ func TestDecideAllConformance(t *testing.T) {
 	}
 	t.Run("shared", func(t *testing.T) {
 		storetest.RunDecideAll(t, func(t *testing.T) store.Store { return open(t, storetest.NewReference(), false) })
+	})
+	t.Run("degraded", func(t *testing.T) {
+		storetest.RunDecideAll(t, func(t *testing.T) store.Store { return open(t, down{}, true) })
 	})
 }

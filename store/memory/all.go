@@ -1,0 +1,194 @@
+package memory
+
+import (
+	"context"
+	"hash/maphash"
+	"slices"
+	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+var _ store.AllOrNothing = (*Store)(nil)
+
+// smallAll is how many requests AppendDecideAll decides without
+// allocating: more than any request's rules in practice.
+const smallAll = 8
+
+// pending is one request of a DecideAll while it is decided on a copy:
+// its key's hash, the state the decision left (the copy) and the
+// decision; full, once committing, that its key found no room.
+type pending struct {
+	h    uint64
+	st   limiter.State
+	d    limiter.Decision
+	full bool
+}
+
+// DecideAll decides the requests of one HTTP request (one per matching
+// rule) all or nothing, as store.AllOrNothing says, computing first and
+// committing after: it locks the shards of the keys (each once, in
+// ascending order, so that two calls never wait for each other in a
+// circle), decides every request in turn on a copy of its key's state (a
+// key asked twice sees its first request), and writes the states back only
+// if every request not marked Shadow was allowed. Otherwise it writes
+// nothing: the denied requests answer their denial, the others a look
+// (cost 0) at their key as it stands. It never returns
+// store.ErrNotAtomic.
+//
+// The one exception is a store out of room: a key it holds no state for
+// and has no room for (or a sliding_log with no room for its entry) is
+// decided on its overflow counter (see Decide), after the others have
+// spent, so that its denial there does not give back what they spent.
+func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	return s.AppendDecideAll(ctx, make([]store.Result, 0, len(reqs)), reqs, now)
+}
+
+// AppendDecideAll is DecideAll appending to dst: it allocates nothing for
+// up to eight requests when dst has room (but for a sliding_log's copy).
+// After Close it returns dst and store.ErrClosed.
+func (s *Store) AppendDecideAll(_ context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	var small [smallAll]pending
+	p := small[:0]
+	if len(reqs) > smallAll {
+		p = make([]pending, 0, len(reqs))
+	}
+	for i := range reqs {
+		p = append(p, pending{h: maphash.String(s.seed, reqs[i].Key)})
+	}
+	var order [smallAll]uint64
+	shards := s.lockShards(order[:0], p)
+	if len(shards) > 0 && s.shards[shards[0]].closed {
+		s.unlockShards(shards)
+		return dst, store.ErrClosed
+	}
+	pass := true
+	for i := range reqs {
+		s.peek(p, reqs, i, now)
+		pass = pass && (reqs[i].Shadow || p[i].d.Allowed)
+	}
+	start := len(dst)
+	for range reqs {
+		dst = append(dst, store.Result{})
+	}
+	out := dst[start:]
+	if !pass {
+		for i := range reqs {
+			out[i].Decision = p[i].d
+			if p[i].d.Allowed {
+				s.look(&p[i], &reqs[i], now, &out[i].Decision)
+			}
+		}
+		s.unlockShards(shards)
+		return dst, nil
+	}
+	full := s.commit(p, reqs, now, out)
+	s.unlockShards(shards)
+	if full {
+		s.overflowAll(p, reqs, now, out)
+	}
+	return dst, nil
+}
+
+// lockShards locks the distinct shards of the keys of p in ascending
+// order and returns them, appended to buf.
+func (s *Store) lockShards(buf []uint64, p []pending) []uint64 {
+	for i := range p {
+		buf = append(buf, p[i].h&s.mask)
+	}
+	slices.Sort(buf)
+	buf = slices.Compact(buf)
+	for _, i := range buf {
+		s.shards[i].mu.Lock()
+	}
+	return buf
+}
+
+// unlockShards unlocks the shards lockShards locked.
+func (s *Store) unlockShards(shards []uint64) {
+	for _, i := range shards {
+		s.shards[i].mu.Unlock()
+	}
+}
+
+// peek decides request i of reqs on a copy of its key's state, into p[i]:
+// the state the request before it on the same key left, if there is one,
+// or else the shard's (locked), a fresh one for a key it does not hold.
+// A state written under another limit is first reinterpreted, as Decide
+// does.
+func (s *Store) peek(p []pending, reqs []store.Request, i int, now time.Time) {
+	r, q := &reqs[i], &p[i]
+	var from *limiter.Limit
+	for j := i - 1; j >= 0; j-- {
+		if p[j].h == q.h && reqs[j].Key == r.Key {
+			q.st, from = p[j].st, &reqs[j].Limit
+			p[j].st.Log = nil // handed on: deciding on it may rewrite it
+			break
+		}
+	}
+	if from == nil {
+		q.st, from = s.copyState(q.h, r.Key)
+	}
+	if from != nil && !r.Limit.Same(from) {
+		q.st = limiter.Reinterpret(*from, r.Limit, q.st, now)
+	}
+	r.Limit.ApplyInto(&q.st, now, r.Cost, &q.d)
+}
+
+// copyState returns a copy of the state the store holds for key (whose
+// hash is h; its shard is locked) and the limit it was written under; nil
+// for a key it does not hold.
+func (s *Store) copyState(h uint64, key string) (limiter.State, *limiter.Limit) {
+	sh := &s.shards[h&s.mask]
+	i := sh.tab.find(h, key)
+	if i < 0 {
+		return limiter.State{}, nil
+	}
+	e := sh.tab.at(i)
+	st := limiter.State{A: e.a, B: e.b}
+	if log := sh.logs[e.key()]; len(log) > 0 {
+		st.Log = slices.Clone(log) // an admission rewrites a log in place
+	}
+	return st, sh.limits.at(e.limit)
+}
+
+// look writes to *d a look (cost 0) at the key of r as the store holds it
+// (its shard locked), writing nothing; q is r's pending.
+func (s *Store) look(q *pending, r *store.Request, now time.Time, d *limiter.Decision) {
+	st, from := s.copyState(q.h, r.Key)
+	if from != nil && !r.Limit.Same(from) {
+		st = limiter.Reinterpret(*from, r.Limit, st, now)
+	}
+	r.Limit.ApplyInto(&st, now, 0, d)
+}
+
+// commit decides reqs for good, in turn, their shards locked, into out:
+// every decision is the one its copy got, but for a key that finds no
+// room. It reports whether one did (marked full in p, for overflowAll).
+func (s *Store) commit(p []pending, reqs []store.Request, now time.Time, out []store.Result) (full bool) {
+	for i := range reqs {
+		r := &reqs[i]
+		sh := &s.shards[p[i].h&s.mask]
+		d, err := s.decideLocked(sh, p[i].h, r.Key, &r.Limit, now, r.Cost)
+		if err == errNoRoom {
+			p[i].full, full = true, true
+			continue
+		}
+		out[i].Decision, out[i].Err = d, err
+	}
+	return full
+}
+
+// overflowAll decides on their overflow counters the requests of reqs
+// whose keys commit found no room for, into out, no shard locked.
+func (s *Store) overflowAll(p []pending, reqs []store.Request, now time.Time, out []store.Result) {
+	for i := range reqs {
+		if !p[i].full {
+			continue
+		}
+		r := &reqs[i]
+		d, err := s.decideOverflow(r.Key, r.Limit, now, r.Cost)
+		out[i] = store.Result{Decision: d, Err: err, Shared: err == nil}
+	}
+}
