@@ -50,8 +50,8 @@ func (down) DecideBatch(context.Context, []store.Request, time.Time) ([]store.Re
 	return nil, errDown
 }
 
-func (down) DecideAll(context.Context, []store.Request, time.Time) ([]store.Result, error) {
-	return nil, errDown
+func (down) DecideAll(_ context.Context, dst []store.Result, _ []store.Request, _ time.Time) ([]store.Result, error) {
+	return dst, errDown
 }
 
 func (down) Close() error { return nil }

@@ -320,8 +320,8 @@ func (s *Store) share(l limiter.Limit) limiter.Limit {
 var _ store.AllOrNothing = (*Store)(nil)
 
 // DecideAll decides a request's rules all or nothing in the shared store,
-// when the shared store can (a store.AllOrNothing; otherwise it returns
-// store.ErrNotAtomic, having decided nothing). While degraded (but for a
+// when the shared store can (a store.AllOrNothing; otherwise
+// store.LookThenSpend decides them through DecideBatch). While degraded (but for a
 // probe) and when the shared store fails, the failure policy answers: the
 // local policy decides all or nothing on the fallback, with this
 // instance's share of each limit, when the fallback can (the memory store
@@ -332,10 +332,16 @@ var _ store.AllOrNothing = (*Store)(nil)
 // from memory (a cached rejection), so that a caller hammering a limited
 // path of several rules costs the shared store one call a second at most.
 // A failure of the shared store counts towards the circuit.
-func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+func (s *Store) DecideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	out, err := s.decideAll(ctx, reqs, now)
+	return append(dst, out...), err
+}
+
+// decideAll is DecideAll returning results of its own.
+func (s *Store) decideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	shared, ok := s.opts.Shared.(store.AllOrNothing)
 	if !ok {
-		return nil, store.ErrNotAtomic
+		return store.LookThenSpend(ctx, s, nil, reqs, now)
 	}
 	local := s.opts.Clock.Now()
 	if out, ok := s.denied.replay(reqs, local); ok {
@@ -345,10 +351,7 @@ func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Ti
 	if !s.mayCallShared(local) {
 		return s.failAll(ctx, reqs, now, errCircuitOpen)
 	}
-	res, err := shared.DecideAll(ctx, reqs, now)
-	if errors.Is(err, store.ErrNotAtomic) {
-		return nil, err
-	}
+	res, err := shared.DecideAll(ctx, nil, reqs, now)
 	if err == nil && len(res) != len(reqs) {
 		err = fmt.Errorf("failover: shared store returned %d results for %d requests", len(res), len(reqs))
 	}
@@ -390,7 +393,7 @@ func (s *Store) failAll(ctx context.Context, reqs []store.Request, now time.Time
 		batch[i] = r
 		batch[i].Limit = s.share(r.Limit)
 	}
-	res, err := all.DecideAll(ctx, batch, now)
+	res, err := all.DecideAll(ctx, nil, batch, now)
 	if err != nil {
 		return nil, fmt.Errorf("failover: local fallback: %w", err)
 	}

@@ -12,17 +12,17 @@ import (
 
 var _ store.AllOrNothing = (*Store)(nil)
 
-// smallAll is how many requests AppendDecideAll decides without
+// smallAll is how many requests DecideAll decides without
 // allocating: more than any request's rules in practice.
 const smallAll = 8
 
-// pending is one request of a DecideAll while it is decided on a copy:
-// its key's hash, the state the decision left (the copy) and the
-// decision; full, once committing, that its key found no room.
+// pending is one request of a DecideAll while it is decided on a copy
+// (its decision is written to its result): its key's hash, the state the
+// decision left (the copy) and, once committing, whether its key found no
+// room.
 type pending struct {
 	h    uint64
 	st   limiter.State
-	d    limiter.Decision
 	full bool
 }
 
@@ -34,21 +34,15 @@ type pending struct {
 // key asked twice sees its first request), and writes the states back only
 // if every request not marked Shadow was allowed. Otherwise it writes
 // nothing: the denied requests answer their denial, the others a look
-// (cost 0) at their key as it stands. It never returns
-// store.ErrNotAtomic.
+// (cost 0) at their key as it stands. It appends the results to dst and
+// allocates nothing for up to eight requests when dst has room (but for a
+// sliding_log's copy). After Close it returns dst and store.ErrClosed.
 //
 // The one exception is a store out of room: a key it holds no state for
 // and has no room for (or a sliding_log with no room for its entry) is
 // decided on its overflow counter (see Decide), after the others have
 // spent, so that its denial there does not give back what they spent.
-func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
-	return s.AppendDecideAll(ctx, make([]store.Result, 0, len(reqs)), reqs, now)
-}
-
-// AppendDecideAll is DecideAll appending to dst: it allocates nothing for
-// up to eight requests when dst has room (but for a sliding_log's copy).
-// After Close it returns dst and store.ErrClosed.
-func (s *Store) AppendDecideAll(_ context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+func (s *Store) DecideAll(_ context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	var small [smallAll]pending
 	p := small[:0]
 	if len(reqs) > smallAll {
@@ -63,27 +57,27 @@ func (s *Store) AppendDecideAll(_ context.Context, dst []store.Result, reqs []st
 		s.unlockShards(shards)
 		return dst, store.ErrClosed
 	}
-	pass := true
-	for i := range reqs {
-		s.peek(p, reqs, i, now)
-		pass = pass && (reqs[i].Shadow || p[i].d.Allowed)
-	}
 	start := len(dst)
 	for range reqs {
 		dst = append(dst, store.Result{})
 	}
 	out := dst[start:]
+	t := limiter.UnixMicro(now)
+	pass := true
+	for i := range reqs {
+		s.peek(p, reqs, i, t, now, &out[i].Decision)
+		pass = pass && (reqs[i].Shadow || out[i].Decision.Allowed)
+	}
 	if !pass {
 		for i := range reqs {
-			out[i].Decision = p[i].d
-			if p[i].d.Allowed {
-				s.look(&p[i], &reqs[i], now, &out[i].Decision)
+			if out[i].Decision.Allowed {
+				s.look(&p[i], &reqs[i], t, now, &out[i].Decision)
 			}
 		}
 		s.unlockShards(shards)
 		return dst, nil
 	}
-	full := s.commit(p, reqs, now, out)
+	full := s.commit(p, reqs, t, now, out)
 	s.unlockShards(shards)
 	if full {
 		s.overflowAll(p, reqs, now, out)
@@ -112,12 +106,12 @@ func (s *Store) unlockShards(shards []uint64) {
 	}
 }
 
-// peek decides request i of reqs on a copy of its key's state, into p[i]:
-// the state the request before it on the same key left, if there is one,
-// or else the shard's (locked), a fresh one for a key it does not hold.
-// A state written under another limit is first reinterpreted, as Decide
-// does.
-func (s *Store) peek(p []pending, reqs []store.Request, i int, now time.Time) {
+// peek decides request i of reqs at t (now in microseconds) on a copy of
+// its key's state, into p[i] and *d: the state the request before it on
+// the same key left, if there is one, or else the shard's (locked), a
+// fresh one for a key it does not hold. A state written under another
+// limit is first reinterpreted, as Decide does.
+func (s *Store) peek(p []pending, reqs []store.Request, i int, t int64, now time.Time, d *limiter.Decision) {
 	r, q := &reqs[i], &p[i]
 	var from *limiter.Limit
 	for j := i - 1; j >= 0; j-- {
@@ -133,7 +127,7 @@ func (s *Store) peek(p []pending, reqs []store.Request, i int, now time.Time) {
 	if from != nil && !r.Limit.Same(from) {
 		q.st = limiter.Reinterpret(*from, r.Limit, q.st, now)
 	}
-	r.Limit.ApplyInto(&q.st, now, r.Cost, &q.d)
+	r.Limit.ApplyMicros(&q.st, t, r.Cost, d)
 }
 
 // copyState returns a copy of the state the store holds for key (whose
@@ -147,35 +141,48 @@ func (s *Store) copyState(h uint64, key string) (limiter.State, *limiter.Limit) 
 	}
 	e := sh.tab.at(i)
 	st := limiter.State{A: e.a, B: e.b}
-	if log := sh.logs[e.key()]; len(log) > 0 {
-		st.Log = slices.Clone(log) // an admission rewrites a log in place
+	w := sh.limits.slot(e.limit)
+	if w.log {
+		st.Log = slices.Clone(sh.logs[e.key()]) // an admission rewrites a log in place
 	}
-	return st, sh.limits.at(e.limit)
+	return st, &w.limit
 }
 
-// look writes to *d a look (cost 0) at the key of r as the store holds it
-// (its shard locked), writing nothing; q is r's pending.
-func (s *Store) look(q *pending, r *store.Request, now time.Time, d *limiter.Decision) {
+// look writes to *d a look (cost 0) at t (now in microseconds) at the key
+// of r as the store holds it (its shard locked), writing nothing; q is r's
+// pending.
+func (s *Store) look(q *pending, r *store.Request, t int64, now time.Time, d *limiter.Decision) {
 	st, from := s.copyState(q.h, r.Key)
 	if from != nil && !r.Limit.Same(from) {
 		st = limiter.Reinterpret(*from, r.Limit, st, now)
 	}
-	r.Limit.ApplyInto(&st, now, 0, d)
+	r.Limit.ApplyMicros(&st, t, 0, d)
 }
 
-// commit decides reqs for good, in turn, their shards locked, into out:
-// every decision is the one its copy got, but for a key that finds no
-// room. It reports whether one did (marked full in p, for overflowAll).
-func (s *Store) commit(p []pending, reqs []store.Request, now time.Time, out []store.Result) (full bool) {
+// commit keeps the decisions of reqs, in turn, their shards locked, out
+// holding them. A key the shard holds under the request's limit, with no
+// log, takes the state its copy left, as Decide's common case does; any
+// other is decided again for good (to the same decision, but for a key
+// that finds no room). It reports whether one found none (marked full in
+// p, for overflowAll).
+func (s *Store) commit(p []pending, reqs []store.Request, t int64, now time.Time, out []store.Result) (full bool) {
 	for i := range reqs {
-		r := &reqs[i]
-		sh := &s.shards[p[i].h&s.mask]
-		d, err := s.decideLocked(sh, p[i].h, r.Key, &r.Limit, now, r.Cost)
+		r, q, d := &reqs[i], &p[i], &out[i].Decision
+		sh := &s.shards[q.h&s.mask]
+		if k := sh.tab.find(q.h, r.Key); k >= 0 {
+			e := sh.tab.at(k)
+			if w := sh.limits.slot(e.limit); !w.log && r.Limit.Same(&w.limit) {
+				sh.record(e, d.Allowed && d.Remaining > 0, expiryMicros(t, d.Reset), q.st.A, q.st.B)
+				continue
+			}
+		}
+		var err error
+		*d, err = s.decideLocked(sh, q.h, r.Key, &r.Limit, now, r.Cost)
 		if err == errNoRoom {
-			p[i].full, full = true, true
+			q.full, full = true, true
 			continue
 		}
-		out[i].Decision, out[i].Err = d, err
+		out[i].Err = err
 	}
 	return full
 }

@@ -10,9 +10,9 @@ import (
 	"github.com/sluice-rl/sluice/store"
 )
 
-// TestAppendDecideAllAllocatesNothing decides three rules of one request,
+// TestDecideAllAllocatesNothing decides three rules of one request,
 // passing and then refused, into memory the caller gives.
-func TestAppendDecideAllAllocatesNothing(t *testing.T) {
+func TestDecideAllAllocatesNothing(t *testing.T) {
 	s := newTest(t, Options{})
 	reqs := []store.Request{
 		{Key: store.Key("a", "c"), Limit: mustLimit(t, limiter.GCRA, 10, time.Second), Cost: 1},
@@ -22,7 +22,7 @@ func TestAppendDecideAllAllocatesNothing(t *testing.T) {
 	dst := make([]store.Result, 0, len(reqs))
 	allocs := testing.AllocsPerRun(100, func() {
 		var err error
-		if dst, err = s.AppendDecideAll(ctx, dst[:0], reqs, t0); err != nil {
+		if dst, err = s.DecideAll(ctx, dst[:0], reqs, t0); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -32,7 +32,7 @@ func TestDecideAllConcurrent(t *testing.T) {
 		}
 		wg.Go(func() {
 			for range 20 {
-				res, err := s.DecideAll(ctx, reqs, t0)
+				res, err := s.DecideAll(ctx, nil, reqs, t0)
 				if err != nil {
 					t.Error(err)
 					return
@@ -68,7 +68,7 @@ func TestDecideAllFullStore(t *testing.T) {
 		{Key: store.Key("new", "c"), Limit: mustLimit(t, limiter.FixedWindow, 5, time.Minute), Cost: 1},
 		{Key: held, Limit: one, Cost: 0},
 	}
-	res, err := s.DecideAll(ctx, reqs, t0)
+	res, err := s.DecideAll(ctx, nil, reqs, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestDecideAllClosed(t *testing.T) {
 	s := newTest(t, Options{})
 	s.Close()
 	reqs := []store.Request{{Key: "k", Limit: mustLimit(t, limiter.GCRA, 1, time.Second), Cost: 1}}
-	if res, err := s.DecideAll(ctx, reqs, t0); err != store.ErrClosed || len(res) != 0 {
+	if res, err := s.DecideAll(ctx, nil, reqs, t0); err != store.ErrClosed || len(res) != 0 {
 		t.Errorf("DecideAll after Close: %v, %v; want no results, store.ErrClosed", res, err)
 	}
 }

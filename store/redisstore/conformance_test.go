@@ -67,11 +67,10 @@ func TestCluster(t *testing.T) {
 }
 
 // notAtomic names the DecideAll tables whose requests the multi-rule
-// script cannot decide (DecideAll answers store.ErrNotAtomic), and why.
+// script cannot decide (DecideAll decides them look then spend, not all
+// or nothing: see its documentation), and why.
 var notAtomic = map[string]string{
-	"all/same_key_twice": "the multi-rule script decides each key once",
-	"all/zero_limit":     "the multi-rule script refuses the zero Limit",
-	"all/negative_cost":  "the multi-rule script refuses a negative cost",
+	"all/same_key_twice": "the multi-rule script decides each key once: a key asked twice is decided look then spend",
 }
 
 // runDecideAll is storetest.RunDecideAll but for the tables of notAtomic.

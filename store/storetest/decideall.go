@@ -184,7 +184,7 @@ func RunDecideAll(t *testing.T, newStore func(t *testing.T) store.Store) {
 
 // CheckAll makes the calls of tb in order on s and reports every decision
 // that differs from the reference store's or from the table's. It stops
-// at the first error from the store, store.ErrNotAtomic included.
+// at the first error from the store.
 func CheckAll(t *testing.T, s store.Store, tb AllTable) {
 	t.Helper()
 	all, isAll := s.(store.AllOrNothing)
@@ -199,11 +199,11 @@ func CheckAll(t *testing.T, s store.Store, tb AllTable) {
 			reqs[k] = store.Request{Key: tb.Key(r.Rule), Limit: r.Limit, Cost: r.Cost, Shadow: r.Shadow}
 		}
 		now := tb.Base.Add(step.At)
-		got, err := all.DecideAll(ctx, reqs, now)
+		got, err := all.DecideAll(ctx, nil, reqs, now)
 		if err != nil {
 			t.Fatalf("step %d (at base+%v): DecideAll: %v", i, step.At, err)
 		}
-		want, err := ref.DecideAll(ctx, reqs, now)
+		want, err := ref.DecideAll(ctx, nil, reqs, now)
 		if err != nil || len(want) != len(reqs) {
 			t.Fatalf("step %d: the reference store: %d results, %v", i, len(want), err)
 		}

@@ -146,14 +146,14 @@ var _ store.AllOrNothing = (*reference)(nil)
 // not marked Shadow is allowed, the copies are kept; otherwise nothing
 // changes, the denied requests answer their denial and the others a look
 // (cost 0) at their key as it stands.
-func (r *reference) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+func (r *reference) DecideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("reference store: decide all: %w", err)
+		return dst, fmt.Errorf("reference store: decide all: %w", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil, store.ErrClosed
+		return dst, store.ErrClosed
 	}
 	copies := make(map[string]kept, len(reqs))
 	res := make([]store.Result, len(reqs))
@@ -176,14 +176,14 @@ func (r *reference) DecideAll(ctx context.Context, reqs []store.Request, now tim
 		for key, k := range copies {
 			r.states[key] = k
 		}
-		return res, nil
+		return append(dst, res...), nil
 	}
 	for i, q := range reqs {
 		if res[i].Decision.Allowed {
 			res[i].Decision = r.look(q.Key, q.Limit, now)
 		}
 	}
-	return res, nil
+	return append(dst, res...), nil
 }
 
 // look is a decision of cost 0 on key under l that keeps nothing; r.mu is
