@@ -63,6 +63,10 @@ type Options struct {
 }
 
 // Limiter limits each key to one limit. It is safe for concurrent use.
+// The zero Limiter holds the zero Limit and no store: every method
+// refuses without error (Allow reports false, Reserve grants no turn,
+// Wait returns ErrNever), so a Limiter left unset fails closed rather
+// than panicking. Use New for a limiter that allows anything.
 type Limiter struct {
 	opts     Options
 	ownStore bool
