@@ -12,18 +12,25 @@ import (
 
 var _ store.AllOrNothing = (*Store)(nil)
 
-// smallAll is how many requests DecideAll decides without
-// allocating: more than any request's rules in practice.
-const smallAll = 8
+// smallAll is how many requests DecideAll decides without allocating
+// (the rules of a request, in practice): its memory for them is on the
+// stack, and zeroed on every call.
+const smallAll = 4
 
 // pending is one request of a DecideAll while it is decided on a copy
 // (its decision is written to its result): its key's hash, the state the
 // decision left (the copy) and, once committing, whether its key found no
-// room.
+// room (full).
 type pending struct {
-	h    uint64
-	st   limiter.State
-	full bool
+	h  uint64
+	st limiter.State
+	// orig is the state the store holds for the key, before any request
+	// of the call, under the limit from (nil: none), for a look; first
+	// tells the key's first request, which holds them.
+	orig  limiter.State
+	from  *limiter.Limit
+	first bool
+	full  bool
 }
 
 // DecideAll decides the requests of one HTTP request (one per matching
@@ -35,7 +42,7 @@ type pending struct {
 // if every request not marked Shadow was allowed. Otherwise it writes
 // nothing: the denied requests answer their denial, the others a look
 // (cost 0) at their key as it stands. It appends the results to dst and
-// allocates nothing for up to eight requests when dst has room (but for a
+// allocates nothing for up to four requests when dst has room (but for a
 // sliding_log's copy). After Close it returns dst and store.ErrClosed.
 //
 // The one exception is a store out of room: a key it holds no state for
@@ -44,12 +51,14 @@ type pending struct {
 // spent, so that its denial there does not give back what they spent.
 func (s *Store) DecideAll(_ context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	var small [smallAll]pending
-	p := small[:0]
-	if len(reqs) > smallAll {
-		p = make([]pending, 0, len(reqs))
+	var p []pending
+	if len(reqs) <= smallAll {
+		p = small[:len(reqs)]
+	} else {
+		p = make([]pending, len(reqs))
 	}
 	for i := range reqs {
-		p = append(p, pending{h: maphash.String(s.seed, reqs[i].Key)})
+		p[i].h = maphash.String(s.seed, reqs[i].Key)
 	}
 	var order [smallAll]uint64
 	shards := s.lockShards(order[:0], p)
@@ -71,7 +80,7 @@ func (s *Store) DecideAll(_ context.Context, dst []store.Result, reqs []store.Re
 	if !pass {
 		for i := range reqs {
 			if out[i].Decision.Allowed {
-				s.look(&p[i], &reqs[i], t, now, &out[i].Decision)
+				s.look(p, reqs, i, t, now, &out[i].Decision)
 			}
 		}
 		s.unlockShards(shards)
@@ -91,7 +100,11 @@ func (s *Store) lockShards(buf []uint64, p []pending) []uint64 {
 	for i := range p {
 		buf = append(buf, p[i].h&s.mask)
 	}
-	slices.Sort(buf)
+	for i := 1; i < len(buf); i++ { // insertion sort: a few shards
+		for j := i; j > 0 && buf[j] < buf[j-1]; j-- {
+			buf[j], buf[j-1] = buf[j-1], buf[j]
+		}
+	}
 	buf = slices.Compact(buf)
 	for _, i := range buf {
 		s.shards[i].mu.Lock()
@@ -122,7 +135,8 @@ func (s *Store) peek(p []pending, reqs []store.Request, i int, t int64, now time
 		}
 	}
 	if from == nil {
-		q.st, from = s.copyState(q.h, r.Key)
+		from = s.copyState(q.h, r.Key, &q.st)
+		q.orig.A, q.orig.B, q.from, q.first = q.st.A, q.st.B, from, true // not the log: deciding may rewrite it
 	}
 	if from != nil && !r.Limit.Same(from) {
 		q.st = limiter.Reinterpret(*from, r.Limit, q.st, now)
@@ -130,29 +144,40 @@ func (s *Store) peek(p []pending, reqs []store.Request, i int, t int64, now time
 	r.Limit.ApplyMicros(&q.st, t, r.Cost, d)
 }
 
-// copyState returns a copy of the state the store holds for key (whose
-// hash is h; its shard is locked) and the limit it was written under; nil
-// for a key it does not hold.
-func (s *Store) copyState(h uint64, key string) (limiter.State, *limiter.Limit) {
+// copyState writes to *st a copy of the state the store holds for key
+// (whose hash is h; its shard is locked), which must be the zero State,
+// and returns the limit it was written under; nil for a key it does not
+// hold.
+func (s *Store) copyState(h uint64, key string, st *limiter.State) *limiter.Limit {
 	sh := &s.shards[h&s.mask]
 	i := sh.tab.find(h, key)
 	if i < 0 {
-		return limiter.State{}, nil
+		return nil
 	}
 	e := sh.tab.at(i)
-	st := limiter.State{A: e.a, B: e.b}
+	st.A, st.B = e.a, e.b
 	w := sh.limits.slot(e.limit)
 	if w.log {
 		st.Log = slices.Clone(sh.logs[e.key()]) // an admission rewrites a log in place
 	}
-	return st, &w.limit
+	return &w.limit
 }
 
 // look writes to *d a look (cost 0) at t (now in microseconds) at the key
-// of r as the store holds it (its shard locked), writing nothing; q is r's
-// pending.
-func (s *Store) look(q *pending, r *store.Request, t int64, now time.Time, d *limiter.Decision) {
-	st, from := s.copyState(q.h, r.Key)
+// of request i of reqs as the store holds it (its shard locked), writing
+// nothing: from its first request's copy, or a new one for a sliding_log.
+func (s *Store) look(p []pending, reqs []store.Request, i int, t int64, now time.Time, d *limiter.Decision) {
+	r, q := &reqs[i], &p[i]
+	for j := i; !q.first; j-- {
+		if p[j].h == q.h && p[j].first && reqs[j].Key == r.Key {
+			q = &p[j]
+		}
+	}
+	st, from := q.orig, q.from
+	if r.Limit.Algorithm() == limiter.SlidingLog || from != nil && from.Algorithm() == limiter.SlidingLog {
+		st = limiter.State{}
+		from = s.copyState(q.h, r.Key, &st)
+	}
 	if from != nil && !r.Limit.Same(from) {
 		st = limiter.Reinterpret(*from, r.Limit, st, now)
 	}
