@@ -70,7 +70,8 @@ func TestCluster(t *testing.T) {
 // script cannot decide (DecideAll decides them look then spend, not all
 // or nothing: see its documentation), and why.
 var notAtomic = map[string]string{
-	"all/same_key_twice": "the multi-rule script decides each key once: a key asked twice is decided look then spend",
+	"all/same_key_twice":         "the multi-rule script decides each key once: a key asked twice is decided look then spend",
+	"all/same_key_twice_refused": "the multi-rule script decides each key once: a key asked twice is decided look then spend",
 }
 
 // runDecideAll is storetest.RunDecideAll but for the tables of notAtomic.

@@ -147,6 +147,13 @@ func AllTables() []AllTable {
 			[]AllReq{ok("a", three, 1, 1), no("a", three, 1, 0)},
 			[]AllReq{ok("a", three, 1, 0)},
 		),
+		// Refused by another rule: each of the key's requests answers a
+		// look at the key as it stands.
+		allTable("all/same_key_twice_refused",
+			[]AllReq{ok("a", three, 1, 2), ok("b", one, 1, 0)},
+			[]AllReq{ok("a", three, 1, 2), ok("a", three, 1, 2), no("b", one, 1, 0)},
+			[]AllReq{ok("a", three, 2, 0)}, // 2 were left
+		),
 		allTable("all/zero_limit",
 			[]AllReq{ok("a", three, 1, 3), no("z", zero, 1, 0)}, // a's look
 			[]AllReq{ok("a", three, 1, 2), no("z", zero, 1, 0).shadow()},
