@@ -96,7 +96,17 @@ func (l *Limiter) reserve(ctx context.Context, key string, n int64, limit limite
 	}
 	// Delay counts from the store's now, somewhere in the call: counting it
 	// from the call's end may wait a round trip too long, never too short.
-	return &Reservation{lim: l, key: l.key(key), limit: limit, cost: n, decision: d, decided: l.opts.Clock.Now()}, nil
+	return &Reservation{lim: l, key: l.key(key), limit: limit, cost: n, decision: d, decided: l.now()}, nil
+}
+
+// now is the time on the limiter's clock; the zero time for the zero
+// Limiter, which has none (it grants nothing, so a time it would count a
+// turn from is never read).
+func (l *Limiter) now() time.Time {
+	if l.opts.Clock == nil {
+		return time.Time{}
+	}
+	return l.opts.Clock.Now()
 }
 
 // Wait is WaitN(ctx, key, 1).

@@ -72,7 +72,11 @@ type Options struct {
 }
 
 // Limiter limits each key to one limit, or to a limit of the key's own
-// (Options.LimitFor). It is safe for concurrent use.
+// (Options.LimitFor). It is safe for concurrent use. The zero Limiter
+// holds the zero Limit and no store: every method refuses without error
+// (Allow reports false, Reserve grants no turn, Wait returns ErrNever), so
+// a Limiter left unset fails closed rather than panicking. Use New for a
+// limiter that allows anything.
 type Limiter struct {
 	opts     Options
 	ownStore bool

@@ -200,3 +200,26 @@ func TestStoreUnavailableRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroLimiterRefuses: the zero Limiter refuses in every method, and
+// nothing panics.
+func TestZeroLimiterRefuses(t *testing.T) {
+	var l sluice.Limiter
+	ctx := context.Background()
+	if l.Allow(ctx, "k") || l.AllowN(ctx, "k", 0) {
+		t.Error("the zero Limiter allowed")
+	}
+	if d, err := l.DecideN(ctx, "k", 1); err != nil || d.Allowed || d.RetryAfter != limiter.Never {
+		t.Errorf("DecideN: %+v, %v; want denied for ever, no error", d, err)
+	}
+	r, err := l.Reserve(ctx, "k")
+	if err != nil || r.OK() || r.Delay() != limiter.Never || r.Cancel(ctx) != nil {
+		t.Errorf("Reserve: %+v, %v; want no turn, no error", r, err)
+	}
+	if err := l.Wait(ctx, "k"); !errors.Is(err, sluice.ErrNever) {
+		t.Errorf("Wait: %v, want sluice.ErrNever", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
-	"github.com/sluice-rl/sluice/store/memory"
 	"github.com/sluice-rl/sluice/throttle"
 	"go.yaml.in/yaml/v3"
 )
@@ -23,10 +22,13 @@ const (
 	MaxRedisTimeout     = 10 * time.Second
 	DefaultRedisPrefix  = "sluice:"
 	DefaultStoreType    = "memory"
-	DefaultMaxKeys      = memory.DefaultMaxKeys
+	// DefaultMaxKeys is store.memory.max_keys's default, the memory
+	// store's (memory.DefaultMaxKeys: a test keeps them equal, so that
+	// config need not import the store).
+	DefaultMaxKeys = 1_000_000
 	// DefaultMaxRLSKeys is store.memory.max_rls_keys's default: the
 	// memory store's guests (memory.DefaultMaxGuestKeys).
-	DefaultMaxRLSKeys = memory.DefaultMaxGuestKeys
+	DefaultMaxRLSKeys = 100_000
 	DefaultInstances  = 1
 	// DefaultLeaseTTL is store.lease_ttl's default (store.DefaultLeaseTTL),
 	// MinLeaseTTL its least: a lease renewed every third of a shorter TTL
@@ -35,8 +37,8 @@ const (
 	MinLeaseTTL     = time.Second
 	MinAdminToken   = 16 // characters; a shorter admin.token is a warning
 	// DefaultMaxLogEntries bounds the memory store's sliding_log entries
-	// (16 bytes each: 160 MB).
-	DefaultMaxLogEntries = memory.DefaultMaxLogEntries
+	// (16 bytes each: 160 MB), as memory.DefaultMaxLogEntries does.
+	DefaultMaxLogEntries = 10_000_000
 )
 
 // File is a whole configuration file: the gateway's settings and the

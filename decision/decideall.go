@@ -2,7 +2,6 @@ package decision
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/sluice-rl/sluice/store"
@@ -10,14 +9,9 @@ import (
 
 // decideAll asks the store for every rule's decision. With one enforcing
 // rule that is one batch. With several, a request that one rule rejects
-// must spend nothing of the others. A store that can decide them all or
-// nothing (store.AllOrNothing: Redis) does so in one round trip. Otherwise
-// the rules are first only looked at (cost 0): if every enforcing one has
-// room, a second batch spends; otherwise the rules without room are asked
-// with their cost (a denial spends nothing) for their Retry-After. Two
-// concurrent requests may then both see room and one be rejected after
-// spending some rules: the race is narrow, and it errs on the side of the
-// service.
+// must spend nothing of the others: the store decides them all or nothing,
+// as one step of its own (store.AllOrNothing: the memory and Redis
+// stores), or else store.LookThenSpend does, in two or three batches.
 //
 // spent reports whether the allowed results spent their cost: false when
 // an enforcing rule's denial kept the others from spending (their results
@@ -27,47 +21,13 @@ func (e *Engine) decideAll(ctx context.Context, v *Verdict, now time.Time) (res 
 		res, err = e.batch(ctx, &v.resA, v.reqs, now)
 		return res, true, err
 	}
-	if all, ok := e.opts.Store.(store.AllOrNothing); ok {
-		res, err := all.DecideAll(ctx, v.reqs, now)
-		if !errors.Is(err, store.ErrNotAtomic) {
-			return res, err != nil || !enforcedDenial(v.reqs, res), err
-		}
+	if e.all != nil {
+		res, err = e.all.DecideAll(ctx, v.resA[:0], v.reqs, now)
+	} else {
+		res, err = store.LookThenSpend(ctx, e.opts.Store, v.resA[:0], v.reqs, now)
 	}
-	v.again = append(v.again[:0], v.reqs...)
-	for k := range v.again {
-		v.again[k].Cost = 0
-	}
-	looks, err := e.batch(ctx, &v.resA, v.again, now)
-	if err != nil || len(looks) != len(v.reqs) {
-		return looks, false, err
-	}
-	v.again, v.denied, v.held = v.again[:0], v.denied[:0], v.held[:0]
-	blocked := false
-	for k, res := range looks {
-		switch {
-		case res.Err != nil || res.Decision.Remaining >= v.reqs[k].Cost:
-		case v.reqs[k].Limit.Delay() > 0: // held or denied: only its cost tells (spendHeld)
-			v.held = append(v.held, k)
-		default:
-			v.again, v.denied = append(v.again, v.reqs[k]), append(v.denied, k)
-			blocked = blocked || !v.reqs[k].Shadow
-		}
-	}
-	if !blocked && len(v.held) > 0 {
-		return e.spendHeld(ctx, v, looks, now)
-	}
-	if !blocked { // a shadow rule without room stops nothing: spend, and it reports its denial
-		res, err = e.batch(ctx, &v.resB, v.reqs, now)
-		return res, true, err
-	}
-	again, err := e.batch(ctx, &v.resB, v.again, now)
-	if err != nil || len(again) != len(v.again) {
-		return again, false, err
-	}
-	for j, k := range v.denied {
-		looks[k] = again[j]
-	}
-	return looks, false, nil
+	v.resA = res
+	return res, err != nil || !enforcedDenial(v.reqs, res), err
 }
 
 // batch is the store's DecideBatch, into *buf when the store can append

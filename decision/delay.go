@@ -3,7 +3,6 @@ package decision
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"time"
 
@@ -83,58 +82,4 @@ func (e *Engine) cancelHeld(ctx context.Context, v *Verdict, results []store.Res
 			_, _ = c.Cancel(ctx, v.reqs[k].Key, v.reqs[k].Limit, d.Reservation, v.reqs[k].Cost)
 		}
 	}
-}
-
-// spendHeld is decideAll's spending, when no rule without a delay blocks
-// the request but rules with a delay (v.held) have no room now: only their
-// cost tells whether they hold the request or refuse it, so they are
-// decided first. If one that enforces refuses, the others spend nothing
-// (their reservations are given back where the store can, while still
-// their keys' last) and report the looks; otherwise the rest are decided
-// with their cost, as one batch. looks are the rules' looks (cost 0).
-func (e *Engine) spendHeld(ctx context.Context, v *Verdict, looks []store.Result, now time.Time) ([]store.Result, bool, error) {
-	v.again = v.again[:0]
-	for _, k := range v.held {
-		v.again = append(v.again, v.reqs[k])
-	}
-	first, err := e.opts.Store.DecideBatch(ctx, v.again, now)
-	if err != nil || len(first) != len(v.again) {
-		return first, false, err
-	}
-	refused := false
-	for j, k := range v.held {
-		refused = refused || first[j].Err == nil && !first[j].Decision.Allowed && !v.reqs[k].Shadow
-	}
-	if refused {
-		c, _ := e.opts.Store.(store.Canceler)
-		for j, k := range v.held {
-			switch d := first[j].Decision; {
-			case first[j].Err != nil || !d.Allowed:
-				looks[k] = first[j] // the denial, for its Retry-After
-			case d.Delay > 0 && c != nil:
-				_, _ = c.Cancel(context.WithoutCancel(ctx), v.reqs[k].Key, v.reqs[k].Limit, d.Reservation, v.reqs[k].Cost)
-			}
-		}
-		return looks, false, nil
-	}
-	v.again = v.again[:0]
-	for k := range v.reqs {
-		if !slices.Contains(v.held, k) {
-			v.again = append(v.again, v.reqs[k])
-		}
-	}
-	rest, err := e.opts.Store.DecideBatch(ctx, v.again, now)
-	if err != nil || len(rest) != len(v.again) {
-		return rest, false, err
-	}
-	res := make([]store.Result, len(v.reqs))
-	j, h := 0, 0
-	for k := range v.reqs {
-		if h < len(v.held) && v.held[h] == k {
-			res[k], h = first[h], h+1
-		} else {
-			res[k], j = rest[j], j+1
-		}
-	}
-	return res, true, nil
 }

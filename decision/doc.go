@@ -19,7 +19,9 @@
 //   - cleans the method and path (policy.CanonicalMethod, policy.CleanPath;
 //     a path with two readings: 400) and matches the rules;
 //   - builds one store request per counting rule (not the exempt ones)
-//     and decides them all at once (all or nothing where the store can);
+//     and has the store decide them as one step, all or nothing
+//     (store.AllOrNothing; store.LookThenSpend for a store that is not
+//     one);
 //   - judges: a 429 with Retry-After, RateLimit headers and a
 //     problem+json body, a 503 when the store cannot decide and the
 //     policy says so, or a pass with the RateLimit headers for the

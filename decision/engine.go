@@ -86,6 +86,7 @@ type Settings struct {
 type Engine struct {
 	opts     Options
 	appender store.BatchAppender // opts.Store, when it is one
+	all      store.AllOrNothing  // opts.Store, when it is one
 	keys     atomic.Pointer[keyCache]
 	pool     sync.Pool
 }
@@ -110,6 +111,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e := &Engine{opts: opts}
 	e.appender, _ = opts.Store.(store.BatchAppender)
+	e.all, _ = opts.Store.(store.AllOrNothing)
 	e.pool.New = func() any { return new(Verdict) }
 	return e, nil
 }

@@ -79,15 +79,12 @@ type Verdict struct {
 	leaseIndex []int // rule index of each concurrency rule to decide
 	leaseKeys  []string
 	headers    []ruleHeader
-	again      []store.Request
-	resA, resB []store.Result // the store's results, when it appends them (Engine.batch)
-	denied     []int
-	held       []int       // requests that may be held for their turn (delay.go)
-	after      []afterStep // run by Finish (after.go)
-	slot       slotStep    // the request's throttle slot (protect.go)
-	leases     leaseStep   // the leases the request holds (lease.go)
-	settle     settleStep  // the reservations to settle (settle.go)
-	resp       Response    // what Finish gives the steps
+	resA       []store.Result // the store's results, when it appends them (Engine.decideAll)
+	after      []afterStep    // run by Finish (after.go)
+	slot       slotStep       // the request's throttle slot (protect.go)
+	leases     leaseStep      // the leases the request holds (lease.go)
+	settle     settleStep     // the reservations to settle (settle.go)
+	resp       Response       // what Finish gives the steps
 }
 
 // start readies a pooled v for req.
@@ -165,9 +162,7 @@ func (v *Verdict) recycle() {
 	clear(v.vals)
 	clear(v.Removed)
 	clear(v.reqs)
-	clear(v.again)
 	clear(v.resA)
-	clear(v.resB)
 	clear(v.leaseKeys)
 	clear(v.Header)
 	v.req, v.ctx, v.e, v.resp = Request{}, nil, nil, Response{}

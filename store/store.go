@@ -1,5 +1,7 @@
 // Package store defines where sluice keeps the state of each limited key:
-// the Store interface (an atomic decide-and-update per key), the Leaser
+// the Store interface (an atomic decide-and-update per key), AllOrNothing
+// for the rules of one request decided as one step (and LookThenSpend for
+// a store that cannot, inturn.go), the Leaser
 // interface for concurrency limits (requests in flight held as leases that
 // expire unless renewed, lease.go) and the Renewer that renews an
 // instance's leases, the encoding of keys, and the errors stores share. The algorithms live in package limiter;
@@ -35,24 +37,21 @@ type Store interface {
 	Close() error
 }
 
-// AllOrNothing is implemented by stores that can decide the requests of
-// one HTTP request (one per matching rule) together, in one step: one
-// round trip for a store over a network.
+// AllOrNothing is implemented by stores that decide the requests of one
+// HTTP request (one per matching rule) together, as one step that the
+// store owns: the memory store under its shards' locks, the Redis store in
+// one script call. A store that is not one is decided so by
+// LookThenSpend, in two or three batches and not atomically.
 type AllOrNothing interface {
-	// DecideAll decides reqs, each on its own distinct key, as one: if every
-	// request not marked Shadow is allowed, every allowed request spends;
-	// otherwise none spends, and the denied requests carry their denial and
-	// the others the decision of a look (cost 0). It returns ErrNotAtomic,
-	// having decided nothing, when it cannot decide these requests so (the
-	// caller then decides them another way); another error means the store
-	// could not decide, as for DecideBatch.
-	DecideAll(ctx context.Context, reqs []Request, now time.Time) ([]Result, error)
+	// DecideAll decides reqs in turn (a key asked twice sees its first
+	// request) and appends one result per request to dst: if every request
+	// not marked Shadow is allowed, every allowed request spends;
+	// otherwise none spends, the denied requests answer their denial and
+	// the others a look (cost 0) at their key. A zero Limit and a negative
+	// cost are denied, as limiter.Decide denies them. An error means the
+	// store could not decide, as for DecideBatch.
+	DecideAll(ctx context.Context, dst []Result, reqs []Request, now time.Time) ([]Result, error)
 }
-
-// ErrNotAtomic is DecideAll's answer for requests it cannot decide all or
-// nothing (keys on different Redis Cluster nodes, an algorithm it cannot
-// combine, a store that is not using its shared counters right now).
-var ErrNotAtomic = errors.New("store: these requests cannot be decided all or nothing here")
 
 // Request is one decision asked of DecideBatch or DecideAll.
 type Request struct {

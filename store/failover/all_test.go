@@ -30,7 +30,7 @@ func TestDecideAllGoesToTheSharedStore(t *testing.T) {
 	reqs := rulesOf(t)
 	var denied []store.Result
 	for i := range 3 {
-		res, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now())
+		res, err := f.fo.DecideAll(context.Background(), nil, reqs, f.clk.Now())
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
@@ -44,7 +44,7 @@ func TestDecideAllGoesToTheSharedStore(t *testing.T) {
 	}
 	const later = 300 * time.Millisecond
 	f.clk.Advance(later)
-	res, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now())
+	res, err := f.fo.DecideAll(context.Background(), nil, reqs, f.clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestDecideAllGoesToTheSharedStore(t *testing.T) {
 		t.Errorf("CachedRejections %d, want 1", got)
 	}
 	f.clk.Advance(time.Second)
-	if _, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now()); err != nil {
+	if _, err := f.fo.DecideAll(context.Background(), nil, reqs, f.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.shared.allCalls.Load(); got != 4 {
@@ -74,7 +74,7 @@ func TestDecideAllGoesToTheSharedStore(t *testing.T) {
 	// remembered.
 	other := rulesOf(t)
 	other[0].Cost = 2
-	if _, err := f.fo.DecideAll(context.Background(), other, f.clk.Now()); err != nil {
+	if _, err := f.fo.DecideAll(context.Background(), nil, other, f.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.shared.allCalls.Load(); got != 5 {
@@ -84,14 +84,14 @@ func TestDecideAllGoesToTheSharedStore(t *testing.T) {
 
 // TestDecideAllFailure takes the shared store down: DecideAll answers by
 // the failure policy (closed: 503), opens the circuit after Threshold
-// failures, and then steps aside with store.ErrNotAtomic so that
-// DecideBatch's degraded path decides.
+// failures, and then answers by the policy without reaching the shared
+// store, as DecideBatch does while degraded.
 func TestDecideAllFailure(t *testing.T) {
 	f := newFixture(t, failover.Options{OnFailure: store.FailClosed, Threshold: 2})
 	reqs := rulesOf(t)
 	f.shared.down.Store(true)
 	for i := range 2 {
-		_, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now())
+		_, err := f.fo.DecideAll(context.Background(), nil, reqs, f.clk.Now())
 		var unavailable *store.UnavailableError
 		if !errors.As(err, &unavailable) || !errors.Is(err, errDown) {
 			t.Fatalf("failure %d: error %v, want *store.UnavailableError wrapping the shared store's", i, err)
@@ -100,8 +100,9 @@ func TestDecideAllFailure(t *testing.T) {
 	if !f.fo.Degraded() {
 		t.Fatal("two failures with Threshold 2 did not open the circuit")
 	}
-	if _, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now()); !errors.Is(err, store.ErrNotAtomic) {
-		t.Errorf("degraded: error %v, want store.ErrNotAtomic", err)
+	_, err := f.fo.DecideAll(context.Background(), nil, reqs, f.clk.Now())
+	if unavailable := (*store.UnavailableError)(nil); !errors.As(err, &unavailable) || errors.Is(err, errDown) {
+		t.Errorf("degraded: error %v, want *store.UnavailableError for the open circuit", err)
 	}
 	if got := f.shared.allCalls.Load(); got != 2 {
 		t.Errorf("degraded DecideAll reached the shared store (%d calls, want 2)", got)
@@ -115,7 +116,7 @@ func TestDecideAllCallerGone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	f.shared.down.Store(true)
-	if _, err := f.fo.DecideAll(ctx, rulesOf(t), f.clk.Now()); !errors.Is(err, context.Canceled) {
+	if _, err := f.fo.DecideAll(ctx, nil, rulesOf(t), f.clk.Now()); !errors.Is(err, context.Canceled) {
 		t.Errorf("caller gone: error %v, want context.Canceled", err)
 	}
 	if f.fo.Degraded() {
@@ -131,7 +132,7 @@ func TestDecideAllWithAShadowDenialRemembered(t *testing.T) {
 	reqs := rulesOf(t)
 	reqs[1].Shadow = true
 	for i := range 4 {
-		res, err := f.fo.DecideAll(context.Background(), reqs, f.clk.Now())
+		res, err := f.fo.DecideAll(context.Background(), nil, reqs, f.clk.Now())
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}

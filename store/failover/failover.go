@@ -320,44 +320,53 @@ func (s *Store) share(l limiter.Limit) limiter.Limit {
 var _ store.AllOrNothing = (*Store)(nil)
 
 // DecideAll decides a request's rules all or nothing in the shared store,
-// when the shared store can (a store.AllOrNothing) and counting is shared;
-// while degraded it returns store.ErrNotAtomic, having decided nothing.
+// when the shared store can (a store.AllOrNothing; otherwise
+// store.LookThenSpend decides them through DecideBatch). While degraded (but for a
+// probe) and when the shared store fails, the failure policy answers: the
+// local policy decides all or nothing on the fallback, with this
+// instance's share of each limit, when the fallback can (the memory store
+// can), and otherwise each request on its own, as DecideBatch does.
 // A request denied by the shared store is remembered with its other rules'
 // decisions: the same request repeated before the denial runs out, and
 // less than a second after the shared store last answered it, is answered
 // from memory (a cached rejection), so that a caller hammering a limited
 // path of several rules costs the shared store one call a second at most.
-// A failure of the shared store counts towards the circuit and is answered
-// by the failure policy, as in DecideBatch.
-func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+// A failure of the shared store counts towards the circuit.
+func (s *Store) DecideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	out, err := s.decideAll(ctx, reqs, now)
+	return append(dst, out...), err
+}
+
+// decideAll is DecideAll returning results of its own.
+func (s *Store) decideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	shared, ok := s.opts.Shared.(store.AllOrNothing)
-	if !ok || s.degraded.Load() {
-		return nil, store.ErrNotAtomic
+	if !ok {
+		return store.LookThenSpend(ctx, s, nil, reqs, now)
 	}
 	local := s.opts.Clock.Now()
 	if out, ok := s.denied.replay(reqs, local); ok {
 		s.stats.CachedRejections.Add(1)
 		return out, nil
 	}
-	res, err := shared.DecideAll(ctx, reqs, now)
-	if errors.Is(err, store.ErrNotAtomic) {
-		return nil, err
+	if !s.mayCallShared(local) {
+		return s.failAll(ctx, reqs, now, errCircuitOpen)
 	}
+	res, err := shared.DecideAll(ctx, nil, reqs, now)
 	if err == nil && len(res) != len(reqs) {
 		err = fmt.Errorf("failover: shared store returned %d results for %d requests", len(res), len(reqs))
 	}
 	if ctx.Err() != nil { // the caller left: see DecideBatch
 		return nil, fmt.Errorf("failover: %w", ctx.Err())
 	}
+	if err != nil {
+		s.failed()
+		return s.failAll(ctx, reqs, now, err)
+	}
 	all := make([]int, len(reqs))
 	for i := range all {
 		all[i] = i
 	}
 	out := make([]store.Result, len(reqs))
-	if err != nil {
-		s.failed()
-		return s.fail(ctx, reqs, all, out, now, err)
-	}
 	if failed, err := s.takeShared(reqs, all, res, out, local); len(failed) > 0 {
 		s.failed()
 		return s.fail(ctx, reqs, failed, out, now, err)
@@ -365,6 +374,30 @@ func (s *Store) DecideAll(ctx context.Context, reqs []store.Request, now time.Ti
 	s.succeeded()
 	s.rememberCompanions(reqs, out, local)
 	return out, nil
+}
+
+// failAll answers every request of a DecideAll by the failure policy, all
+// or nothing on the fallback where it can (see DecideAll).
+func (s *Store) failAll(ctx context.Context, reqs []store.Request, now time.Time, cause error) ([]store.Result, error) {
+	all, ok := s.opts.Fallback.(store.AllOrNothing)
+	if s.opts.OnFailure != store.FailLocal || !ok {
+		pending := make([]int, len(reqs))
+		for i := range pending {
+			pending[i] = i
+		}
+		return s.fail(ctx, reqs, pending, make([]store.Result, len(reqs)), now, cause)
+	}
+	s.stats.Degraded.Add(int64(len(reqs)))
+	batch := make([]store.Request, len(reqs))
+	for i, r := range reqs {
+		batch[i] = r
+		batch[i].Limit = s.share(r.Limit)
+	}
+	res, err := all.DecideAll(ctx, nil, batch, now)
+	if err != nil {
+		return nil, fmt.Errorf("failover: local fallback: %w", err)
+	}
+	return res, nil
 }
 
 // rememberCompanions keeps, with each enforcing request's denial just

@@ -64,32 +64,13 @@ func (s *sharedStore) DecideBatch(ctx context.Context, reqs []store.Request, now
 }
 
 // DecideAll makes the stand-in a store.AllOrNothing (as store/redisstore is),
-// deciding with the memory store in two steps, as httplimit would: a test
-// is single-threaded, so the steps cannot interleave with others.
-func (s *sharedStore) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+// deciding with the memory store's own DecideAll.
+func (s *sharedStore) DecideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	s.allCalls.Add(1)
 	if s.down.Load() {
-		return nil, errDown
+		return dst, errDown
 	}
-	looks := make([]store.Request, len(reqs))
-	for i, r := range reqs {
-		looks[i], looks[i].Cost = r, 0
-	}
-	res, err := s.Store.DecideBatch(ctx, looks, now)
-	if err != nil {
-		return nil, err
-	}
-	pass := true
-	for i, r := range reqs {
-		pass = pass && (r.Shadow || res[i].Decision.Remaining >= r.Cost)
-	}
-	for i, r := range reqs {
-		if pass || res[i].Decision.Remaining < r.Cost {
-			d, err := s.Store.Decide(ctx, r.Key, r.Limit, now, r.Cost)
-			res[i] = store.Result{Decision: d, Err: err}
-		}
-	}
-	return res, nil
+	return s.Store.(store.AllOrNothing).DecideAll(ctx, dst, reqs, now)
 }
 
 // fixture is a failover store on a fake clock, its shared store and, for

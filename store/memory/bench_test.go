@@ -181,3 +181,52 @@ func BenchmarkDecideFullStore(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkDecideAll decides the two rules of one request (a client's and
+// an address's) all or nothing, allowed (pass) and refused by one (limited),
+// against what a caller did before the store could: a batch of looks,
+// then a batch that spends or asks the refused again (two_batches).
+func BenchmarkDecideAll(b *testing.B) {
+	over := limiter.MustNew(limiter.GCRA, 1, 24*time.Hour, 0)
+	for _, bc := range []struct {
+		name  string
+		limit limiter.Limit
+	}{{"pass", fast}, {"limited", over}} {
+		reqs := []store.Request{
+			{Key: store.Key("claims", "client-1"), Limit: fast, Cost: 1},
+			{Key: store.Key("per-ip", "192.0.2.1"), Limit: bc.limit, Cost: 1},
+		}
+		looks := []store.Request{reqs[0], reqs[1]}
+		looks[0].Cost, looks[1].Cost = 0, 0
+		dst := make([]store.Result, 0, len(reqs))
+		b.Run(bc.name, func(b *testing.B) {
+			s := benchStore(b, 2)
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if dst, err = s.DecideAll(ctx, dst[:0], reqs, t0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(bc.name+"/two_batches", func(b *testing.B) {
+			s := benchStore(b, 2)
+			again := reqs[1:]
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := s.AppendDecideBatch(ctx, dst[:0], looks, t0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res[1].Decision.Remaining >= 1 {
+					_, err = s.AppendDecideBatch(ctx, dst[:0], reqs, t0)
+				} else {
+					_, err = s.AppendDecideBatch(ctx, dst[:0], again, t0)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

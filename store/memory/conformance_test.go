@@ -23,3 +23,10 @@ func TestSettleConformance(t *testing.T) {
 		return New(Options{Clock: clock.NewFake(t0)})
 	})
 }
+
+// TestDecideAllConformance runs the DecideAll tables.
+func TestDecideAllConformance(t *testing.T) {
+	storetest.RunDecideAll(t, func(t *testing.T) store.Store {
+		return New(Options{Clock: clock.NewFake(t0)})
+	})
+}

@@ -27,6 +27,19 @@
 // most the rate), and at most Options.MaxLogEntries of them across the
 // store's keys (see below).
 //
+// # Several rules, all or nothing
+//
+// DecideAll (store.AllOrNothing) decides the rules of one HTTP request as
+// one, the way golang.org/x/time/rate computes and then commits: it locks
+// the distinct shards of the request's keys in ascending order (so that
+// two calls never wait on each other in a circle), decides every rule on a
+// copy of its key's state, and writes the states back only if every
+// enforcing rule allowed; otherwise nothing is spent, and the rules that
+// allowed answer a look. A key asked twice in one call sees its first
+// request. The one exception is a store out of room: a new key that finds
+// none is decided on its overflow counter after the others have spent
+// (see "A full store lifts no limit").
+//
 // # Bounds
 //
 // The store holds at most Options.MaxKeys keys, split evenly over the

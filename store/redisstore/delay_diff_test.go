@@ -115,7 +115,7 @@ func decideSomehow(t *testing.T, s *Store, rng *rand.Rand, key string, l limiter
 	case len(costs) > 1:
 		return decideBatchNow(s, key, l, at, costs)
 	case rng.IntN(2) == 0 && costs[0] >= 0:
-		res, err := s.DecideAll(context.Background(), []store.Request{{Key: key, Limit: l, Cost: costs[0]}}, at)
+		res, err := s.DecideAll(context.Background(), nil, []store.Request{{Key: key, Limit: l, Cost: costs[0]}}, at)
 		if err != nil {
 			return []outcome{{err: err}}
 		}
@@ -144,11 +144,11 @@ func TestDecideAllHoldsOrSpendsNothing(t *testing.T) {
 		t.Fatalf("first: %+v", d)
 	}
 	both := []store.Request{{Key: qk, Limit: queue, Cost: 1}, {Key: wk, Limit: window, Cost: 1}}
-	res, err := s.DecideAll(ctx, both, at)
+	res, err := s.DecideAll(ctx, nil, both, at)
 	if err != nil || res[0].Decision.Delay != 100*time.Millisecond || !res[1].Decision.Allowed {
 		t.Fatalf("both allow: %+v, %v", res, err)
 	}
-	res, err = s.DecideAll(ctx, both, at) // the window rule is full now
+	res, err = s.DecideAll(ctx, nil, both, at) // the window rule is full now
 	if err != nil || res[1].Decision.Allowed || res[0].Decision.Delay != 0 || !res[0].Decision.Allowed {
 		t.Fatalf("the window refuses: %+v, %v; want the queue rule's look", res, err)
 	}

@@ -74,9 +74,10 @@
 // one call of a script that combines the algorithms (lua/multi.lua): if
 // every enforcing request is allowed every allowed one spends, otherwise
 // none does. It needs all the keys on one node, so on a Redis Cluster the
-// keys must be of one group (one hash tag); otherwise it answers
-// store.ErrNotAtomic, and the caller looks first and spends after, in two
-// round trips.
+// keys must be of one group (one hash tag), and it decides each key once;
+// requests that are not so (and only those) are decided look then spend,
+// in two or three round trips and not atomically (store.LookThenSpend:
+// see DecideAll).
 //
 // # Expiry
 //

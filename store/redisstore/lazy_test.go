@@ -80,7 +80,7 @@ func TestLazyStoreConnectsWhenRedisAnswers(t *testing.T) {
 		t.Errorf("DecideBatch before a second has passed: %v, want ErrNotConnected", err)
 	}
 	reqs := []store.Request{{Key: store.GroupKey("g", "a"), Limit: l, Cost: 1}, {Key: store.GroupKey("g", "b"), Limit: l, Cost: 1}}
-	if _, err := s.DecideAll(ctx, reqs, epoch); !errors.Is(err, ErrNotConnected) {
+	if _, err := s.DecideAll(ctx, nil, reqs, epoch); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("DecideAll before a second has passed: %v, want ErrNotConnected", err)
 	}
 	if n := down.accepted.Load(); n != tries {

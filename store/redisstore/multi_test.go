@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -95,7 +94,7 @@ func TestDecideAllDifferential(t *testing.T) {
 				}
 				at := time.UnixMicro(now)
 				want := decideAllModel(models, reqs, at)
-				got, err := s.DecideAll(context.Background(), reqs, at)
+				got, err := s.DecideAll(context.Background(), nil, reqs, at)
 				if err != nil {
 					t.Fatalf("step %d: %v", step, err)
 				}
@@ -128,7 +127,7 @@ func TestDecideAllOneCall(t *testing.T) {
 	before := redistest.ScriptCalls(t, srv.Addr)
 	wideLeft := []int64{9, 8, 8, 8} // the third and fourth spend nothing: narrow denies
 	for i := range 4 {
-		res, err := s.DecideAll(context.Background(), reqs, epoch)
+		res, err := s.DecideAll(context.Background(), nil, reqs, epoch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,9 +140,12 @@ func TestDecideAllOneCall(t *testing.T) {
 	}
 }
 
-// TestDecideAllNotAtomic lists what DecideAll refuses with
-// store.ErrNotAtomic, deciding nothing.
-func TestDecideAllNotAtomic(t *testing.T) {
+// TestDecideAllBeyondTheScript checks the requests the multi-rule script
+// does not take. A zero Limit or a negative cost that enforces is denied
+// without Redis and the others looked at, spending nothing, in one script
+// call; a key asked twice, and on a Cluster keys of no group or of two
+// groups, are decided look then spend: each spends when all have room.
+func TestDecideAllBeyondTheScript(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
@@ -151,30 +153,49 @@ func TestDecideAllNotAtomic(t *testing.T) {
 	for name, reqs := range map[string][]store.Request{
 		"zero limit": {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Cost: 1}},
 		"negative":   {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: -1}},
-		"same key":   {{Key: "a", Limit: l, Cost: 1}, {Key: "a", Limit: l, Cost: 1}},
 	} {
-		if _, err := s.DecideAll(context.Background(), reqs, epoch); !errors.Is(err, store.ErrNotAtomic) {
-			t.Errorf("%s: error %v, want store.ErrNotAtomic", name, err)
+		before := redistest.ScriptCalls(t, srv.Addr)
+		res, err := s.DecideAll(context.Background(), nil, reqs, epoch)
+		if err != nil || len(res) != 2 || !res[0].Decision.Allowed || res[0].Decision.Remaining != 10 ||
+			res[1].Decision.Allowed || res[1].Decision.RetryAfter != limiter.Never {
+			t.Errorf("%s: %+v, %v; want a's look (10 left), b denied for ever", name, res, err)
+		}
+		if calls := redistest.ScriptCalls(t, srv.Addr) - before; calls != 1 {
+			t.Errorf("%s: %d script calls, want 1 (a's look)", name, calls)
 		}
 	}
 	if d := decide(t, s, "a", l, epoch, 0); d.Remaining != 10 {
 		t.Errorf("a refused DecideAll spent: %+v", d)
 	}
+	shadow := []store.Request{{Key: "a", Limit: l, Cost: 1}, {Key: "b", Cost: 1, Shadow: true}}
+	if res, err := s.DecideAll(context.Background(), nil, shadow, epoch); err != nil || res[0].Decision.Remaining != 9 || res[1].Decision.Allowed {
+		t.Errorf("a shadow zero Limit: %+v, %v; want a spent (9 left), b denied", res, err)
+	}
+	twice := []store.Request{{Key: "c", Limit: l, Cost: 1}, {Key: "c", Limit: l, Cost: 1}}
+	if res, err := s.DecideAll(context.Background(), nil, twice, epoch); err != nil || res[0].Decision.Remaining != 9 || res[1].Decision.Remaining != 8 {
+		t.Errorf("a key asked twice: %+v, %v; want 9 then 8 left", res, err)
+	}
 	c := redistest.StartCluster(t)
 	cs := open(t, c.Addrs, true)
-	if _, err := cs.DecideAll(context.Background(), []store.Request{{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: 1}}, epoch); !errors.Is(err, store.ErrNotAtomic) {
-		t.Errorf("on a cluster, keys of no group: error %v, want store.ErrNotAtomic", err)
+	for name, reqs := range map[string][]store.Request{
+		"keys of no group":   {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: 1}},
+		"keys of two groups": {{Key: store.GroupKey("g1", "a"), Limit: l, Cost: 1}, {Key: store.GroupKey("g2", "b"), Limit: l, Cost: 1}},
+		// One group shares a hash slot: decided in one call.
+		"keys of one group": {{Key: store.GroupKey("g", "a"), Limit: l, Cost: 1}, {Key: store.GroupKey("g", "b"), Limit: l, Cost: 1}},
+	} {
+		for i := range 2 {
+			res, err := cs.DecideAll(context.Background(), nil, reqs, epoch)
+			if err != nil || res[0].Decision.Remaining != int64(9-i) || res[1].Decision.Remaining != int64(9-i) {
+				t.Fatalf("on a cluster, %s, request %d: %+v, %v", name, i, res, err)
+			}
+		}
 	}
-	other := []store.Request{{Key: store.GroupKey("g1", "a"), Limit: l, Cost: 1}, {Key: store.GroupKey("g2", "b"), Limit: l, Cost: 1}}
-	if _, err := cs.DecideAll(context.Background(), other, epoch); !errors.Is(err, store.ErrNotAtomic) {
-		t.Errorf("on a cluster, keys of two groups: error %v, want store.ErrNotAtomic", err)
-	}
-	// One group shares a hash slot: decided in one call.
-	one := []store.Request{{Key: store.GroupKey("g", "a"), Limit: l, Cost: 1}, {Key: store.GroupKey("g", "b"), Limit: l, Cost: 1}}
-	for i := range 2 {
-		res, err := cs.DecideAll(context.Background(), one, epoch)
-		if err != nil || res[0].Decision.Remaining != int64(9-i) || res[1].Decision.Remaining != int64(9-i) {
-			t.Fatalf("on a cluster, keys of one group, request %d: %+v, %v", i, res, err)
+	narrow := mustLimit(t, limiter.FixedWindow, 1, time.Minute, 0)
+	spread := []store.Request{{Key: store.GroupKey("g3", "wide"), Limit: l, Cost: 1}, {Key: store.GroupKey("g4", "narrow"), Limit: narrow, Cost: 1}}
+	for i, left := range []int64{9, 9} { // the second spends nothing: narrow is full
+		res, err := cs.DecideAll(context.Background(), nil, spread, epoch)
+		if err != nil || !res[0].Decision.Allowed || res[0].Decision.Remaining != left || res[1].Decision.Allowed != (i == 0) {
+			t.Fatalf("on a cluster, two groups, one full, request %d: %+v, %v", i, res, err)
 		}
 	}
 }

@@ -78,7 +78,7 @@ func TestNoScriptRecovery(t *testing.T) {
 		}
 		do(t, s, s.client.B().ScriptFlush().Build())
 		all := []store.Request{{Key: key + ":c", Limit: l, Cost: 1}, {Key: key + ":d", Limit: l, Cost: 2}}
-		res, err = s.DecideAll(context.Background(), all, epoch)
+		res, err = s.DecideAll(context.Background(), nil, all, epoch)
 		if err != nil || res[0].Decision.Remaining != 2 || res[1].Decision.Remaining != 1 {
 			t.Fatalf("%v: DecideAll after SCRIPT FLUSH: %v %+v", alg, err, res)
 		}

@@ -13,7 +13,6 @@ package storeopen
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -168,13 +167,10 @@ func (t timedRedis) DecideBatch(ctx context.Context, reqs []store.Request, now t
 	return res, err
 }
 
-// DecideAll is the Redis store's, timed unless Redis cannot decide the
-// requests all or nothing.
-func (t timedRedis) DecideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+// DecideAll is the Redis store's, timed.
+func (t timedRedis) DecideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	start := time.Now()
-	res, err := t.Store.DecideAll(ctx, reqs, now)
-	if !errors.Is(err, store.ErrNotAtomic) {
-		t.observe(time.Since(start))
-	}
+	res, err := t.Store.DecideAll(ctx, dst, reqs, now)
+	t.observe(time.Since(start))
 	return res, err
 }

@@ -138,3 +138,62 @@ func (r *reference) Cancel(ctx context.Context, key string, l limiter.Limit, res
 	r.states[key] = k
 	return true, nil
 }
+
+var _ store.AllOrNothing = (*reference)(nil)
+
+// DecideAll decides the requests in turn on copies of their keys' states,
+// under one lock, each seeing the requests before it. If every request
+// not marked Shadow is allowed, the copies are kept; otherwise nothing
+// changes, the denied requests answer their denial and the others a look
+// (cost 0) at their key as it stands.
+func (r *reference) DecideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return dst, fmt.Errorf("reference store: decide all: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return dst, store.ErrClosed
+	}
+	copies := make(map[string]kept, len(reqs))
+	res := make([]store.Result, len(reqs))
+	pass := true
+	for i, q := range reqs {
+		k, ok := copies[q.Key]
+		if !ok {
+			k, ok = r.states[q.Key]
+			k.state.Log = slices.Clone(k.state.Log) // Decide reuses a log's array
+		}
+		if ok && !k.limit.Same(&q.Limit) {
+			k.state = limiter.Reinterpret(k.limit, q.Limit, k.state, now)
+		}
+		res[i].Decision, k.state = limiter.Decide(q.Limit, k.state, now, q.Cost)
+		k.limit = q.Limit
+		copies[q.Key] = k
+		pass = pass && (q.Shadow || res[i].Decision.Allowed)
+	}
+	if pass {
+		for key, k := range copies {
+			r.states[key] = k
+		}
+		return append(dst, res...), nil
+	}
+	for i, q := range reqs {
+		if res[i].Decision.Allowed {
+			res[i].Decision = r.look(q.Key, q.Limit, now)
+		}
+	}
+	return append(dst, res...), nil
+}
+
+// look is a decision of cost 0 on key under l that keeps nothing; r.mu is
+// held.
+func (r *reference) look(key string, l limiter.Limit, now time.Time) limiter.Decision {
+	k, ok := r.states[key]
+	st := limiter.State{A: k.state.A, B: k.state.B, Log: slices.Clone(k.state.Log)}
+	if ok && !k.limit.Same(&l) {
+		st = limiter.Reinterpret(k.limit, l, st, now)
+	}
+	d, _ := limiter.Decide(l, st, now, 0)
+	return d
+}

@@ -21,6 +21,10 @@
 // algorithms' definitions in package limiter; comments show the arithmetic
 // where a number is not obvious. NewReference is the reference store.
 //
+// RunDecideAll is the same for store.AllOrNothing: its tables
+// (AllTables, checked by CheckAll) decide the rules of one request all or
+// nothing, as the reference store's DecideAll does.
+//
 // RunLeases is the same for concurrency leases (store.Leaser): its tables
 // (LeaseTables, checked by CheckLeases) follow store.Concurrency.Decide.
 package storetest
