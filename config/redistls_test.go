@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluice-rl/sluice/internal/tlstest"
+	"github.com/sluice-rl/sluice/internal/testcert"
 )
 
 // TestRedisTLS: store.redis.tls is true or false, or a mapping of a CA
@@ -15,7 +15,7 @@ import (
 // each thing wrong.
 func TestRedisTLS(t *testing.T) {
 	dir := t.TempDir()
-	certs := tlstest.Write(t, dir)
+	certs := testcert.WriteAuthority(t, dir)
 	if err := os.WriteFile(filepath.Join(dir, "not.pem"), []byte("hello\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

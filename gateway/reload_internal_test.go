@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/config"
-	"github.com/sluice-rl/sluice/internal/tlstest"
+	"github.com/sluice-rl/sluice/internal/testcert"
 )
 
 // TestChangedFields: the fields a reload names as changed are those whose
@@ -15,7 +15,7 @@ import (
 // authority changed.
 func TestChangedFields(t *testing.T) {
 	dir := t.TempDir()
-	certs := tlstest.Write(t, dir)
+	certs := testcert.WriteAuthority(t, dir)
 	load := func(ca, rate string) *config.File {
 		t.Helper()
 		path := filepath.Join(dir, "sluice.yaml")

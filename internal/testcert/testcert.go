@@ -1,10 +1,10 @@
-// Package testcert makes certificates for tests: self-signed ECDSA P-256
-// server certificates for 127.0.0.1 and localhost, written as PEM files.
+// Package testcert makes certificates for tests, as ECDSA P-256 PEM: a
+// self-signed server certificate for 127.0.0.1 and localhost (New), or a
+// private authority with a server and a client certificate it signed
+// (WriteAuthority).
 package testcert
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -33,10 +33,7 @@ type Options struct {
 // New makes a self-signed server certificate and its key.
 func New(t testing.TB, o Options) Pair {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := newKey(t)
 	if o.CommonName == "" {
 		o.CommonName = "sluice-test"
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/internal/redistest"
-	"github.com/sluice-rl/sluice/internal/tlstest"
+	"github.com/sluice-rl/sluice/internal/testcert"
 	"github.com/sluice-rl/sluice/store/redisstore"
 	"github.com/sluice-rl/sluice/store/storeopen"
 )
@@ -35,7 +35,7 @@ func freePort(t *testing.T) int {
 // mapping (that authority, the client certificate and key, a server
 // name) connects, and each part missing or wrong is refused by one side.
 func TestRedisTLS(t *testing.T) {
-	certs := tlstest.Write(t, t.TempDir())
+	certs := testcert.WriteAuthority(t, t.TempDir())
 	port := freePort(t)
 	redistest.StartServer(t, "--tls-port", strconv.Itoa(port), "--tls-cert-file", certs.ServerCert, "--tls-key-file", certs.ServerKey,
 		"--tls-ca-cert-file", certs.CA, "--tls-auth-clients", "yes")
@@ -65,8 +65,8 @@ func TestRedisTLS(t *testing.T) {
 	if err := connect(full + "}"); err != nil {
 		t.Fatalf("with the authority and a client certificate: %v", err)
 	}
-	if err := connect(full + ", server_name: " + tlstest.ServerName + "}"); err != nil {
-		t.Errorf("with server_name %s: %v", tlstest.ServerName, err)
+	if err := connect(full + ", server_name: " + testcert.ServerName + "}"); err != nil {
+		t.Errorf("with server_name %s: %v", testcert.ServerName, err)
 	}
 	// The refusals are seen on a connection of the tls.Config's own (the
 	// Redis client would keep retrying in the background): a PING must be

@@ -1,7 +1,7 @@
-// Package tlstest writes the certificates a TLS test needs: a private
-// certificate authority, a server certificate for 127.0.0.1 and a name, and
-// a client certificate, each signed by the authority, as PEM files.
-package tlstest
+package testcert
+
+// Certificates signed by a private authority, for tests of both ends
+// verifying each other (Redis over TLS with client certificates).
 
 import (
 	"crypto/ecdsa"
@@ -22,7 +22,7 @@ import (
 // address 127.0.0.1.
 const ServerName = "redis.test"
 
-// Files are the PEM files Write made.
+// Files are the PEM files WriteAuthority made.
 type Files struct {
 	CA                    string // the authority's certificate
 	ServerCert, ServerKey string
@@ -31,9 +31,10 @@ type Files struct {
 	OtherCA string
 }
 
-// Write makes a fresh authority and its certificates in dir, valid from an
-// hour ago for a day.
-func Write(t testing.TB, dir string) Files {
+// WriteAuthority makes in dir a fresh authority, a server certificate for
+// 127.0.0.1 and ServerName and a client certificate, both signed by it, and
+// another authority that signed neither; valid from an hour ago for a day.
+func WriteAuthority(t testing.TB, dir string) Files {
 	t.Helper()
 	f := Files{CA: filepath.Join(dir, "ca.pem"), ServerCert: filepath.Join(dir, "server.pem"), ServerKey: filepath.Join(dir, "server-key.pem"),
 		ClientCert: filepath.Join(dir, "client.pem"), ClientKey: filepath.Join(dir, "client-key.pem"), OtherCA: filepath.Join(dir, "other-ca.pem")}
