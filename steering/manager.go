@@ -336,7 +336,7 @@ func (m *Manager) Put(ctx context.Context, ch Change) (Entry, error) {
 		return Entry{}, err
 	}
 	var entry Entry
-	err := m.commit(ctx, func(cur *State, now time.Time) ([]Record, error) {
+	err := m.commit(ctx, func(cur *State, now time.Time, _ bool) ([]Record, error) {
 		entry = Entry{Target: ch.Target, Rule: ch.Rule, Rate: ch.Rate, Burst: ch.Burst, Block: ch.Block,
 			Reason: ch.Reason, Author: ch.Author, Since: now}
 		if ch.TTL > 0 {
@@ -368,9 +368,9 @@ func (m *Manager) Put(ctx context.Context, ch Change) (Entry, error) {
 // (its overrides and its block) when rule is "". ErrNotFound when there
 // is nothing to remove.
 func (m *Manager) Remove(ctx context.Context, target, rule, author, reason string) ([]Entry, error) {
-	var gone []Entry
-	err := m.commit(ctx, func(cur *State, now time.Time) ([]Record, error) {
-		gone = gone[:0]
+	var gone, before []Entry
+	err := m.commit(ctx, func(cur *State, now time.Time, uncertain bool) ([]Record, error) {
+		before, gone = gone, nil
 		var recs []Record
 		kept := cur.Overrides[:0]
 		for _, e := range cur.Overrides {
@@ -382,12 +382,19 @@ func (m *Manager) Remove(ctx context.Context, target, rule, author, reason strin
 			}
 			kept = append(kept, e)
 		}
+		if len(gone) == 0 && len(before) > 0 && uncertain {
+			gone = before // an earlier try's commit took, though its answer was lost
+			return nil, errUnchanged
+		}
 		if len(gone) == 0 {
 			return nil, ErrNotFound
 		}
 		cur.Overrides = kept
 		return recs, nil
 	})
+	if errors.Is(err, errUnchanged) {
+		return gone, nil
+	}
 	return gone, err
 }
 
@@ -401,7 +408,7 @@ func (m *Manager) SetDegrade(ctx context.Context, on bool, ttl time.Duration, re
 		}
 	}
 	var out *Degrade
-	err := m.commit(ctx, func(cur *State, now time.Time) ([]Record, error) {
+	err := m.commit(ctx, func(cur *State, now time.Time, _ bool) ([]Record, error) {
 		from := describeDegrade(cur.Degrade)
 		action := "degrade_off"
 		if on {
@@ -445,8 +452,11 @@ func (m *Manager) checkTTL(ttl time.Duration, reason string) error {
 
 // commit applies change to the stored State (what has expired removed
 // first) and commits it as the next version, again on a fresh read when
-// another change came first. A change that errs commits nothing.
-func (m *Manager) commit(ctx context.Context, change func(cur *State, now time.Time) ([]Record, error)) error {
+// another change came first. A change that errs commits nothing. change
+// learns whether an earlier try's commit failed (uncertain): it may have
+// taken all the same, its answer lost.
+func (m *Manager) commit(ctx context.Context, change func(cur *State, now time.Time, uncertain bool) ([]Record, error)) error {
+	uncertain := false // an earlier try's commit failed: it may have taken all the same
 	for try := range commitTries {
 		if try > 0 { // another change came first: let it finish
 			time.Sleep(time.Duration(rand.Int64N(int64(try)*int64(time.Millisecond) + 1)))
@@ -459,7 +469,7 @@ func (m *Manager) commit(ctx context.Context, change func(cur *State, now time.T
 			return &UnavailableError{Err: err}
 		}
 		cur, recs := st.Expired(now)
-		more, err := change(&cur, now)
+		more, err := change(&cur, now, uncertain)
 		if err != nil {
 			return err
 		}
@@ -473,6 +483,7 @@ func (m *Manager) commit(ctx context.Context, change func(cur *State, now time.T
 		ok, err := m.opts.Backend.Commit(ctx, st.Version, cur, recs, m.opts.AuditSize)
 		if err != nil {
 			if try < transientTries && ctx.Err() == nil {
+				uncertain = true
 				continue // committed or not, the next try reads which
 			}
 			return &UnavailableError{Err: err}

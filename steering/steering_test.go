@@ -338,3 +338,37 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// lostAnswer is a backend whose commits take but whose first commit's
+// answer is lost, as on a connection a Redis restart breaks.
+type lostAnswer struct {
+	Backend
+	lost bool
+}
+
+func (b *lostAnswer) Commit(ctx context.Context, prev uint64, next State, audit []Record, keep int) (bool, error) {
+	ok, err := b.Backend.Commit(ctx, prev, next, audit, keep)
+	if err == nil && !b.lost {
+		b.lost = true
+		return false, errors.New("EOF")
+	}
+	return ok, err
+}
+
+// TestRemoveAnswerLost: a removal whose commit took but whose answer was
+// lost reports what it removed, not "nothing to remove" on its retry.
+func TestRemoveAnswerLost(t *testing.T) {
+	ctx := context.Background()
+	file := NewFileBackend(filepath.Join(t.TempDir(), "runtime.json"), nil)
+	if _, err := newManager(file, nil, Options{}).Put(ctx, Change{Target: "a", Block: true, Reason: "r", Author: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(&lostAnswer{Backend: file}, nil, Options{})
+	gone, err := m.Remove(ctx, "a", "", "t", "done")
+	if err != nil || len(gone) != 1 {
+		t.Fatalf("Remove with its answer lost: %v %v, want the block removed", gone, err)
+	}
+	if st, _, _ := file.Load(ctx); len(st.Overrides) != 0 || st.Version != 2 {
+		t.Errorf("stored %+v, want the block gone at version 2", st)
+	}
+}
