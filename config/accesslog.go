@@ -15,8 +15,9 @@ import (
 // buffer full is dropped and counted). Read at start: a reload keeps
 // the access log the gateway started with.
 type AccessLog struct {
-	// Sample is the share of passed requests logged, 0 to 1; a refused
-	// request (sluice's own 4xx or 5xx) is always logged. Default 1.
+	// Sample is the share of passed requests logged, 0 to 1; a request
+	// sluice answered itself (refused, or its upstream failed) is always
+	// logged. Default 1.
 	Sample float64
 	// Path is where lines go: "stdout" (the default), "stderr", or a
 	// file, opened for appending and created if absent; a relative path
