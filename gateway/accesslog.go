@@ -98,8 +98,13 @@ func (a *accessLog) put(b *[]byte) {
 	lineBufs.Put(b)
 }
 
-// Close stops the writer once it has written what is buffered, and closes
-// the file. Lines sent later are never written.
+// closeWait bounds how long Close waits for the writer to write what is
+// buffered: a destination that takes no more (a stdout nobody reads) must
+// not hold the process up.
+const closeWait = 5 * time.Second
+
+// Close stops the writer once it has written what is buffered, or after
+// closeWait, and closes the file. Lines sent later are never written.
 func (a *accessLog) Close() error {
 	if a == nil {
 		return nil
@@ -107,7 +112,12 @@ func (a *accessLog) Close() error {
 	var err error
 	a.once.Do(func() {
 		close(a.stop)
-		<-a.done
+		select {
+		case <-a.done:
+		case <-time.After(closeWait):
+			err = fmt.Errorf("gateway: the access log's writer did not finish within %v; lines left unwritten", closeWait)
+			return // the writer still holds the file
+		}
 		if a.file != nil {
 			err = a.file.Close()
 		}

@@ -333,7 +333,9 @@ func (g *Gateway) Close() error {
 	if g.renewer != nil {
 		_ = g.renewer.Close()
 	}
-	_ = g.access.Close()
+	if err := g.access.Close(); err != nil {
+		g.log.Warn("access log not written out", "err", err.Error())
+	}
 	if g.ownsStore {
 		return g.store.Close()
 	}
