@@ -252,3 +252,31 @@ func TestAccessLogFull(t *testing.T) {
 		t.Errorf("%d lines written, want 2 (the one held and the one buffered)", w.n)
 	}
 }
+
+// TestAccessLogUpgrade: an upgrade is logged as it switches, 101 and
+// passed, and its 101 carries the request id the upstream got.
+func TestAccessLogUpgrade(t *testing.T) {
+	up := newEchoUpstream(t)
+	ln, adm := listen(t), listen(t)
+	file := filepath.Join(t.TempDir(), "access.log")
+	runGatewayOn(t, ln, adm, strings.Replace(standardConfig, "{{UPSTREAM}}", up.srv.URL, 1)+"access_log: {path: "+file+"}\n")
+	r, resp := upgraded(t, ln.Addr().String())
+	id := resp.Header.Get("X-Request-Id")
+	var line string
+	eventually(t, "the upgrade's line", func() bool {
+		b, _ := os.ReadFile(file)
+		line = string(b)
+		return strings.HasSuffix(line, "\n")
+	})
+	var l map[string]any
+	if err := json.Unmarshal([]byte(line), &l); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+	if l["status"] != float64(101) || l["decision"] != "passed" || l["client"] != "partner-a" || l["path"] != "/claims/1" {
+		t.Errorf("the upgrade's line: %v", l)
+	}
+	if got := (<-up.seen).Get("X-Request-Id"); got == "" || got != l["request_id"] || id != got {
+		t.Errorf("request ids: line %v, upstream %q, 101 %q", l["request_id"], got, id)
+	}
+	r.c.Close()
+}

@@ -36,6 +36,7 @@ func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, v *decis
 	for _, f := range v.Header {
 		ctx.Response.Header.SetBytesV(f.Name, f.Value)
 	}
+	answerID(ctx) // on the 101 too, which the tunnel writes
 	opened := func(up net.Conn) bool { return g.tunnels.setUpstream(t, up) }
 	tun, out, err := snap.proxy.Upgrade(ctx, &fwd, proto, opened, func() { // refused: once its answer has gone
 		g.tunnels.remove(t)
