@@ -93,6 +93,10 @@ type File struct {
 	// the findings' period. Default DefaultLive(). Changes take effect on
 	// reload (what was seen starts afresh).
 	Live Live
+	// AccessLog, when not nil, writes one JSON line per request the
+	// gateway answers (the access_log block; config/accesslog.go). Read
+	// at start. Default none.
+	AccessLog *AccessLog
 	// Runtime is how the operators' run-time changes are kept (the
 	// runtime block). Default: in a file beside this one.
 	Runtime Runtime
@@ -231,7 +235,7 @@ func Parse(name string, data []byte) (*File, error) {
 }
 
 var topFields = []string{"listen", "upstream", "tls", "admin", "trusted_proxies", "forwarded_header",
-	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "live", "runtime", "clients", "plans", "rules", "time_zone", "decide"}
+	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "live", "access_log", "runtime", "clients", "plans", "rules", "time_zone", "decide"}
 
 // decodeFile decodes the top-level mapping.
 func (d *decoder) decodeFile(root *yaml.Node) *File {
@@ -264,6 +268,7 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")
 	f.Protect, f.Signals = d.protect(m["protect"], "protect")
 	f.Live = d.live(m["live"], "live")
+	f.AccessLog = d.accessLog(m["access_log"], "access_log")
 	f.Runtime = d.runtime(m["runtime"], "runtime", d.file)
 	envoyRules := f.Decide != nil && d.nodes["decide.envoy_config[0]"] != nil // even if a path is wrong
 	f.Policy = d.policy(m, root, envoyRules)

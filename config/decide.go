@@ -145,6 +145,9 @@ func (d *decoder) decideAlone(m map[string]*yaml.Node, f *File) {
 	if !isNull(m["protect"]) {
 		d.fail(d.keys["protect"], "protect", "without upstream sluice proxies nothing and cannot protect a service (add upstream, or remove protect)")
 	}
+	if !isNull(m["access_log"]) {
+		d.fail(d.keys["access_log"], "access_log", "without upstream sluice serves no callers' requests: access_log would log nothing (add upstream, or remove access_log)")
+	}
 }
 
 // checkDecideRules refuses, when /check or Envoy's gRPC service is

@@ -96,6 +96,8 @@ func TestDecideErrors(t *testing.T) {
 			[]string{"t.yaml:1:1: listen: missing (required; such as listen: 127.0.0.1:8080)"}},
 		{"protect without upstream", "decide:\n  http: 127.0.0.1:8082\nprotect: {max_in_flight: 10}\n" + rules,
 			[]string{"t.yaml:3:1: protect: without upstream sluice proxies nothing and cannot protect a service (add upstream, or remove protect)"}},
+		{"access_log without upstream", "decide:\n  http: 127.0.0.1:8082\naccess_log: {}\n" + rules,
+			[]string{"t.yaml:3:1: access_log: without upstream sluice serves no callers' requests: access_log would log nothing (add upstream, or remove access_log)"}},
 		{"same as admin", "decide:\n  http: 127.0.0.1:9090\n" + rules,
 			[]string{"t.yaml:2:9: decide.http: 127.0.0.1:9090 is also admin's address (each server needs its own port)"}},
 		{"same as listen", head + "decide:\n  grpc: :8080\n" + rules,

@@ -58,7 +58,7 @@ func TestErrors(t *testing.T) {
 		{"duplicate key", head + "listen: :9\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{`t.yaml:3:1: duplicate key "listen" (first at line 1)`}},
 		{"unknown field", head + "rules: [{name: a, rate: 1/s}]\nupstraem: x\n",
-			[]string{`t.yaml:4:1: unknown field "upstraem" (did you mean "upstream"? accepted: listen, upstream, tls, admin, trusted_proxies, forwarded_header, ipv6_prefix, case_insensitive_paths, legacy_headers, server, store, protect, live, runtime, clients, plans, rules, time_zone, decide)`}},
+			[]string{`t.yaml:4:1: unknown field "upstraem" (did you mean "upstream"? accepted: listen, upstream, tls, admin, trusted_proxies, forwarded_header, ipv6_prefix, case_insensitive_paths, legacy_headers, server, store, protect, live, access_log, runtime, clients, plans, rules, time_zone, decide)`}},
 		{"missing required", "admin: 127.0.0.1:9\n", []string{
 			"t.yaml:1:1: listen: missing (required; such as listen: 127.0.0.1:8080)",
 			"t.yaml:1:1: upstream: missing (required; such as upstream: http://127.0.0.1:9000)",
@@ -98,7 +98,7 @@ func TestErrors(t *testing.T) {
 		{"forwarded_header both", head + "forwarded_header: [forwarded, x-forwarded-for]\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{`t.yaml:3:19: forwarded_header: want x-forwarded-for or forwarded, not a list`}},
 		{"forwarded_header misspelt field", head + "forwarded_headers: forwarded\nrules: [{name: a, rate: 1/s}]\n",
-			[]string{`t.yaml:3:1: unknown field "forwarded_headers" (did you mean "forwarded_header"? accepted: listen, upstream, tls, admin, trusted_proxies, forwarded_header, ipv6_prefix, case_insensitive_paths, legacy_headers, server, store, protect, live, runtime, clients, plans, rules, time_zone, decide)`}},
+			[]string{`t.yaml:3:1: unknown field "forwarded_headers" (did you mean "forwarded_header"? accepted: listen, upstream, tls, admin, trusted_proxies, forwarded_header, ipv6_prefix, case_insensitive_paths, legacy_headers, server, store, protect, live, access_log, runtime, clients, plans, rules, time_zone, decide)`}},
 		{"ipv6_prefix zero", head + "ipv6_prefix: 0\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{"t.yaml:3:14: ipv6_prefix: 0 is out of range (1 to 128; default 64)"}},
 		{"ipv6_prefix huge", head + "ipv6_prefix: 99999999999999999999999999\nrules: [{name: a, rate: 1/s}]\n",

@@ -377,8 +377,9 @@ func (u *upstream) since(n int) []seen {
 // receivedLines renders requests as "METHOD target | Name: value | ...",
 // header fields sorted by name, then " | body=..." if there is one. Left
 // out: what the proxy adds to every request (Accept-Encoding,
-// X-Forwarded-Host, X-Forwarded-Proto, Sluice-Loop-Mark) and
-// X-Forwarded-For when it names only the peer, 127.0.0.1.
+// X-Forwarded-Host, X-Forwarded-Proto, Sluice-Loop-Mark),
+// X-Forwarded-For when it names only the peer, 127.0.0.1, and an
+// X-Request-Id sluice made (TestRequestID checks those).
 func receivedLines(reqs []seen) []string {
 	var lines []string
 	for _, s := range reqs {
@@ -389,6 +390,8 @@ func receivedLines(reqs []seen) []string {
 			case name == "Accept-Encoding" || name == "X-Forwarded-Host" || name == "X-Forwarded-Proto" || name == "Sluice-Loop-Mark":
 				continue
 			case name == "X-Forwarded-For" && slices.Equal(v, []string{"127.0.0.1"}):
+				continue
+			case name == "X-Request-Id" && len(v) == 1 && madeID.MatchString(v[0]):
 				continue
 			}
 			for _, one := range v {

@@ -32,6 +32,20 @@ func BenchmarkRun(b *testing.B) {
 	}
 }
 
+// BenchmarkRunAccessLog is BenchmarkRun with an access log written to a
+// file (every request logged), to set beside BenchmarkRun's: what the
+// log costs the data path.
+//
+//	go test -run XXX -bench 'Run(AccessLog)?/' -benchmem ./gateway/
+func BenchmarkRunAccessLog(b *testing.B) {
+	for _, c := range []struct{ name, algorithm, rate string }{
+		{"Allowed", "gcra", "1000000000/s"},
+		{"Rejected", "fixed_window", "1/d"},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchRunFile(b, c.algorithm, c.rate, "access_log: {path: access.log}\n", nil) })
+	}
+}
+
 // BenchmarkRunConnectionTokens is BenchmarkRun/Allowed for a request of
 // some 58 KB: one X-Pad field of 5,000 names (Plain); a Connection field
 // listing them (Tokens: refused, 400, past fastproxy.MaxConnectionNames),
@@ -65,12 +79,17 @@ func BenchmarkRunConnectionTokens(b *testing.B) {
 }
 
 func benchRun(b *testing.B, algorithm, rate string, header func(*fasthttp.RequestHeader)) {
+	benchRunFile(b, algorithm, rate, "", header)
+}
+
+// benchRunFile is benchRun with more settings appended to the file.
+func benchRunFile(b *testing.B, algorithm, rate, more string, header func(*fasthttp.RequestHeader)) {
 	up := serveBench(b)
 	dir := b.TempDir()
 	path := filepath.Join(dir, "sluice.yaml")
 	cfg := "listen: 127.0.0.1:1\nupstream: http://" + up + "\nclients:\n  key_header: X-API-Key\n  unknown: reject\n" +
 		"  list:\n    - id: partner-a\n      keys: [key-a]\nrules:\n  - name: bench\n    match: { path: / }\n" +
-		"    key: client\n    algorithm: " + algorithm + "\n    rate: " + rate + "\n"
+		"    key: client\n    algorithm: " + algorithm + "\n    rate: " + rate + "\n" + more
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)
 	}

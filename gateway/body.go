@@ -116,6 +116,6 @@ func (g *Gateway) uploadFailed(ctx *fasthttp.RequestCtx, snap *snapshot, v *deci
 		ctx.Response.Header.Set("Retry-After", "1")
 		g.answer(ctx, status, "too many request bodies are streaming to the service at once; retry", true)
 	}
-	v.Finish(&decision.Response{Status: status})
+	g.finish(ctx, v, &decision.Response{Status: status})
 	return true
 }

@@ -29,6 +29,7 @@ import (
 // body was read.
 func (g *Gateway) serveFast(ctx *fasthttp.RequestCtx) {
 	headerRead(ctx) // conncap.go
+	g.requestID(ctx)
 	g.inflight.Add(1)
 	if !g.decideFast(ctx) {
 		g.inflight.Add(-1)
@@ -36,6 +37,7 @@ func (g *Gateway) serveFast(ctx *fasthttp.RequestCtx) {
 	if g.closing.Load() {
 		ctx.SetConnectionClose() // shutting down: load balancers take the gateway out
 	}
+	answerID(ctx)
 }
 
 // decideFast is serveFast's work. It reports whether the answer's body is
@@ -44,6 +46,7 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 	snap := g.snap.Load()
 	if status, detail := fastproxy.Refuse(&ctx.Request.Header); status != 0 {
 		g.answer(ctx, status, detail, true)
+		g.logEarly(ctx)
 		return false
 	}
 	n := ctx.Request.Header.ContentLength()
@@ -55,6 +58,7 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 	}
 	if g.looped(&ctx.Request.Header) {
 		g.loopAnswer(ctx, hasBody)
+		g.logEarly(ctx)
 		return false
 	}
 	if b2s(ctx.Request.Header.RequestURI()) == "*" && ctx.IsOptions() {
@@ -111,7 +115,7 @@ func (g *Gateway) refuseFast(ctx *fasthttp.RequestCtx, v *decision.Verdict, hasB
 	if hasBody {
 		ctx.SetConnectionClose() // the body is not read: answer at once, however slowly it comes
 	}
-	v.Finish(&decision.Response{Status: v.Status})
+	g.finish(ctx, v, &decision.Response{Status: v.Status})
 }
 
 // passFast sends a passed request on and puts the answer, with the
@@ -127,12 +131,12 @@ func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision
 	hasBody := body != nil
 	if snap.proxy == nil {
 		g.answer(ctx, fasthttp.StatusBadGateway, "the gateway has no upstream", hasBody)
-		v.Finish(&decision.Response{Passed: true, Status: fasthttp.StatusBadGateway, Failure: decision.UpstreamFailed})
+		g.finish(ctx, v, &decision.Response{Passed: true, Status: fasthttp.StatusBadGateway, Failure: decision.UpstreamFailed})
 		return false
 	}
 	if g.cutting.Load() { // the drain timeout has passed: nothing more goes on
 		g.answer(ctx, fasthttp.StatusServiceUnavailable, "the gateway is shutting down; retry", hasBody)
-		v.Finish(&decision.Response{Passed: true, Status: fasthttp.StatusServiceUnavailable, Failure: decision.CallerFailed})
+		g.finish(ctx, v, &decision.Response{Passed: true, Status: fasthttp.StatusServiceUnavailable, Failure: decision.CallerFailed})
 		return false
 	}
 	var set [2]fastproxy.Field
@@ -144,7 +148,7 @@ func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision
 	var firstByte time.Duration
 	out, err := snap.proxy.Serve(ctx, &fwd, body, func() {
 		lat := g.opts.Clock.Now().Sub(start)
-		v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(),
+		g.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(),
 			Header: (*respHeaders)(&ctx.Response.Header), Latency: lat, FirstByte: cmp.Or(firstByte, upstreamTime(lat, body))})
 		g.inflight.Add(-1)
 	})
@@ -157,7 +161,7 @@ func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision
 	}
 	failure := g.proxyFailed(ctx, snap, out, err)
 	lat := g.opts.Clock.Now().Sub(start)
-	v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: upstreamTime(lat, body),
+	g.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: upstreamTime(lat, body),
 		Failure: failure, Aborted: out == fastproxy.CallerAborted, Unanswered: out == fastproxy.CallerAborted})
 	return false
 }

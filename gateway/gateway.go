@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/textproto"
@@ -50,6 +51,10 @@ type Options struct {
 	// ShutdownTimeout bounds how long Run waits for in-flight requests
 	// after its context ends. Default: Config.Server.DrainTimeout.
 	ShutdownTimeout time.Duration
+	// AccessLog, if set, receives the access log's lines in place of
+	// Config.AccessLog.Path (with an access_log block only). Close
+	// writes the last of them.
+	AccessLog io.Writer
 }
 
 // Gateway is a running sluice: proxy, limiter, admin.
@@ -65,6 +70,8 @@ type Gateway struct {
 	store      store.Store
 	ownsStore  bool
 	renewer    *store.Renewer // renews the leases of concurrency rules; nil if the store keeps none
+	access     *accessLog     // the access_log block's writer; nil without one
+	requestIDs *requestIDs
 	reloadMu   sync.Mutex
 	ready      atomic.Bool
 	startSum   string                            // the config file's digest when New ran, for WatchConfig
@@ -99,7 +106,7 @@ func New(opts Options) (*Gateway, error) {
 	opts = withDefaults(opts)
 	g := &Gateway{opts: opts, metrics: newMetrics(), log: opts.Logger, store: opts.Store,
 		server: serverDefaults(opts.Config.Server), loopToken: newLoopToken(), instanceID: newInstanceID(),
-		pressure: new(decision.Pressure)}
+		pressure: new(decision.Pressure), requestIDs: newRequestIDs()}
 	if g.opts.ShutdownTimeout <= 0 {
 		g.opts.ShutdownTimeout = g.server.DrainTimeout
 	}
@@ -112,9 +119,14 @@ func New(opts Options) (*Gateway, error) {
 	if err := g.openTLS(opts.Config); err != nil {
 		return nil, err
 	}
+	var err error
+	if g.access, err = newAccessLog(opts.Config.AccessLog, opts.AccessLog, g.metrics.registry); err != nil {
+		return nil, err
+	}
 	if g.store == nil {
 		st, err := openStore(context.Background(), opts.Config, opts.Clock, g.metrics, g.log)
 		if err != nil {
+			_ = g.access.Close()
 			return nil, err
 		}
 		g.store, g.ownsStore = st, true
@@ -125,7 +137,6 @@ func New(opts Options) (*Gateway, error) {
 		g.renewer = store.NewRenewer(ls, store.RenewerOptions{Clock: opts.Clock, Every: leaseTTL / 3, OnRenew: g.metrics.observeRenewal})
 		leaser = g.renewer
 	}
-	var err error
 	g.engine, err = decision.New(decision.Options{
 		Store:      g.store,
 		Leaser:     leaser,
@@ -311,8 +322,9 @@ func limitedRules(rep *decision.Report) []string {
 	return names
 }
 
-// Close releases what the gateway opened: the lease renewer, the store
-// and the upstream connections. The leases of requests still in flight
+// Close releases what the gateway opened: the lease renewer, the store,
+// the upstream connections and the access log (once the lines it holds
+// are written). The leases of requests still in flight
 // are not released: they expire within store.lease_ttl.
 func (g *Gateway) Close() error {
 	if snap := g.snap.Load(); snap != nil && snap.proxy != nil {
@@ -320,6 +332,9 @@ func (g *Gateway) Close() error {
 	}
 	if g.renewer != nil {
 		_ = g.renewer.Close()
+	}
+	if err := g.access.Close(); err != nil {
+		g.log.Warn("access log not written out", "err", err.Error())
 	}
 	if g.ownsStore {
 		return g.store.Close()

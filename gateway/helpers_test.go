@@ -217,6 +217,8 @@ type harness struct {
 	// prepare, if set, changes the loaded file before the gateway is made
 	// from it (runtime overrides on its policy).
 	prepare func(*config.File)
+	// accessLog, if set, receives the access log in place of its path.
+	accessLog io.Writer
 }
 
 // startGateway writes cfg ({{UPSTREAM}} filled in) and serves a gateway
@@ -255,10 +257,11 @@ func (h *harness) serve() {
 		clk = clock.Real{}
 	}
 	h.g, err = gateway.New(gateway.Options{
-		Config: file,
-		Logger: slog.New(slog.NewJSONHandler(h.logs, nil)),
-		Clock:  clk,
-		Store:  h.store,
+		Config:    file,
+		Logger:    slog.New(slog.NewJSONHandler(h.logs, nil)),
+		Clock:     clk,
+		Store:     h.store,
+		AccessLog: h.accessLog,
 	})
 	if err != nil {
 		t.Fatalf("gateway.New: %v", err)

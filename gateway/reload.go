@@ -27,8 +27,8 @@ import (
 // requests in flight keep their slots. The live state (live.go) keeps
 // what was seen of rules that count as before; a changed live block
 // starts it afresh; changed signals (protect.signals) are read anew,
-// keeping what was read of those kept. Listen, admin, server, store and
-// decide settings, and adding or removing the upstream, need a restart; a
+// keeping what was read of those kept. Listen, admin, server, store,
+// access_log and decide settings, and adding or removing the upstream, need a restart; a
 // change of them is logged and otherwise ignored.
 func (g *Gateway) Reload() error {
 	g.reloadMu.Lock()
@@ -43,11 +43,11 @@ func (g *Gateway) Reload() error {
 	g.logWarnings(cfg)
 	inFile := changedFields(old, cfg)
 	if cfg.Listen != old.Listen || cfg.Admin != old.Admin || cfg.AdminToken != old.AdminToken || !maps.Equal(cfg.AdminTokens, old.AdminTokens) || !cfg.Store.Equal(old.Store) ||
-		cfg.Server != old.Server || cfg.Runtime != old.Runtime {
-		g.log.Warn("listen, admin, server, store and runtime changes take effect after a restart", "file", old.Path,
+		cfg.Server != old.Server || cfg.Runtime != old.Runtime || !reflect.DeepEqual(cfg.AccessLog, old.AccessLog) {
+		g.log.Warn("listen, admin, server, store, runtime and access_log changes take effect after a restart", "file", old.Path,
 			"fields", restartOnly(inFile, changedFields(old, cfg)))
 		cfg.Listen, cfg.Admin, cfg.AdminToken, cfg.AdminTokens, cfg.Store, cfg.Server = old.Listen, old.Admin, old.AdminToken, old.AdminTokens, old.Store, old.Server
-		cfg.Runtime = old.Runtime
+		cfg.Runtime, cfg.AccessLog = old.Runtime, old.AccessLog
 	}
 	if keepListenerTLS(cfg, old) { // tls.go
 		g.log.Warn("tls and admin.tls changes take effect after a restart (the files' contents are followed)", "file", old.Path)
@@ -116,6 +116,7 @@ var topFields = []struct {
 	{"store", func(f *config.File) any { return storeSettings(f.Store) }},
 	{"protect", func(f *config.File) any { return []any{f.Protect, f.Signals} }},
 	{"live", func(f *config.File) any { return f.Live }},
+	{"access_log", func(f *config.File) any { return f.AccessLog }},
 	{"runtime", func(f *config.File) any { return f.Runtime }},
 	{"clients", func(f *config.File) any { return f.Policy.Clients }},
 	{"plans", func(f *config.File) any { return f.Policy.Plans }},

@@ -248,7 +248,7 @@ func TestReloadKeepsServerSettings(t *testing.T) {
 	if err := h.g.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.logs.count(t, "listen, admin, server, store and runtime changes take effect after a restart"); n != 1 {
+	if n := h.logs.count(t, "listen, admin, server, store, runtime and access_log changes take effect after a restart"); n != 1 {
 		t.Errorf("%d restart warnings, want 1", n)
 	}
 	c := h.dial()

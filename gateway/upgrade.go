@@ -36,11 +36,12 @@ func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, v *decis
 	for _, f := range v.Header {
 		ctx.Response.Header.SetBytesV(f.Name, f.Value)
 	}
+	answerID(ctx) // on the 101 too, which the tunnel writes
 	opened := func(up net.Conn) bool { return g.tunnels.setUpstream(t, up) }
 	tun, out, err := snap.proxy.Upgrade(ctx, &fwd, proto, opened, func() { // refused: once its answer has gone
 		g.tunnels.remove(t)
 		lat := g.opts.Clock.Now().Sub(start)
-		v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(),
+		g.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(),
 			Header: (*respHeaders)(&ctx.Response.Header), Latency: lat, FirstByte: lat})
 		g.inflight.Add(-1)
 	})
@@ -49,7 +50,7 @@ func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, v *decis
 		g.tunnels.remove(t)
 		failure := g.proxyFailed(ctx, snap, out, err)
 		lat := g.opts.Clock.Now().Sub(start)
-		v.Finish(&decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: lat,
+		g.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: lat,
 			Failure: failure})
 		return false
 	case tun == nil:
@@ -70,6 +71,9 @@ func (g *Gateway) hijack(ctx *fasthttp.RequestCtx, t *tunnel, tun *fastproxy.Tun
 		v.Finish(&decision.Response{Passed: true, Status: fasthttp.StatusSwitchingProtocols, Latency: lat, FirstByte: lat})
 	})
 	g.tunnels.setEnd(t, end)
+	if g.access != nil { // logged as it switches: ctx is not the tunnel's once it ends
+		g.logAccess(ctx, v, &decision.Response{Passed: true, Status: fasthttp.StatusSwitchingProtocols, FirstByte: lat})
+	}
 	ctx.HijackSetNoResponse(true) // Splice writes the 101
 	ctx.Hijack(func(c net.Conn) {
 		defer end()

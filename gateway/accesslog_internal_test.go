@@ -1,0 +1,40 @@
+package gateway
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestAppendString: what appendString writes reads back, as JSON, as the
+// text it was given (bytes that are not UTF-8 as U+FFFD).
+func TestAppendString(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/claims/7", "/claims/7"},
+		{`a"b\c`, `a"b\c`},
+		{"tab\there\nnl\x00\x7f", "tab\there\nnl\x00\x7f"},
+		{"caf\u00e9 \u2028", "caf\u00e9 \u2028"},
+		{"bad\xff\xfeend", "bad\ufffd\ufffdend"},
+		{"", ""},
+	} {
+		b := appendString(nil, []byte(tc.in))
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil || got != tc.want {
+			t.Errorf("appendString(%q) = %s: reads back %q, %v; want %q", tc.in, b, got, err, tc.want)
+		}
+	}
+}
+
+// TestSaneRequestID: 1 to 128 visible ASCII characters are kept.
+func TestSaneRequestID(t *testing.T) {
+	for id, want := range map[string]bool{"a": true, "req-1:x/y=z": true, "": false, "a b": false, "a\tb": false,
+		"é": false, string(make([]byte, 129)): false, "\x7f": false} {
+		if got := saneRequestID([]byte(id)); got != want {
+			t.Errorf("saneRequestID(%q) = %v, want %v", id, got, want)
+		}
+	}
+	ids := newRequestIDs()
+	a, b := string(ids.next(nil)), string(ids.next(nil))
+	if len(a) != 32 || a == b || a[:16] != b[:16] {
+		t.Errorf("ids %q, %q: want 32 hex digits each, one prefix, different", a, b)
+	}
+}
