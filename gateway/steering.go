@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -186,21 +187,12 @@ func (g *Gateway) refreshPolicy() {
 	next := *prev
 	next.base, next.settings.Policy, next.nextChange, next.ignored = g.effective(prev.cfg)
 	for _, s := range next.ignored {
-		if !contains(prev.ignored, s) {
+		if !slices.Contains(prev.ignored, s) {
 			g.log.Warn("runtime override does not apply to the configuration in force", "override", s)
 		}
 	}
 	g.snap.Store(&next)
 	g.live.Load().SetPolicy(next.settings.Policy)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // followSchedule rebuilds the policy if a schedule entry has begun or
