@@ -7,9 +7,9 @@ GO ?= go
 test: deps vet unit
 
 # Tests start real redis-server processes (standalone and cluster), a
-# real nginx and a headless chromium; install Debian's redis-server, nginx
-# and chromium when they are missing, and the tools deploy/'s files are
-# checked with.
+# real nginx and HAProxy and a headless chromium; install Debian's
+# redis-server, nginx, haproxy and chromium when they are missing, and the
+# tools deploy/'s files are checked with.
 deps:
 	@command -v redis-server >/dev/null || { \
 		echo "installing redis-server"; \
@@ -26,6 +26,15 @@ deps:
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; }; \
 		[ -z "$$made" ] || rm -f /usr/sbin/policy-rc.d; }
 	@PATH="$$PATH:/usr/sbin" command -v nginx >/dev/null || { echo "nginx still missing" >&2; exit 1; }
+	@# The sticky-session tests (deploy/) run a real HAProxy too (Debian's
+	@# haproxy, ~2 MB), on their own ports; no system haproxy may start on
+	@# install.
+	@PATH="$$PATH:/usr/sbin" command -v haproxy >/dev/null || { \
+		echo "installing haproxy"; made=; \
+		[ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && made=1; }; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends haproxy >/dev/null 2>&1; \
+		[ -z "$$made" ] || rm -f /usr/sbin/policy-rc.d; }
+	@PATH="$$PATH:/usr/sbin" command -v haproxy >/dev/null || { echo "haproxy still missing" >&2; exit 1; }
 	@# The dashboard's test renders it in a real browser: Debian's chromium,
 	@# headless.
 	@command -v chromium >/dev/null || { \

@@ -5,6 +5,8 @@
 // configuration by Envoy's own API types and sluice's rate limit service,
 // the container files by what they build and run. The Kubernetes manifests
 // are checked in deploy/kubernetes and the Traefik configuration in
-// deploy/traefik, each a module of its own; the nginx recipes in
-// deploy/nginx by cmd/sluice's tests, which run a real nginx.
+// deploy/traefik, each a module of its own; the nginx recipes asking
+// /check in deploy/nginx by cmd/sluice's tests, which run a real nginx;
+// the sticky-session recipes (nginx, HAProxy, Envoy) by this package's,
+// which run a real nginx and HAProxy in front of `sluice serve`.
 package deploy
