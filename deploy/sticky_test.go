@@ -513,3 +513,94 @@ func TestStickyRebalance(t *testing.T) {
 		})
 	}
 }
+
+// TestStickyMove measures the bound at a move: four `sluice serve`
+// instances on their own memory, 100 requests an hour per partner, nginx
+// with the recipe before the first three, then before all four (the fourth
+// added). A partner whose key the fourth takes over has had its 100 on its
+// old instance and gets 100 more on the new one, which starts afresh: 200
+// in the hour, twice the limit, no more. Sent back to its old instance (the
+// fourth removed again) it gets nothing more: that counter still holds its
+// 100. A partner that does not move gets 100 in all.
+func TestStickyMove(t *testing.T) {
+	var clients strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&clients, "    - { id: p%02d, keys: [move-key-%02d] }\n", i, i)
+	}
+	cfg := strings.Replace(stickyConfig, `    - { id: partner-a, keys: [sticky-key-a-4c1d] }
+    - { id: partner-b, keys: [sticky-key-b-9e2f] }
+    - { id: partner-c, keys: [sticky-key-c-07ab] }
+`, clients.String(), 1)
+	var servers []backend
+	var ups []*perClient
+	for i := range 4 {
+		up := &perClient{hits: map[string]int{}}
+		srv := httptest.NewServer(up)
+		t.Cleanup(srv.Close)
+		path := filepath.Join(t.TempDir(), "sluice.yaml")
+		if err := os.WriteFile(path, []byte(fmt.Sprintf(cfg, srv.URL)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		listen, _ := startSluice(t, path)
+		servers = append(servers, backend{i + 1, listen})
+		ups = append(ups, up)
+	}
+	three, four := startStickyNginx(t, servers[:3], ""), startStickyNginx(t, servers, "")
+	c := newStickyClient(t)
+
+	// Where each key goes through the four: /probe matches no rule, so it
+	// counts nothing; the upstream that sees it names the instance.
+	instanceOf := func(front string, i int) int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+front+"/probe", nil)
+		req.Header.Set("X-API-Key", fmt.Sprintf("move-key-%02d", i))
+		before := make([]int, len(ups))
+		for j, up := range ups {
+			before[j] = up.count(fmt.Sprintf("p%02d", i))
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for j, up := range ups {
+			if up.count(fmt.Sprintf("p%02d", i)) > before[j] {
+				return j + 1
+			}
+		}
+		t.Fatalf("key %d: no upstream saw the probe", i)
+		return 0
+	}
+	movedKey, stayedKey := -1, -1
+	for i := range 40 {
+		switch on := instanceOf(four, i); {
+		case on == 4 && movedKey < 0:
+			movedKey = i
+		case on != 4 && stayedKey < 0 && instanceOf(three, i) == on:
+			stayedKey = i
+		}
+	}
+	if movedKey < 0 || stayedKey < 0 {
+		t.Fatalf("of 40 keys, none moved to the fourth instance (%d) or none stayed (%d)", movedKey, stayedKey)
+	}
+
+	for _, tc := range []struct {
+		what string
+		key  int
+		want [3]int // allowed of 150 through three, then four, then three again
+	}{
+		{"moved to the added instance", movedKey, [3]int{100, 100, 0}},
+		{"not moved", stayedKey, [3]int{100, 0, 0}},
+	} {
+		key := fmt.Sprintf("move-key-%02d", tc.key)
+		var got [3]int
+		for step, front := range []string{three, four, three} {
+			got[step], _ = sendClaims(t, c, front, key, 150)
+		}
+		if got != tc.want {
+			t.Errorf("a partner %s: allowed %v of 150 through three instances, then four, then three again; want %v",
+				tc.what, got, tc.want)
+		}
+		t.Logf("a partner %s: allowed %v of 150 through three instances, then four, then three again (%d in the hour, at 100/h)",
+			tc.what, got, got[0]+got[1]+got[2])
+	}
+}
