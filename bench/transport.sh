@@ -19,7 +19,7 @@
 #   bash bench/transport.sh
 #
 # Environment: TRANSPORT_ROUNDS (default 2), TRANSPORT_DURATION (seconds
-# per wrk run, default 8), IDLE_CONNS (default 10000), IDLE_SETTLE (seconds after closing, default 10). About 5 minutes.
+# per wrk run, default 8; 0 rounds: the idle rows alone), IDLE_CONNS (default 10000), IDLE_SETTLE (seconds after closing, default 10). About 5 minutes.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -31,6 +31,23 @@ source bench/lib.sh
 install_missing wrk:wrk nginx:nginx curl:curl
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 ulimit -n "$(ulimit -Hn)"
+
+# free_port as lib.sh's, but below Linux's ephemeral range (32768 up):
+# the idle rows' 10,000 client connections take ports there that a
+# listener started meanwhile could not bind.
+free_port() {
+	local i
+	for ((i = 0; i < 500; i++)); do
+		port=$((20000 + RANDOM % 12000))
+		[[ $taken == *" $port "* ]] && continue
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			taken+="$port "
+			return 0
+		fi
+	done
+	echo "$name: no free port" >&2
+	return 1
+}
 
 echo "transport: building" >&2
 go build -o "$tmp/sluice" ./cmd/sluice
@@ -129,9 +146,12 @@ for ((r = 1; r <= rounds; r++)); do
 	order "$r" "${rejecting[@]}" "${proxying[@]}"
 	for t in "${order[@]}"; do
 		wrk_record "$t" "${ports[$t]}"
-		want=0
-		[[ " ${rejecting[*]} " == *" $t "* ]] && want=$total
-		((bad == want)) || echo "transport: warning: $t: $bad of $total answers were not 2xx (want $want)" >&2
+		# limit_req at 1r/m lets a request through every minute.
+		if [[ " ${rejecting[*]} " == *" $t "* ]]; then
+			((bad * 1000 >= total * 999)) || echo "transport: warning: $t: only $bad of $total answers were 429" >&2
+		else
+			((bad == 0)) || echo "transport: warning: $t: $bad of $total answers were not 2xx" >&2
+		fi
 	done
 done
 
@@ -147,32 +167,43 @@ ratios() {
 			"$(awk -v a="$b" -v b="$base" 'BEGIN {print a / b}')"
 	done
 }
-echo "== 429 answered at once (wrk -t$threads -c$conns -d${duration}s, $rounds rounds)"
-ratios "${rejecting[@]}"
-echo "== proxying to one nginx upstream"
-ratios "${proxying[@]}"
+if ((rounds > 0)); then
+	echo "== 429 answered at once (wrk -t$threads -c$conns -d${duration}s, $rounds rounds)"
+	ratios "${rejecting[@]}"
+	echo "== proxying to one nginx upstream"
+	ratios "${proxying[@]}"
+fi
 
-# Idle connections: each server fresh, one after the other.
+# Idle connections: each server fresh, all started before the first row
+# (10,000 closed connections leave loopback ports a later listener could
+# not bind), measured one after the other, each stopped after its row.
 echo "== idle keep-alive connections ($idle_conns, one request each; RSS growth; given back ${IDLE_SETTLE:-10} s after closing)"
-idle_row() {
-	wait_port "$2"
-	curl -s -o /dev/null -H 'X-API-Key: key-a' "http://127.0.0.1:$2/"
-	sleep 1
-	printf '%-18s ' "$1"
-	"$tmp/idleconns" -addr "127.0.0.1:$2" -pid "$pid" -n "$idle_conns" -settle "${IDLE_SETTLE:-10}s" || echo "failed"
-	kill "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
+declare -A idle_pid
+idle=(nginx_w1 nginx_w2 sluice_rej fasthttp fasthttp_gw fasthttp_reduce gnet nbio)
 for w in 1 2; do
 	free_port
+	ports[idle_nginx_w$w]=$port
 	nginx_run "idle_nginx$w" "$w" <<NGINX
     server { listen 127.0.0.1:$port; location / { default_type text/plain; return 429 "too many requests\n"; } }
 NGINX
-	idle_row "nginx_w$w" "$port"
+	idle_pid[nginx_w$w]=$pid
 done
-sluice_start idle_sluice fixed_window 1/d
-idle_row sluice_rej "${ports[idle_sluice]}"
+sluice_start idle_sluice_rej fixed_window 1/d
+idle_pid[sluice_rej]=$pid
 for s in fasthttp fasthttp_gw fasthttp_reduce gnet nbio; do
 	transport_start "idle_$s" "${s//_/-}"
-	idle_row "$s" "${ports[idle_$s]}"
+	idle_pid[$s]=$pid
+done
+for t in "${idle[@]}"; do
+	pid=${idle_pid[$t]}
+	if ! wait_port "${ports[idle_$t]}"; then
+		echo "$t: did not start"
+		continue
+	fi
+	curl -s -o /dev/null -H 'X-API-Key: key-a' "http://127.0.0.1:${ports[idle_$t]}/"
+	sleep 1
+	printf '%-18s ' "$t"
+	"$tmp/idleconns" -addr "127.0.0.1:${ports[idle_$t]}" -pid "$pid" -n "$idle_conns" -settle "${IDLE_SETTLE:-10}s" || echo "failed"
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
 done
