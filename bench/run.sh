@@ -22,6 +22,9 @@
 #   client   sluice's client.Transport against a plain retry loop and
 #            hashicorp/go-retryablehttp behind sluice serve at 50/s
 #            (bench/client.sh, module bench/client), about 2 minutes
+#   transport HTTP/1.1 transports (fasthttp variants, gnet, nbio; module
+#            bench/transport) beside nginx: 429, proxying, idle connections'
+#            memory (bench/transport.sh), about 6 minutes
 #
 # Environment: ROUNDS (core: rounds of every benchmark, default 9),
 # BENCHTIME (go test -benchtime per benchmark and round, default 250ms).
@@ -31,7 +34,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 name=bench
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh" # median, and $tmp: a scratch directory removed on exit
-targets=(core gateway redis protect rls check client) # add a target: a run_NAME function and its name here
+targets=(core gateway redis protect rls check client transport) # add a target: a run_NAME function and its name here
 
 usage() {
 	local IFS='|'
@@ -99,6 +102,7 @@ run_protect() { bash "$here/protect.sh"; }
 run_rls() { bash "$here/rls.sh"; }
 run_check() { bash "$here/check.sh"; }
 run_client() { bash "$here/client.sh"; }
+run_transport() { bash "$here/transport.sh"; }
 
 main() {
 	(($# > 0)) || set -- "${targets[@]}"
