@@ -50,9 +50,15 @@ type File struct {
 	// is set and Upstream is not: then it is "".
 	Listen string
 	// Upstream is the protected service: an http or https URL with a host.
-	// Required, unless Decide is set: then nil means sluice runs only the
-	// decision service and proxies nothing.
+	// Required (or Upstreams), unless Decide is set: then nil means sluice
+	// runs only the decision service and proxies nothing. With an
+	// upstreams list it is the first entry's URL.
 	Upstream *url.URL
+	// Upstreams are the services requests go to, in order: a request goes
+	// to the first whose match fits it. The upstreams list, or the one
+	// service of upstream (named DefaultUpstreamName, matching every
+	// request); empty when Upstream is nil.
+	Upstreams []Upstream
 	// Admin is the host:port of metrics, health and reload. Default
 	// 127.0.0.1:9090; it must differ from Listen.
 	Admin string
@@ -234,7 +240,7 @@ func Parse(name string, data []byte) (*File, error) {
 	return f, nil
 }
 
-var topFields = []string{"listen", "upstream", "tls", "admin", "trusted_proxies", "forwarded_header",
+var topFields = []string{"listen", "upstream", "upstreams", "tls", "admin", "trusted_proxies", "forwarded_header",
 	"ipv6_prefix", "case_insensitive_paths", "legacy_headers", "server", "store", "protect", "live", "access_log", "runtime", "clients", "plans", "rules", "time_zone", "decide"}
 
 // decodeFile decodes the top-level mapping.
@@ -246,16 +252,28 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	}
 	m := d.fields(root, "", "a mapping of settings", topFields)
 	f.Decide = d.decide(m["decide"], "decide")
-	alone := f.Decide != nil && isNull(m["upstream"]) // the decision service only
+	several := !isNull(m["upstreams"])
+	alone := f.Decide != nil && isNull(m["upstream"]) && !several // the decision service only
 	d.decideAlone(m, f)
 	if !alone && d.required(m, root, "", "listen", "listen: 127.0.0.1:8080") {
 		f.Listen = d.hostPort(m["listen"], "listen", false)
 	}
-	if !alone && d.required(m, root, "", "upstream", "upstream: http://127.0.0.1:9000") {
+	switch {
+	case several && !isNull(m["upstream"]):
+		d.fail(d.keys["upstreams"], "upstreams", "upstream is given too (upstream is the one-service form of upstreams: keep one of them)")
+	case several:
+		f.Upstreams = d.upstreams(m["upstreams"], "upstreams", f.Listen)
+		if len(f.Upstreams) > 0 {
+			f.Upstream = f.Upstreams[0].URL
+		}
+	case !alone && d.required(m, root, "", "upstream", "upstream: http://127.0.0.1:9000, or an upstreams list"):
 		f.Upstream = d.upstream(m["upstream"], "upstream")
 		if f.Upstream != nil && f.Listen != "" && loopsToListen(f.Listen, f.Upstream) {
 			d.fail(m["upstream"], "upstream", "%s is sluice's own listen address %s: every request would come back to sluice (point upstream at the protected service)",
 				f.Upstream.Redacted(), f.Listen)
+		}
+		if f.Upstream != nil {
+			f.Upstreams = []Upstream{{Name: DefaultUpstreamName, URL: f.Upstream}}
 		}
 	}
 	if !d.admin(m["admin"], f) && f.Listen != "" && sameAddr(f.Admin, f.Listen) {

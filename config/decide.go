@@ -136,7 +136,7 @@ func statProblem(p string, err error) string {
 // nothing, so listen is not used and protect and concurrency rules, which
 // need sluice in the request's path, cannot apply.
 func (d *decoder) decideAlone(m map[string]*yaml.Node, f *File) {
-	if f.Decide == nil || !isNull(m["upstream"]) {
+	if f.Decide == nil || !isNull(m["upstream"]) || !isNull(m["upstreams"]) {
 		return
 	}
 	if !isNull(m["listen"]) {

@@ -80,7 +80,7 @@ func TestDecideErrors(t *testing.T) {
 			"t.yaml:2:3: decide: neither grpc nor http is set: nothing would be served (such as grpc: 127.0.0.1:8081 for Envoy, http: 127.0.0.1:8082 for nginx and Traefik)"}},
 		{"not a mapping", "decide: 127.0.0.1:8082\n" + rules, []string{
 			"t.yaml:1:1: listen: missing (required; such as listen: 127.0.0.1:8080)",
-			"t.yaml:1:1: upstream: missing (required; such as upstream: http://127.0.0.1:9000)",
+			"t.yaml:1:1: upstream: missing (required; such as upstream: http://127.0.0.1:9000, or an upstreams list)",
 			"t.yaml:1:9: decide: want a mapping (grpc, http, http_deny_status, envoy_config), not a value"}},
 		{"bad address", "decide:\n  http: 8082\n" + rules,
 			[]string{`t.yaml:2:9: decide.http: "8082" is not host:port (such as 127.0.0.1:8080, [::1]:8080 or :8080)`}},

@@ -54,14 +54,43 @@ func TestErrors(t *testing.T) {
 		{"explicit tag", head + "rules: [{name: a, rate: !!binary MTAvcw==}]\n",
 			[]string{"t.yaml:3:25: rules[0].rate: YAML tag !!binary is not supported (want a rate (N/s, N/m, N/h, N/d or N/<duration> such as 100/m or 100/30s))"}},
 
+		// The upstreams list.
+		{"upstream and upstreams", "listen: 127.0.0.1:8080\nupstream: http://127.0.0.1:9000\nupstreams: [{url: http://127.0.0.1:9001}]\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:3:1: upstreams: upstream is given too (upstream is the one-service form of upstreams: keep one of them)"}},
+		{"upstreams empty", "listen: 127.0.0.1:8080\nupstreams: []\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:2:12: upstreams: empty (list one service or more: - url: http://127.0.0.1:9000)"}},
+		{"upstreams after the catch-all", "listen: 127.0.0.1:8080\nupstreams:\n  - {url: http://127.0.0.1:9001}\n  - {url: http://127.0.0.1:9002, match: {path: /a}}\nrules: [{name: a, rate: 1/s}]\n",
+			[]string{"t.yaml:4:5: upstreams[1]: never used: upstreams[0] has no match and takes every request (put the entry without match last)"}},
+		{"upstreams urls", "listen: 127.0.0.1:8080\nupstreams:\n  - {match: {path: /a}}\n  - {url: ftp://x}\n  - {url: http://127.0.0.1:8080}\nrules: [{name: a, rate: 1/s}]\n", []string{
+			"t.yaml:3:5: upstreams[0].url: missing (required; such as url: http://127.0.0.1:9000)",
+			`t.yaml:4:11: upstreams[1].url: "ftp://x": scheme "ftp" is not http or https (an http or https URL with a host, such as http://127.0.0.1:9000)`,
+			"t.yaml:5:11: upstreams[2].url: http://127.0.0.1:8080 is sluice's own listen address 127.0.0.1:8080: every request would come back to sluice (point it at a protected service)"}},
+		{"upstreams hosts", "listen: 127.0.0.1:8080\nupstreams:\n  - {url: http://127.0.0.1:9001, match: {host: \"a.*.example\"}}\n  - {url: http://127.0.0.1:9001, match: {host: \"x.example:80\"}}\n" +
+			"  - {url: http://127.0.0.1:9002, match: {host: \"*\"}}\n  - {url: http://127.0.0.1:9003, match: {host: \"bad host\"}}\n  - {url: http://127.0.0.1:9004, match: {}}\nrules: [{name: a, rate: 1/s}]\n", []string{
+			`t.yaml:3:48: upstreams[0].match.host: "a.*.example": '*' stands only as the first label, as in *.example.com (a host name such as claims.example.com, an IP address, or *.example.com for the names below example.com; without a port)`,
+			`t.yaml:4:5: upstreams[1]: name "127.0.0.1:9001" is also upstreams[0]'s (each service needs its own name: give this one name: ...)`,
+			`t.yaml:4:48: upstreams[1].match.host: "x.example:80": the port is not part of the host (the request's port is ignored: a host name such as claims.example.com, an IP address, or *.example.com for the names below example.com; without a port)`,
+			`t.yaml:5:48: upstreams[2].match.host: "*" is not a host (a host name such as claims.example.com, an IP address, or *.example.com for the names below example.com; without a port; leave host out to match every host)`,
+			`t.yaml:6:48: upstreams[3].match.host: "bad host" is not a host (a host name such as claims.example.com, an IP address, or *.example.com for the names below example.com; without a port)`,
+			"t.yaml:7:41: upstreams[4].match: empty (give host, path or both; an entry without match takes every request)"}},
+		{"upstreams paths, names, timeouts, protect", "listen: 127.0.0.1:8080\nupstreams:\n  - {url: http://127.0.0.1:9001, match: {path: reports}}\n" +
+			"  - {url: http://127.0.0.1:9002, match: {path: /a/./b}, name: \"bad name\"}\n  - {url: http://127.0.0.1:9003, match: {pth: /x}, timeout: 0s}\n" +
+			"  - {url: http://127.0.0.1:9004, protect: {max_in_flight: 2, signals: [{url: http://x/m, query: q, above: 1}]}}\nrules: [{name: a, rate: 1/s}]\n", []string{
+			`t.yaml:3:48: upstreams[0].match.path: "reports" must start with '/' (a path prefix such as /reports)`,
+			`t.yaml:4:48: upstreams[1].match.path: "/a/./b" never matches: request paths are cleaned first (write /a/b)`,
+			`t.yaml:4:63: upstreams[1].name: "bad name" is not a service name (1 to 64 letters, digits, '-', '_', '.' or ':', such as claims)`,
+			`t.yaml:5:42: upstreams[2].match: unknown field "pth" (did you mean "path"? accepted: host, path)`,
+			"t.yaml:5:61: upstreams[2].timeout: 0s is out of range (more than 0, at most 24h; default server.upstream_timeout)",
+			"t.yaml:6:62: upstreams[3].protect.signals: signals degrade the whole gateway, not one service (give them in the top-level protect block)"}},
+
 		// Top-level settings.
 		{"duplicate key", head + "listen: :9\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{`t.yaml:3:1: duplicate key "listen" (first at line 1)`}},
 		{"unknown field", head + "rules: [{name: a, rate: 1/s}]\nupstraem: x\n",
-			[]string{`t.yaml:4:1: unknown field "upstraem" (did you mean "upstream"? accepted: listen, upstream, tls, admin, trusted_proxies, forwarded_header, ipv6_prefix, case_insensitive_paths, legacy_headers, server, store, protect, live, access_log, runtime, clients, plans, rules, time_zone, decide)`}},
+			[]string{`t.yaml:4:1: unknown field "upstraem" (did you mean "upstream"? accepted: listen, upstream, upstreams, tls, admin, trusted_proxies, forwarded_header, ipv6_prefix, case_insensitive_paths, legacy_headers, server, store, protect, live, access_log, runtime, clients, plans, rules, time_zone, decide)`}},
 		{"missing required", "admin: 127.0.0.1:9\n", []string{
 			"t.yaml:1:1: listen: missing (required; such as listen: 127.0.0.1:8080)",
-			"t.yaml:1:1: upstream: missing (required; such as upstream: http://127.0.0.1:9000)",
+			"t.yaml:1:1: upstream: missing (required; such as upstream: http://127.0.0.1:9000, or an upstreams list)",
 			"t.yaml:1:1: rules: missing (required; such as rules: [{name: api, rate: 100/m}])"}},
 		{"empty required", "listen:\nupstream: http://x\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{"t.yaml:1:1: listen: missing (required; such as listen: 127.0.0.1:8080)"}},
@@ -98,7 +127,7 @@ func TestErrors(t *testing.T) {
 		{"forwarded_header both", head + "forwarded_header: [forwarded, x-forwarded-for]\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{`t.yaml:3:19: forwarded_header: want x-forwarded-for or forwarded, not a list`}},
 		{"forwarded_header misspelt field", head + "forwarded_headers: forwarded\nrules: [{name: a, rate: 1/s}]\n",
-			[]string{`t.yaml:3:1: unknown field "forwarded_headers" (did you mean "forwarded_header"? accepted: listen, upstream, tls, admin, trusted_proxies, forwarded_header, ipv6_prefix, case_insensitive_paths, legacy_headers, server, store, protect, live, access_log, runtime, clients, plans, rules, time_zone, decide)`}},
+			[]string{`t.yaml:3:1: unknown field "forwarded_headers" (did you mean "forwarded_header"? accepted: listen, upstream, upstreams, tls, admin, trusted_proxies, forwarded_header, ipv6_prefix, case_insensitive_paths, legacy_headers, server, store, protect, live, access_log, runtime, clients, plans, rules, time_zone, decide)`}},
 		{"ipv6_prefix zero", head + "ipv6_prefix: 0\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{"t.yaml:3:14: ipv6_prefix: 0 is out of range (1 to 128; default 64)"}},
 		{"ipv6_prefix huge", head + "ipv6_prefix: 99999999999999999999999999\nrules: [{name: a, rate: 1/s}]\n",

@@ -26,7 +26,9 @@ import (
 // file (check adds which entries are in force now).
 func (f *File) WriteSummary(w io.Writer) error {
 	var b strings.Builder
-	if f.Upstream != nil {
+	if len(f.Upstreams) > 1 || len(f.Upstreams) == 1 && f.Upstreams[0].Name != DefaultUpstreamName {
+		fmt.Fprintf(&b, "listen %s -> %d upstreams; ", f.Listen, len(f.Upstreams))
+	} else if f.Upstream != nil {
 		fmt.Fprintf(&b, "listen %s -> upstream %s; ", f.Listen, f.Upstream.Redacted())
 	} else {
 		b.WriteString("no upstream: the decision service only; ")
@@ -41,6 +43,7 @@ func (f *File) WriteSummary(w io.Writer) error {
 	b.WriteString(f.Server.summary())
 	b.WriteString(f.Live.summary())
 	b.WriteString(f.Runtime.summary(f))
+	b.WriteString(upstreamsSummary(f))
 	b.WriteString(protectSummary(f.Protect))
 	b.WriteString(signalsSummary(f.Signals))
 	p := f.Policy

@@ -27,9 +27,9 @@ type upload struct {
 }
 
 // newUpload returns the upload of a request with a body under protect,
-// nil for any other (its body, if any, streams as it comes: NewBody).
-func (g *Gateway) newUpload(ctx *fasthttp.RequestCtx, snap *snapshot, hasBody bool, start time.Time) *upload {
-	if !hasBody || snap.settings.Throttle == nil {
+// nil for any other (no body, or a service without protect) (its body, if any, streams as it comes: NewBody).
+func (g *Gateway) newUpload(ctx *fasthttp.RequestCtx, throttled, hasBody bool, start time.Time) *upload {
+	if !hasBody || !throttled {
 		return nil
 	}
 	return &upload{g: g, ctx: ctx, start: start}
@@ -100,14 +100,14 @@ func (u *upload) release() {
 // nothing when the body could not be read (counted in
 // sluice_caller_errors_total), 503 with Retry-After when it was to stream
 // and max_streamed_bodies were. It reports whether it did.
-func (g *Gateway) uploadFailed(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision.Verdict, u *upload) bool {
+func (g *Gateway) uploadFailed(ctx *fasthttp.RequestCtx, rt *route, v *decision.Verdict, u *upload) bool {
 	if u == nil || u.err == nil && !u.full {
 		return false
 	}
 	status := fasthttp.StatusServiceUnavailable
 	if u.err != nil {
 		out := fastproxy.BodyError(ctx, u.err)
-		g.proxyFailed(ctx, snap, out, u.err)
+		g.proxyFailed(ctx, rt, out, u.err) // an upload only under a route's protect: rt is set
 		status = ctx.Response.StatusCode()
 		if out == fastproxy.CallerAborted {
 			status = decision.StatusClientGone

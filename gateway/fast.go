@@ -7,7 +7,6 @@ import (
 	"iter"
 	"net"
 	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 	"unsafe"
@@ -65,6 +64,12 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 		ctx.Response.Header.SetContentLength(0) // asterisk-form: about the server, never sent on
 		return false
 	}
+	rt := snap.routeFor(ctx)
+	if rt == nil && len(snap.routes) > 0 {
+		g.notRouted(ctx, hasBody)
+		g.logEarly(ctx)
+		return false
+	}
 	peer := peerOf(ctx)
 	dctx := g.reqsCtx()
 	if snap.maxWait > 0 && !hasBody { // it may wait: notice its caller leaving (gone.go)
@@ -73,12 +78,16 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 			defer stop()
 		}
 	}
-	up := g.newUpload(ctx, snap, hasBody, bodyStart) // body.go
+	set := snap.settings
+	if rt != nil {
+		set.Throttle = rt.throttle
+	}
+	up := g.newUpload(ctx, set.Throttle != nil, hasBody, bodyStart) // body.go
 	defer up.release()
-	v := g.engine.Decide(dctx, snap.settings, decision.Request{Method: b2s(ctx.Method()),
+	v := g.engine.Decide(dctx, set, decision.Request{Method: b2s(ctx.Method()),
 		Path: b2s(ctx.URI().PathOriginal()), Peer: peer, Header: (*fastHeaders)(&ctx.Request.Header),
-		Ready: up.readiness()})
-	if g.uploadFailed(ctx, snap, v, up) {
+		Ready: up.readiness(), Origin: rt})
+	if g.uploadFailed(ctx, rt, v, up) {
 		return false
 	}
 	if !v.Pass {
@@ -86,9 +95,9 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 		return false
 	}
 	if proto := fastproxy.UpgradeOf(&ctx.Request.Header); proto != nil {
-		return g.passUpgrade(ctx, snap, v, peer.Addr(), proto) // upgrade.go
+		return g.passUpgrade(ctx, snap, rt, v, peer.Addr(), proto) // upgrade.go
 	}
-	return g.passFast(ctx, snap, v, peer.Addr(), up.bodyOf(ctx, bodyStart))
+	return g.passFast(ctx, snap, rt, v, peer.Addr(), up.bodyOf(ctx, bodyStart))
 }
 
 // reqsCtx is the context requests are decided under: cancelled, with
@@ -126,10 +135,10 @@ func (g *Gateway) refuseFast(ctx *fasthttp.RequestCtx, v *decision.Verdict, hasB
 // decision core learns (the adaptive limit, sluice_upstream_seconds) is
 // the time to the answer's status less what the upstream waited for the
 // caller's body: a slow upload is no slow upstream.
-func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision.Verdict, peer netip.Addr,
+func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, rt *route, v *decision.Verdict, peer netip.Addr,
 	body *fastproxy.Body) bool {
 	hasBody := body != nil
-	if snap.proxy == nil {
+	if rt == nil {
 		g.answer(ctx, fasthttp.StatusBadGateway, "the gateway has no upstream", hasBody)
 		g.finish(ctx, v, &decision.Response{Passed: true, Status: fasthttp.StatusBadGateway, Failure: decision.UpstreamFailed})
 		return false
@@ -140,13 +149,13 @@ func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision
 		return false
 	}
 	var set [2]fastproxy.Field
-	fwd := g.forwarding(ctx, snap, v, peer, set[:0])
+	fwd := g.forwarding(ctx, snap, rt, v, peer, set[:0])
 	for _, f := range v.Header {
 		ctx.Response.Header.SetBytesV(f.Name, f.Value)
 	}
 	start := g.opts.Clock.Now()
 	var firstByte time.Duration
-	out, err := snap.proxy.Serve(ctx, &fwd, body, func() {
+	out, err := rt.proxy.Serve(ctx, &fwd, body, func() {
 		lat := g.opts.Clock.Now().Sub(start)
 		g.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(),
 			Header: (*respHeaders)(&ctx.Response.Header), Latency: lat, FirstByte: cmp.Or(firstByte, upstreamTime(lat, body))})
@@ -159,7 +168,7 @@ func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision
 	if hasBody {
 		ctx.SetConnectionClose()
 	}
-	failure := g.proxyFailed(ctx, snap, out, err)
+	failure := g.proxyFailed(ctx, rt, out, err)
 	lat := g.opts.Clock.Now().Sub(start)
 	g.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: upstreamTime(lat, body),
 		Failure: failure, Aborted: out == fastproxy.CallerAborted, Unanswered: out == fastproxy.CallerAborted})
@@ -177,14 +186,14 @@ func upstreamTime(d time.Duration, body *fastproxy.Body) time.Duration {
 // caller's forwarding header, the decision's method, target and removed
 // fields, then X-Sluice-Client and Sluice-Loop-Mark appended to set (room
 // for two keeps them off the heap).
-func (g *Gateway) forwarding(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision.Verdict, peer netip.Addr,
+func (g *Gateway) forwarding(ctx *fasthttp.RequestCtx, snap *snapshot, rt *route, v *decision.Verdict, peer netip.Addr,
 	set []fastproxy.Field) fastproxy.Forwarding {
 	if v.Client != "" {
 		set = append(set, fastproxy.Field{Name: policy.ClientHeader, Value: v.Client})
 	}
 	set = append(set, fastproxy.Field{Name: loopHeader, Value: g.loopMarks(&ctx.Request.Header)})
 	return fastproxy.Forwarding{Peer: peer, Trusted: v.PeerTrusted, Header: snap.cfg.Compiled.ForwardedHeader(),
-		Method: s2b(v.Method), URI: snap.target(ctx, v.Path), Removed: v.Removed, Drop: isLoopHeader, Kept: snap.kept,
+		Method: s2b(v.Method), URI: rt.target(ctx, v.Path), Removed: v.Removed, Drop: isLoopHeader, Kept: snap.kept,
 		Set: set}
 }
 
@@ -194,7 +203,7 @@ func (g *Gateway) forwarding(ctx *fasthttp.RequestCtx, snap *snapshot, v *decisi
 // sluice_caller_errors_total) or the upstream (sluice_upstream_errors_total),
 // and returns the failure the decision core learns from. Once the drain
 // timeout has passed, the answer is 503.
-func (g *Gateway) proxyFailed(ctx *fasthttp.RequestCtx, snap *snapshot, out fastproxy.Outcome, err error) decision.Failure {
+func (g *Gateway) proxyFailed(ctx *fasthttp.RequestCtx, rt *route, out fastproxy.Outcome, err error) decision.Failure {
 	switch {
 	case g.cutting.Load() && out >= fastproxy.UpstreamTimeout:
 		fastproxy.WriteProblem(ctx, fasthttp.StatusServiceUnavailable, "the gateway is shutting down; retry")
@@ -212,21 +221,21 @@ func (g *Gateway) proxyFailed(ctx *fasthttp.RequestCtx, snap *snapshot, out fast
 		}
 		return decision.CallerFailed
 	case out == fastproxy.UpstreamSlow:
-		g.upstreamFailed(snap.cfg, err, "upstream took the request body too slowly")
+		g.upstreamFailed(rt, err, "upstream took the request body too slowly")
 		return decision.UpstreamTimeout
 	case out == fastproxy.UpstreamTimeout:
-		g.upstreamFailed(snap.cfg, err, "upstream did not answer in time")
+		g.upstreamFailed(rt, err, "upstream did not answer in time")
 		return decision.UpstreamTimeout
 	default:
-		g.upstreamFailed(snap.cfg, err, "upstream unreachable")
+		g.upstreamFailed(rt, err, "upstream unreachable")
 		return decision.UpstreamFailed
 	}
 }
 
-func (g *Gateway) upstreamFailed(cfg *config.File, err error, msg string) {
-	g.metrics.upstreamFails.Inc()
-	if g.logGate.allow(logSubject{kind: "upstream"}) {
-		g.log.Warn(msg, "upstream", cfg.Upstream.Redacted(), "err", err.Error())
+func (g *Gateway) upstreamFailed(rt *route, err error, msg string) {
+	rt.errors.Inc()
+	if g.logGate.allow(logSubject{kind: "upstream", rule: rt.up.Name}) {
+		g.log.Warn(msg, "upstream", rt.up.Name, "url", rt.up.URL.Redacted(), "err", err.Error())
 	}
 }
 
@@ -244,11 +253,11 @@ func (g *Gateway) answer(ctx *fasthttp.RequestCtx, status int, detail string, cl
 	}
 }
 
-// target is the request target that goes to the upstream: the upstream
-// URL's path joined with the cleaned path, and the queries of both, as
+// target is the request target that goes to rt's service: its URL's path
+// joined with the cleaned path, and the queries of both, as
 // httputil.ProxyRequest.SetURL joins them.
-func (s *snapshot) target(ctx *fasthttp.RequestCtx, path string) []byte {
-	up := s.cfg.Upstream
+func (rt *route) target(ctx *fasthttp.RequestCtx, path string) []byte {
+	up := rt.up.URL
 	base := strings.TrimSuffix(up.EscapedPath(), "/")
 	q := ctx.URI().QueryString()
 	if base == "" && up.RawQuery == "" && isTarget(ctx.Request.Header.RequestURI(), path, q) {
@@ -278,17 +287,19 @@ func isTarget(raw []byte, path string, q []byte) bool {
 	return len(raw) == n && b2s(raw[:len(path)]) == path && (len(q) == 0 || raw[len(path)] == '?')
 }
 
-// newProxy returns the fast path's proxy to cfg's upstream: the one in
-// force when it goes to the same upstream (keeping its connections),
+// newProxy returns the fast path's proxy to up: the one in force when it
+// goes to the same URL with the same timeout (keeping its connections),
 // else a new one.
-func (g *Gateway) newProxy(up *url.URL, old *snapshot) *fastproxy.Proxy {
-	if up == nil {
-		return nil // the decision service alone: nothing is proxied
+func (g *Gateway) newProxy(up *config.Upstream, old *snapshot) *fastproxy.Proxy {
+	timeout := cmp.Or(up.Timeout, g.server.UpstreamTimeout)
+	if old != nil {
+		for _, rt := range old.routes {
+			if rt.up.URL.String() == up.URL.String() && cmp.Or(rt.up.Timeout, g.server.UpstreamTimeout) == timeout {
+				return rt.proxy
+			}
+		}
 	}
-	if old != nil && old.cfg.Upstream.String() == up.String() {
-		return old.proxy
-	}
-	p := fastproxy.New(up, g.server.UpstreamTimeout)
+	p := fastproxy.New(up.URL, timeout)
 	p.DropResponse = isLoopHeader // an upstream echoing request headers must not show callers the mark
 	p.BodyFailed = g.bodyFailed
 	return p

@@ -32,7 +32,6 @@ import (
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/steering"
 	"github.com/sluice-rl/sluice/store"
-	"github.com/sluice-rl/sluice/throttle"
 )
 
 // Options configure a Gateway. Config is required.
@@ -75,7 +74,7 @@ type Gateway struct {
 	reloadMu   sync.Mutex
 	ready      atomic.Bool
 	startSum   string                            // the config file's digest when New ran, for WatchConfig
-	throttle   atomic.Pointer[throttle.Throttle] // protect's, made once (protect.go)
+	throttles  atomic.Pointer[[]serviceThrottle] // protect's, one per service, each made once (protect.go)
 	live       atomic.Pointer[live.Live]         // the operators' view (live.go)
 	pressure   *decision.Pressure                // degrades while on: the degrade switch, the signals (signals.go)
 	signals    signalSet                         // protect.signals, read while Run runs (signals.go)
@@ -151,7 +150,7 @@ func New(opts Options) (*Gateway, error) {
 		_ = g.Close()
 		return nil, err
 	}
-	if _, err := g.applyProtect(opts.Config); err != nil {
+	if err := g.applyProtect(opts.Config); err != nil {
 		_ = g.Close()
 		return nil, err
 	}
@@ -217,10 +216,10 @@ type snapshot struct {
 	// (fast.go): held for its turn by its rules' longest delay, then in
 	// protect's queue for its max_wait.
 	maxWait time.Duration
-	// What requests are decided under, the proxy to the upstream, and the
-	// fields a caller may not remove.
+	// What requests are decided under (with the Throttle of their
+	// route), the services, and the fields a caller may not remove.
 	settings decision.Settings
-	proxy    *fastproxy.Proxy
+	routes   []*route // the services, in order (route.go)
 	kept     []string
 	// base is the file's policy at the schedule's entries in force, which
 	// settings.Policy is with the run-time overrides applied (steering.go);
@@ -240,18 +239,26 @@ type snapshot struct {
 func (g *Gateway) newSnapshot(cfg *config.File, old *snapshot) *snapshot {
 	base, eff, next, ignored := g.effective(cfg)
 	settings := decision.Settings{Policy: eff, LegacyHeaders: cfg.LegacyHeaders, Pressure: g.pressure}
-	if cfg.Protect != nil {
-		settings.Throttle = g.throttle.Load() // applyProtect made it
+	routes := g.newRoutes(cfg, old)
+	if len(routes) > 0 {
+		// The fast path decides under its route's Throttle; the rest (the
+		// decision services beside the gateway, explain) under the first
+		// service's, which is upstream's.
+		settings.Throttle = routes[0].throttle
 	}
-	snap := &snapshot{cfg: cfg, settings: settings, kept: keptHeaders(cfg.Compiled), proxy: g.newProxy(cfg.Upstream, old),
+	snap := &snapshot{cfg: cfg, settings: settings, kept: keptHeaders(cfg.Compiled), routes: routes,
 		base: base, nextChange: next, ignored: ignored,
 		version: configVersion(cfg.Policy), ruleDigests: ruleDigests(cfg.Policy)}
 	for i := range cfg.Compiled.Rules() {
 		snap.maxWait = max(snap.maxWait, cfg.Compiled.RuleLimit(i).Delay())
 	}
-	if p := cfg.Protect; p != nil && p.Queue.MaxLength > 0 {
-		snap.maxWait += p.Queue.MaxWait
+	var queued time.Duration
+	for _, rt := range snap.routes {
+		if p := rt.protect(cfg); p != nil && p.Queue.MaxLength > 0 {
+			queued = max(queued, p.Queue.MaxWait)
+		}
 	}
+	snap.maxWait += queued
 	return snap
 }
 
@@ -327,8 +334,8 @@ func limitedRules(rep *decision.Report) []string {
 // are written). The leases of requests still in flight
 // are not released: they expire within store.lease_ttl.
 func (g *Gateway) Close() error {
-	if snap := g.snap.Load(); snap != nil && snap.proxy != nil {
-		snap.proxy.Close()
+	if snap := g.snap.Load(); snap != nil {
+		closeRoutes(snap, nil)
 	}
 	if g.renewer != nil {
 		_ = g.renewer.Close()

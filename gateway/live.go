@@ -50,9 +50,9 @@ func (g *Gateway) observeLive(rep *decision.Report) {
 // and whether the store is degraded.
 func (g *Gateway) sampleLive(now time.Time) {
 	var s live.Sample
-	if thr := g.throttle.Load(); thr != nil && g.config().Protect != nil {
-		st := thr.Stats()
-		s.InFlight, s.Limit, s.Ceiling = st.InFlight, st.Limit, st.MaxInFlight
+	for _, st := range g.throttlesNow() { // the services under protect, together
+		st := st.thr.Stats()
+		s.InFlight, s.Limit, s.Ceiling = s.InFlight+st.InFlight, s.Limit+st.Limit, s.Ceiling+st.MaxInFlight
 	}
 	if d, ok := g.store.(interface{ Degraded() bool }); ok {
 		s.StoreDegraded = d.Degraded()

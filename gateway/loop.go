@@ -65,7 +65,7 @@ func (g *Gateway) loopAnswer(ctx *fasthttp.RequestCtx, hasBody bool) {
 	g.metrics.loops.Inc()
 	if g.logGate.allow(logSubject{kind: "loop"}) {
 		g.log.Error("request came back from the upstream: upstream leads to sluice itself",
-			"upstream", g.config().Upstream.Redacted())
+			"upstreams", upstreamNames(g.config()))
 	}
 	g.answer(ctx, http.StatusLoopDetected, "the request came back to the gateway from its own upstream", hasBody)
 }

@@ -30,7 +30,8 @@ type metrics struct {
 	reloads       *prometheus.CounterVec
 	lastReload    prometheus.Gauge // when the configuration in force was loaded
 	storeErrors   prometheus.Counter
-	upstreamFails prometheus.Counter
+	upstreamFails *prometheus.CounterVec // by upstream
+	notRouted     prometheus.Counter
 	callerErrors  *prometheus.CounterVec
 	loops         prometheus.Counter
 	unknownKeys   prometheus.Counter
@@ -38,8 +39,8 @@ type metrics struct {
 	renewals      *prometheus.CounterVec
 
 	queueWait         *prometheus.HistogramVec
-	upstreamSeconds   prometheus.Histogram
-	upstreamResponses *prometheus.CounterVec
+	upstreamSeconds   *prometheus.HistogramVec // by upstream
+	upstreamResponses *prometheus.CounterVec   // by upstream, code
 	held              prometheus.Histogram
 
 	// pressured counts the requests refused under the gateway's Pressure
@@ -67,8 +68,11 @@ func newMetrics() *metrics {
 			Help: "When the configuration in force was loaded, at start or by the last successful reload, in seconds since the Unix epoch."}),
 		storeErrors: counter("sluice_store_errors_total",
 			"Requests the store could not decide (passed with on_failure open, 503 with closed)."),
-		upstreamFails: counter("sluice_upstream_errors_total",
-			"Requests answered 502 (upstream unreachable) or 504 (no answer within server.upstream_timeout)."),
+		upstreamFails: counterVec("sluice_upstream_errors_total",
+			"Requests answered 502 (upstream unreachable) or 504 (no answer within server.upstream_timeout), by upstream (the service's name).",
+			"upstream"),
+		notRouted: counter("sluice_unrouted_total",
+			"Requests answered 404 because no service of the upstreams list matches their host and path; nothing is counted for them."),
 		callerErrors: counterVec("sluice_caller_errors_total",
 			"Requests the caller did not complete, by reason: aborted (went away), body_timeout (408), malformed_body (400).",
 			"reason"),
@@ -88,12 +92,12 @@ func newMetrics() *metrics {
 		queueWait: histogramVec("sluice_queue_wait_seconds",
 			"Time each request protect admitted waited in its queue (0 for one admitted at once), by priority.",
 			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "priority"),
-		upstreamSeconds: histogram("sluice_upstream_seconds",
-			"The upstream's time to its response headers: from passing a request on, less the time it waited for the caller's body (however fast the caller sends the body, or then reads the answer).",
-			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}),
+		upstreamSeconds: histogramVec("sluice_upstream_seconds",
+			"The upstream's time to its response headers, by upstream: from passing a request on, less the time it waited for the caller's body (however fast the caller sends the body, or then reads the answer).",
+			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "upstream"),
 		upstreamResponses: counterVec("sluice_upstream_responses_total",
-			"The upstream's answers by status code (other: outside 100-599); the gateway's own 502 and 504 are sluice_upstream_errors_total.",
-			"code"),
+			"The upstream's answers by upstream and status code (other: outside 100-599); the gateway's own 502 and 504 are sluice_upstream_errors_total.",
+			"upstream", "code"),
 	}
 	bi := buildinfo.Read()
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -101,7 +105,7 @@ func newMetrics() *metrics {
 		Help: "Always 1; the labels say which sluice runs: module version, VCS revision (\"\" when not recorded) and Go version.",
 	}, []string{"version", "revision", "goversion"})
 	build.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
-	m.registry.MustRegister(build, m.requests, m.rejected, m.decision, m.reloads, m.lastReload, m.storeErrors, m.upstreamFails,
+	m.registry.MustRegister(build, m.requests, m.rejected, m.decision, m.reloads, m.lastReload, m.storeErrors, m.upstreamFails, m.notRouted,
 		m.callerErrors, m.loops, m.unknownKeys, m.storeLatency, m.renewals, m.queueWait, m.upstreamSeconds, m.upstreamResponses, m.held,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")

@@ -34,14 +34,18 @@ type overviewInstance struct {
 	Version string `json:"version"`
 }
 
-// overviewProtect is protect's throttle now.
+// overviewProtect is protect's throttles now: the services under protect
+// together and, with more than one, each (Services).
 type overviewProtect struct {
+	// Upstream names the service, in Services.
+	Upstream string            `json:"upstream,omitempty"`
 	InFlight int               `json:"in_flight"`
 	Limit    int               `json:"limit"`
 	Ceiling  int               `json:"ceiling"`
 	Queued   int               `json:"queued"`
 	QueueMax int               `json:"queue_max"`
 	Shed     map[string]uint64 `json:"shed"`
+	Services []overviewProtect `json:"services,omitempty"`
 }
 
 // overview answers GET /api/v1/overview.
@@ -71,19 +75,34 @@ func (g *Gateway) overview(w http.ResponseWriter, r *http.Request) {
 
 // protectSummary is protect's throttle now; nil without protect.
 func (g *Gateway) protectSummary(cfg *config.File) *overviewProtect {
-	thr := g.throttle.Load()
-	if thr == nil || cfg.Protect == nil {
+	thrs := g.throttlesNow()
+	if len(thrs) == 0 {
 		return nil
 	}
-	st := thr.Stats()
-	p := &overviewProtect{InFlight: st.InFlight, Limit: st.Limit, Ceiling: st.MaxInFlight, Queued: st.QueueLength,
-		QueueMax: cfg.Protect.Queue.MaxLength, Shed: make(map[string]uint64, len(priorities))}
-	for _, pr := range priorities {
-		var n uint64
-		for _, r := range shedReasons {
-			n += st.Refused(pr, r)
+	all := &overviewProtect{Shed: make(map[string]uint64, len(priorities))}
+	for _, s := range thrs {
+		st := s.thr.Stats()
+		p := overviewProtect{Upstream: s.name, InFlight: st.InFlight, Limit: st.Limit, Ceiling: st.MaxInFlight, Queued: st.QueueLength,
+			Shed: make(map[string]uint64, len(priorities))}
+		if up := cfg.UpstreamNamed(s.name); up != nil {
+			if pc := protectOf(cfg, up); pc != nil {
+				p.QueueMax = pc.Queue.MaxLength
+			}
 		}
-		p.Shed[pr.String()] = n
+		for _, pr := range priorities {
+			var n uint64
+			for _, r := range shedReasons {
+				n += st.Refused(pr, r)
+			}
+			p.Shed[pr.String()] = n
+			all.Shed[pr.String()] += n
+		}
+		all.InFlight, all.Limit, all.Ceiling = all.InFlight+p.InFlight, all.Limit+p.Limit, all.Ceiling+p.Ceiling
+		all.Queued, all.QueueMax = all.Queued+p.Queued, all.QueueMax+p.QueueMax
+		all.Services = append(all.Services, p)
 	}
-	return p
+	if len(all.Services) == 1 {
+		all.Services = nil // the one service is the whole
+	}
+	return all
 }

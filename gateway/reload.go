@@ -61,7 +61,7 @@ func (g *Gateway) Reload() error {
 			cfg.Upstream = old.Upstream // what is served stays: the gateway, or the decision service alone
 		}
 	}
-	if _, err := g.applyProtect(cfg); err != nil { // in place: the slots, queue and holds stay
+	if err := g.applyProtect(cfg); err != nil { // in place: the slots, queue and holds stay
 		g.metrics.reloads.WithLabelValues("failed").Inc()
 		LogConfigErrors(g.log, "reload refused; previous configuration stays", old.Path, err)
 		return err
@@ -71,9 +71,7 @@ func (g *Gateway) Reload() error {
 	g.snap.Store(next) // policy, upstream, settings and throttle at once
 	g.reloadLive(cfg, next.settings.Policy)
 	g.reloadSignals(cfg)
-	if prev.proxy != nil && prev.proxy != next.proxy {
-		prev.proxy.Close() // another upstream: the old one's idle connections go; requests on it finish
-	}
+	closeRoutes(prev, next)
 	g.metrics.reloads.WithLabelValues("ok").Inc()
 	g.metrics.loaded(g.opts.Clock.Now())
 	added, removed, changed := ruleChanges(prev.ruleDigests, next.ruleDigests)

@@ -138,8 +138,8 @@ func (g *Gateway) drain(srv *fasthttp.Server, conns *fastConns, cut context.Canc
 	g.log.Warn("requests outlived the drain timeout; answering them 503", "drain_timeout", g.opts.ShutdownTimeout.String())
 	g.cutting.Store(true)
 	cut(errDraining)
-	if snap := g.snap.Load(); snap.proxy != nil {
-		snap.proxy.Abort()
+	for _, rt := range g.snap.Load().routes {
+		rt.proxy.Abort()
 	}
 	g.waitAnswered(time.Second)
 	conns.closeAll()

@@ -24,21 +24,21 @@ import (
 
 // passUpgrade is passFast for a passed request asking to switch to proto.
 // It reports, as passFast does, whether it counts inflight down itself.
-func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, v *decision.Verdict, peer netip.Addr,
+func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, rt *route, v *decision.Verdict, peer netip.Addr,
 	proto []byte) bool {
-	if snap.proxy == nil || g.cutting.Load() {
-		return g.passFast(ctx, snap, v, peer, nil) // answered 502 or 503, as any request
+	if rt == nil || g.cutting.Load() {
+		return g.passFast(ctx, snap, rt, v, peer, nil) // answered 502 or 503, as any request
 	}
 	start := g.opts.Clock.Now()
 	t := g.tunnels.add(ctx.Conn())
 	var set [2]fastproxy.Field
-	fwd := g.forwarding(ctx, snap, v, peer, set[:0]) // Upgrade and Connection: Upgrade are fastproxy.Proxy.Upgrade's
+	fwd := g.forwarding(ctx, snap, rt, v, peer, set[:0]) // Upgrade and Connection: Upgrade are fastproxy.Proxy.Upgrade's
 	for _, f := range v.Header {
 		ctx.Response.Header.SetBytesV(f.Name, f.Value)
 	}
 	answerID(ctx) // on the 101 too, which the tunnel writes
 	opened := func(up net.Conn) bool { return g.tunnels.setUpstream(t, up) }
-	tun, out, err := snap.proxy.Upgrade(ctx, &fwd, proto, opened, func() { // refused: once its answer has gone
+	tun, out, err := rt.proxy.Upgrade(ctx, &fwd, proto, opened, func() { // refused: once its answer has gone
 		g.tunnels.remove(t)
 		lat := g.opts.Clock.Now().Sub(start)
 		g.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(),
@@ -48,7 +48,7 @@ func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, v *decis
 	switch {
 	case err != nil:
 		g.tunnels.remove(t)
-		failure := g.proxyFailed(ctx, snap, out, err)
+		failure := g.proxyFailed(ctx, rt, out, err)
 		lat := g.opts.Clock.Now().Sub(start)
 		g.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: lat,
 			Failure: failure})

@@ -94,3 +94,7 @@ func (c *Config) check() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Check reports what New and Update would refuse in c, each field named:
+// so that a caller updating several Throttles can refuse all or none.
+func (c Config) Check() error { return c.check() }

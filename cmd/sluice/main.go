@@ -293,6 +293,9 @@ func servingAttrs(cfg *config.File, ln, adm net.Listener, svcs []service, g *gat
 	var attrs []any
 	if ln != nil {
 		attrs = append(attrs, "listen", ln.Addr().String(), "upstream", cfg.Upstream.Redacted())
+		if len(cfg.Upstreams) > 1 {
+			attrs = append(attrs, "upstreams", len(cfg.Upstreams))
+		}
 	}
 	attrs = append(attrs, "admin", adm.Addr().String())
 	for _, s := range svcs {
