@@ -255,3 +255,7 @@ func pathDetail(err error) string {
 	}
 	return err.Error()
 }
+
+// Origin is the transport's own value of the request v decides
+// (Request.Origin), for the transport's use once it has the Verdict.
+func (v *Verdict) Origin() any { return v.req.Origin }

@@ -212,6 +212,10 @@ func appendLine(b []byte, ctx *fasthttp.RequestCtx, v *decision.Verdict, resp *d
 	if v != nil {
 		b = appendRules(b, &v.Report)
 	}
+	if rt := routeOf(v); rt != nil && resp.Passed {
+		b = append(b, `,"upstream":`...)
+		b = appendString(b, s2b(rt.up.Name))
+	}
 	if resp.Passed && resp.Failure == decision.NoFailure && resp.FirstByte > 0 {
 		b = append(b, `,"upstream_ms":`...)
 		b = appendMillis(b, resp.FirstByte)

@@ -109,6 +109,12 @@ func TestAccessLog(t *testing.T) {
 			t.Errorf("line %d: time %q, want RFC 3339 in milliseconds", i, ts)
 		}
 	}
+	if lines[0]["upstream"] != "default" {
+		t.Errorf("passed line: upstream %v, want default", lines[0]["upstream"])
+	}
+	if _, ok := lines[2]["upstream"]; ok {
+		t.Errorf("refused line: upstream: %v", lines[2])
+	}
 	if _, ok := lines[0]["upstream_ms"].(float64); !ok {
 		t.Errorf("passed line: no upstream_ms: %v", lines[0])
 	}

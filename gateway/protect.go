@@ -98,7 +98,7 @@ func (g *Gateway) throttleOf(name string) *throttle.Throttle {
 // and status. Answers of the gateway's own (502, 504, a caller gone) are
 // counted elsewhere (sluice_upstream_errors_total, sluice_caller_errors_total).
 func (g *Gateway) settled(req *decision.Request, resp *decision.Response) {
-	rt, _ := req.Origin.(*route)
+	rt, _ := req.Origin.(*route) // routeOf
 	if !resp.Passed || resp.Failure != decision.NoFailure || rt == nil {
 		return
 	}

@@ -104,6 +104,7 @@ var topFields = []struct {
 }{
 	{"listen", func(f *config.File) any { return f.Listen }},
 	{"upstream", func(f *config.File) any { return f.Upstream }},
+	{"upstreams", func(f *config.File) any { return f.Upstreams }},
 	{"admin", func(f *config.File) any { return []any{f.Admin, f.AdminToken, f.AdminTokens} }},
 	{"trusted_proxies", func(f *config.File) any { return f.Policy.TrustedProxies }},
 	{"forwarded_header", func(f *config.File) any { return f.Policy.ForwardedHeader }},

@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/internal/fastproxy"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/throttle"
@@ -107,4 +108,14 @@ func upstreamNames(cfg *config.File) string {
 		names = append(names, up.Name+"="+up.URL.Redacted())
 	}
 	return strings.Join(names, ", ")
+}
+
+// routeOf is the route the fast path decided v under, nil for none (v nil,
+// or a request of the decision services).
+func routeOf(v *decision.Verdict) *route {
+	if v == nil {
+		return nil
+	}
+	rt, _ := v.Origin().(*route)
+	return rt
 }
