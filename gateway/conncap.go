@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -66,13 +67,16 @@ func (c *cappedConn) Close() error {
 // whose answers it never reads) would otherwise hold its connection, the
 // proxy's goroutines and an upstream connection for ever. net/http's own
 // WriteTimeout would bound the whole answer, cutting long downloads.
-func stallWrites(ln net.Listener, wait time.Duration) net.Listener {
-	return &stallListener{Listener: ln, wait: wait}
+// With parking (park.go), a plain connection waiting long for its next
+// request is parked.
+func stallWrites(ln net.Listener, wait time.Duration, park *parking) net.Listener {
+	return &stallListener{Listener: ln, wait: wait, park: park}
 }
 
 type stallListener struct {
 	net.Listener
 	wait time.Duration
+	park *parking
 }
 
 func (l *stallListener) Accept() (net.Conn, error) {
@@ -80,11 +84,16 @@ func (l *stallListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: l.wait}}
-	sc.head.Begin()
 	if tc, ok := c.(*tls.Conn); ok {
+		sc := &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: l.wait}} // never parked: TLS keeps its own buffers
+		sc.head.Begin()
 		return &tlsStallConn{stallConn: sc, tls: tc}, nil
 	}
+	if l.park != nil {
+		return l.park.conn(c), nil
+	}
+	sc := &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: l.wait}}
+	sc.head.Begin()
 	return sc, nil
 }
 
@@ -112,6 +121,15 @@ type stallConn struct {
 	wd     fastproxy.Deadline
 	peeked []byte // read by watchGone, not yet by the server
 	head   fastproxy.HeaderEnd
+
+	// Parking (park.go): park is nil for a connection never parked. idle,
+	// shortened and idleUntil are the server goroutine's; parking is set
+	// by Read for Close, which a drain may call from elsewhere.
+	park      *parking
+	idle      bool      // the server waits for the next request
+	shortened bool      // and its wait was cut to parkAfter
+	idleUntil time.Time // the idle timeout's deadline (zero: none)
+	parking   atomic.Bool
 }
 
 func (c *stallConn) Read(p []byte) (int, error) {
@@ -125,6 +143,10 @@ func (c *stallConn) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	n, err := c.Conn.Read(p)
+	if c.park != nil && c.parks(n, err) {
+		c.parking.Store(true)
+		return 0, errParked
+	}
 	c.head.See(p[:n])
 	return n, err
 }
@@ -134,6 +156,15 @@ func (c *stallConn) Read(p []byte) (int, error) {
 func headerNext(c net.Conn) {
 	if sc := watchedConn(c); sc != nil {
 		sc.head.Begin()
+		sc.idleWait(true)
+	}
+}
+
+// requestBegun notes that the first byte of c's next request has come
+// (its ConnState is active): its wait is no longer for an idle connection.
+func requestBegun(c net.Conn) {
+	if sc := watchedConn(c); sc != nil {
+		sc.idleWait(false)
 	}
 }
 

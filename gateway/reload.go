@@ -58,7 +58,7 @@ func (g *Gateway) Reload() error {
 			"fields", restartOnly(inFile, changedFields(old, cfg)))
 		cfg.Decide = old.Decide
 		if (cfg.Upstream == nil) != (old.Upstream == nil) {
-			cfg.Upstream = old.Upstream // what is served stays: the gateway, or the decision service alone
+			cfg.Upstream, cfg.Upstreams = old.Upstream, old.Upstreams // what is served stays: the gateway, or the decision service alone
 		}
 	}
 	if err := g.applyProtect(cfg); err != nil { // in place: the slots, queue and holds stay

@@ -42,10 +42,15 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	srv := fastproxy.NewServer(g.serveFast, fastproxy.Timeouts{ReadHeader: g.server.ReadHeaderTimeout,
 		Idle: g.server.IdleTimeout}, fastLogger{g.log})
 	g.tunnels.reset()
+	park := newParking(srv, &conns, g.server.IdleTimeout, g.server.IdleTimeout) // park.go
+	g.park.Store(park)
 	srv.ConnState = func(c net.Conn, st fasthttp.ConnState) {
 		conns.track(c, st)
-		if st == fasthttp.StateIdle {
+		switch st {
+		case fasthttp.StateIdle:
 			headerNext(c) // conncap.go
+		case fasthttp.StateActive:
+			requestBegun(c)
 		}
 		if st == fasthttp.StateClosed {
 			g.tunnels.connClosed(c) // closed before a hijack took it (upgrade.go)
@@ -54,7 +59,7 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	adm := g.httpServer(g.AdminHandler())
 	errc := make(chan error, 2)
 	go func() {
-		err := srv.Serve(g.callerListener(ln))
+		err := srv.Serve(g.callerListener(ln, park))
 		if err != nil && !errors.Is(err, net.ErrClosed) {
 			err = fmt.Errorf("gateway: serve %s: %w", ln.Addr(), err)
 		} else {
@@ -99,7 +104,9 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 			running--
 		}
 	}
+	park.close() // idle: closed, as the server's Shutdown closes its idle connections
 	shutErr := g.drain(srv, &conns, cut)
+	park.wait4Woken()
 	// fasthttp's Shutdown closes the listeners its Serve has taken up: one
 	// whose Serve had not begun yet would accept for ever. Closing it
 	// here ends that Serve too (a closed listener is no error).
@@ -158,11 +165,11 @@ func (g *Gateway) waitAnswered(d time.Duration) {
 // max_connections open (those handshaking TLS included), each write of an
 // answer bounded (stallWrites); with TLS, the handshake first (tls.go),
 // and the stalled-write and header watch on the decrypted side.
-func (g *Gateway) callerListener(ln net.Listener) net.Listener {
+func (g *Gateway) callerListener(ln net.Listener, park *parking) net.Listener {
 	if g.tls.callers == nil {
-		return capConnections(stallWrites(ln, g.server.IdleTimeout), g.server.MaxConnections)
+		return stallWrites(capConnections(ln, g.server.MaxConnections), g.server.IdleTimeout, park)
 	}
-	return stallWrites(g.listenTLS(capConnections(ln, g.server.MaxConnections), callersListener), g.server.IdleTimeout)
+	return stallWrites(g.listenTLS(capConnections(ln, g.server.MaxConnections), callersListener), g.server.IdleTimeout, nil)
 }
 
 // fastConns keeps the callers' open connections, to close those left

@@ -69,7 +69,7 @@ func TestServeProtectCeiling(t *testing.T) {
 		t.Errorf("the upstream saw %d requests, want %d", got, callers*each)
 	}
 	metrics := fetch(t, c, http.MethodGet, "http://"+p.admin+"/metrics", "").body
-	if !strings.Contains(metrics, fmt.Sprintf("\nsluice_in_flight_limit %d\n", ceiling)) {
+	if !strings.Contains(metrics, fmt.Sprintf("\nsluice_in_flight_limit{upstream=\"default\"} %d\n", ceiling)) {
 		t.Errorf("no sluice_in_flight_limit %d in the metrics", ceiling)
 	}
 }

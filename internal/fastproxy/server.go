@@ -53,7 +53,11 @@ func NewServer(h fasthttp.RequestHandler, t Timeouts, log fasthttp.Logger) *fast
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		CloseOnShutdown:              true,
-		Logger:                       log,
+		// A worker goroutine left idle (its connection closed or parked)
+		// goes after a second rather than fasthttp's ten, with the stack
+		// it grew.
+		MaxIdleWorkerDuration: time.Second,
+		Logger:                log,
 	}
 }
 

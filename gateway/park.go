@@ -1,0 +1,199 @@
+package gateway
+
+import (
+	"errors"
+	"net"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluice-rl/sluice/internal/fastproxy"
+	"github.com/sluice-rl/sluice/internal/idlepark"
+)
+
+// parkAfter is how long a plain keep-alive connection waits for its next
+// request in its own goroutine before it is parked (internal/idlepark):
+// then it holds no goroutine, no buffer and no request context until bytes
+// arrive, and costs about what an idle connection costs nginx. A busy
+// connection never waits that long, so it never pays for parking and
+// waking (a goroutine started, a request context taken from the pool).
+var parkAfter = time.Second
+
+// errParked ends the server's wait for a connection's next request: the
+// connection goes to the parker (stallConn.Close) instead of being closed.
+var errParked = errors.New("gateway: idle connection parked")
+
+// parking is the parker of one Run: it takes plain callers' connections
+// idle for parkAfter and serves them again when bytes arrive.
+type parking struct {
+	p     *idlepark.Parker
+	after time.Duration // parkAfter when it started
+	wait  time.Duration // stallConn's write wait
+	woken sync.WaitGroup // the goroutines serving woken connections
+
+	// Giving back the memory of connections gone idle (reclaim).
+	mu          sync.Mutex
+	sinceGC     int         // connections parked since the last reclaim
+	timer       *time.Timer // the reclaim pending, nil: none
+	lastReclaim time.Time
+	stopped     bool
+}
+
+// A burst of at least reclaimAfter connections parked is followed, once
+// reclaimQuiet has passed without another, by a garbage collection that
+// gives their buffers back to the system: a connection's read buffer and
+// request context go back to fasthttp's pools when it is parked, and Go
+// frees pooled memory only at its next collections, which an idle server
+// may not run for minutes. At most once per reclaimEvery.
+const (
+	reclaimAfter = 1024
+	reclaimQuiet = 200 * time.Millisecond
+	reclaimEvery = 10 * time.Second
+)
+
+// parkedOne counts one more connection parked.
+func (k *parking) parkedOne() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.sinceGC++; k.sinceGC < reclaimAfter || k.stopped {
+		return
+	}
+	wait := max(reclaimQuiet, time.Until(k.lastReclaim.Add(reclaimEvery)))
+	if k.timer == nil {
+		k.timer = time.AfterFunc(wait, k.reclaim)
+	} else {
+		k.timer.Reset(wait)
+	}
+}
+
+// reclaim collects twice (a pooled object survives one collection) and
+// returns the free memory to the system.
+func (k *parking) reclaim() {
+	k.mu.Lock()
+	if k.stopped {
+		k.mu.Unlock()
+		return
+	}
+	k.sinceGC, k.lastReclaim = 0, time.Now()
+	k.mu.Unlock()
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
+// newParking starts parking for srv's connections, nil where it cannot
+// (not Linux) or with an idle timeout too short to park within. Woken
+// connections are served by srv and tracked in conns.
+func newParking(srv *fasthttp.Server, conns *fastConns, idle, wait time.Duration) *parking {
+	after := parkAfter
+	if idle <= after {
+		return nil
+	}
+	k := &parking{after: after, wait: wait}
+	p, err := idlepark.New(idlepark.Options{Idle: idle - after, Wake: func(c net.Conn) {
+		sc := k.conn(c)
+		conns.track(sc, fasthttp.StateNew)
+		k.woken.Add(1)
+		go func() {
+			defer k.woken.Done()
+			_ = srv.ServeConn(sc) // closes sc, or parks it again
+		}()
+	}})
+	if err != nil {
+		return nil
+	}
+	k.p = p
+	return k
+}
+
+// conn wraps c as the server sees a plain caller's connection.
+func (k *parking) conn(c net.Conn) *stallConn {
+	sc := &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: k.wait}, park: k}
+	sc.head.Begin()
+	return sc
+}
+
+// parked is the number of connections parked now.
+func (k *parking) parked() int {
+	if k == nil {
+		return 0
+	}
+	return k.p.Parked()
+}
+
+// close closes the parked connections and parks no more; then it waits for
+// the woken ones' goroutines, once the server has shut down.
+func (k *parking) close() {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	k.stopped = true
+	if k.timer != nil {
+		k.timer.Stop()
+	}
+	k.mu.Unlock()
+	_ = k.p.Close()
+}
+
+func (k *parking) wait4Woken() {
+	if k != nil {
+		k.woken.Wait()
+	}
+}
+
+// idleWait notes, on the connection's own goroutine, that the server now
+// waits for its next request (ConnState idle) or has begun reading one
+// (active).
+func (c *stallConn) idleWait(on bool) {
+	c.idle, c.shortened = on, false
+}
+
+// SetReadDeadline shortens the server's wait for the next request to
+// parkAfter when the connection can be parked, remembering the idle
+// timeout's deadline for Read.
+func (c *stallConn) SetReadDeadline(t time.Time) error {
+	if c.park != nil && c.idle {
+		c.idleUntil = t
+		if soon := time.Now().Add(c.park.after); t.IsZero() || soon.Before(t) {
+			t, c.shortened = soon, true
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// parks reports whether a read that ended with err, having read nothing,
+// ended the shortened wait for the next request before the idle timeout:
+// the connection is to be parked.
+func (c *stallConn) parks(n int, err error) bool {
+	if n > 0 || !c.shortened || !c.idle || len(c.peeked) > 0 || !isTimeout(err) {
+		return false
+	}
+	return c.idleUntil.IsZero() || time.Now().Before(c.idleUntil)
+}
+
+// Close closes the connection, or parks it when its wait for the next
+// request was given up (errParked). A connection the parker cannot take
+// is closed.
+func (c *stallConn) Close() error {
+	if c.parking.CompareAndSwap(true, false) {
+		if pc, ok := c.Conn.(idlepark.Conn); ok {
+			if err := c.Conn.SetReadDeadline(time.Time{}); err == nil && c.park.p.Park(pc) == nil {
+				c.park.parkedOne()
+				return nil
+			}
+		}
+	}
+	return c.Conn.Close()
+}
+
+// SyscallConn is the socket's, for the parker.
+func (c *cappedConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
+}

@@ -1,0 +1,210 @@
+package idlepark
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Parker holds parked connections in one epoll set, watched by one
+// goroutine.
+type Parker struct {
+	opts   Options
+	epfd   int
+	wakeFD int // an eventfd: Close wakes the loop with it
+
+	mu     sync.Mutex
+	byFD   map[int32]*parked
+	oldest *parked // the list of parked connections, oldest first: they expire in this order
+	newest *parked
+	closed bool
+	done   chan struct{}
+}
+
+// parked is one parked connection.
+type parked struct {
+	conn       net.Conn
+	fd         int32
+	until      time.Time // closed then if nothing arrived; zero: never
+	prev, next *parked
+}
+
+// New starts a Parker.
+func New(opts Options) (*Parker, error) {
+	if opts.Wake == nil {
+		return nil, errors.New("idlepark: Options.Wake is nil")
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("idlepark: epoll_create1: %w", err)
+	}
+	wakeFD, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		_ = unix.Close(epfd)
+		return nil, fmt.Errorf("idlepark: eventfd: %w", err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakeFD)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakeFD, &ev); err != nil {
+		_ = unix.Close(wakeFD)
+		_ = unix.Close(epfd)
+		return nil, fmt.Errorf("idlepark: epoll_ctl: %w", err)
+	}
+	p := &Parker{opts: opts, epfd: epfd, wakeFD: wakeFD, byFD: make(map[int32]*parked), done: make(chan struct{})}
+	go p.loop()
+	return p, nil
+}
+
+// Park takes c until bytes arrive on it (then Wake gets it), Idle passes
+// (then it is closed) or the Parker closes (closed too). c must have no
+// bytes buffered above its socket and nobody reading or writing it. On an
+// error c is the caller's again.
+func (p *Parker) Park(c Conn) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var fd int32 = -1
+	if err := rc.Control(func(f uintptr) { fd = int32(f) }); err != nil {
+		return err
+	}
+	pc := &parked{conn: c, fd: fd}
+	if p.opts.Idle > 0 {
+		pc.until = time.Now().Add(p.opts.Idle)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	// One-shot: once it fires the descriptor stays in the set but fires no
+	// more, until it is taken out (wake) or re-armed.
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: fd}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev); err != nil {
+		return fmt.Errorf("idlepark: epoll_ctl add: %w", err)
+	}
+	p.byFD[fd] = pc
+	p.append(pc)
+	if p.oldest == pc {
+		p.poke() // the loop may wait longer than this one's expiry
+	}
+	return nil
+}
+
+// Parked is the number of connections parked now.
+func (p *Parker) Parked() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.byFD)
+}
+
+// Close closes every parked connection, parks no more and stops the
+// Parker's goroutine, waiting for it.
+func (p *Parker) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.done
+		return nil
+	}
+	p.closed = true
+	for pc := p.oldest; pc != nil; pc = p.oldest {
+		p.unwatch(pc)
+		_ = pc.conn.Close()
+	}
+	p.poke()
+	p.mu.Unlock()
+	<-p.done
+	_ = unix.Close(p.wakeFD)
+	return unix.Close(p.epfd)
+}
+
+// poke wakes the loop. p.mu is held.
+func (p *Parker) poke() {
+	var one = [8]byte{1}
+	_, _ = unix.Write(p.wakeFD, one[:])
+}
+
+func (p *Parker) loop() {
+	defer close(p.done)
+	events := make([]unix.EpollEvent, 128)
+	var woken []net.Conn
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		wait := -1 // no expiry to wait for: until an event
+		if p.oldest != nil && !p.oldest.until.IsZero() {
+			wait = int(min(time.Until(p.oldest.until).Milliseconds()+1, 60_000))
+			wait = max(wait, 0)
+		}
+		p.mu.Unlock()
+		n, err := unix.EpollWait(p.epfd, events, wait)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			n = 0
+			time.Sleep(10 * time.Millisecond) // cannot happen on a valid set; do not spin
+		}
+		p.mu.Lock()
+		woken = woken[:0]
+		for _, ev := range events[:max(n, 0)] {
+			if int(ev.Fd) == p.wakeFD {
+				var buf [8]byte
+				_, _ = unix.Read(p.wakeFD, buf[:])
+				continue
+			}
+			pc := p.byFD[ev.Fd]
+			if pc == nil {
+				continue
+			}
+			p.unwatch(pc)
+			woken = append(woken, pc.conn)
+		}
+		now := time.Now()
+		for pc := p.oldest; pc != nil && !pc.until.IsZero() && !now.Before(pc.until); pc = p.oldest {
+			p.unwatch(pc)
+			_ = pc.conn.Close()
+		}
+		closed := p.closed
+		p.mu.Unlock()
+		for _, c := range woken {
+			if closed {
+				_ = c.Close()
+				continue
+			}
+			p.opts.Wake(c)
+		}
+	}
+}
+
+// unwatch takes pc out of the set, the map and the list. p.mu is held.
+func (p *Parker) unwatch(pc *parked) {
+	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(pc.fd), nil)
+	delete(p.byFD, pc.fd)
+	if pc.prev != nil {
+		pc.prev.next = pc.next
+	} else {
+		p.oldest = pc.next
+	}
+	if pc.next != nil {
+		pc.next.prev = pc.prev
+	} else {
+		p.newest = pc.prev
+	}
+	pc.prev, pc.next = nil, nil
+}
+
+// append puts pc at the list's end. p.mu is held.
+func (p *Parker) append(pc *parked) {
+	pc.prev = p.newest
+	if p.newest != nil {
+		p.newest.next = pc
+	} else {
+		p.oldest = pc
+	}
+	p.newest = pc
+}

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package idlepark
+
+// Parker is not available here: New returns ErrUnsupported.
+type Parker struct{}
+
+// New returns ErrUnsupported: there is no epoll.
+func New(Options) (*Parker, error) { return nil, ErrUnsupported }
+
+// Park returns ErrUnsupported.
+func (p *Parker) Park(Conn) error { return ErrUnsupported }
+
+// Parked is 0.
+func (p *Parker) Parked() int { return 0 }
+
+// Close does nothing.
+func (p *Parker) Close() error { return nil }

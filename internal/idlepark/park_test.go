@@ -1,0 +1,193 @@
+//go:build linux
+
+package idlepark
+
+import (
+	"io"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// pair returns both ends of a loopback TCP connection: the server's as a
+// Conn, the client's.
+func pair(t *testing.T, ln net.Listener) (Conn, net.Conn) {
+	t.Helper()
+	cli, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close(); srv.Close() })
+	return srv.(*net.TCPConn), cli
+}
+
+func listen(t *testing.T) net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// TestWakeOnBytes: a parked connection comes back once bytes arrive, with
+// the bytes still to be read, and not before.
+func TestWakeOnBytes(t *testing.T) {
+	ln := listen(t)
+	woken := make(chan net.Conn, 16)
+	p, err := New(Options{Wake: func(c net.Conn) { woken <- c }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const n = 10
+	var clients []net.Conn
+	for range n {
+		s, c := pair(t, ln)
+		if err := p.Park(s); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	if got := p.Parked(); got != n {
+		t.Fatalf("Parked() = %d, want %d", got, n)
+	}
+	select {
+	case c := <-woken:
+		t.Fatalf("%v woken with nothing sent", c.RemoteAddr())
+	case <-time.After(50 * time.Millisecond):
+	}
+	for i, c := range clients {
+		if _, err := c.Write([]byte{byte('a' + i)}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case s := <-woken:
+			if s.RemoteAddr().String() != c.LocalAddr().String() {
+				t.Errorf("woke %v, want %v", s.RemoteAddr(), c.LocalAddr())
+			}
+			b := make([]byte, 1)
+			_ = s.SetReadDeadline(time.Now().Add(time.Second))
+			if _, err := io.ReadFull(s, b); err != nil || b[0] != byte('a'+i) {
+				t.Errorf("read %q %v after waking, want %q", b, err, byte('a'+i))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("connection %d not woken after a byte arrived", i)
+		}
+	}
+	if got := p.Parked(); got != 0 {
+		t.Errorf("Parked() = %d after all woke, want 0", got)
+	}
+}
+
+// TestWakeOnClose: a connection its client closes is handed back (to read
+// its end), not left parked.
+func TestWakeOnClose(t *testing.T) {
+	ln := listen(t)
+	woken := make(chan net.Conn, 1)
+	p, err := New(Options{Wake: func(c net.Conn) { woken <- c }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s, c := pair(t, ln)
+	if err := p.Park(s); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	select {
+	case s := <-woken:
+		if _, err := s.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("read %v, want EOF", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("not woken by the client's close")
+	}
+}
+
+// TestIdleExpiry: a connection parked for Idle without a byte is closed,
+// the oldest first; one that woke before is not.
+func TestIdleExpiry(t *testing.T) {
+	ln := listen(t)
+	p, err := New(Options{Idle: 100 * time.Millisecond, Wake: func(c net.Conn) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s, c := pair(t, ln)
+	start := time.Now()
+	if err := p.Park(s); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("client read %v, want EOF once the parked connection expired", err)
+	}
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Errorf("closed after %v, before Idle", d)
+	}
+	if got := p.Parked(); got != 0 {
+		t.Errorf("Parked() = %d, want 0", got)
+	}
+}
+
+// TestCloseClosesParked: Close closes what is parked and refuses more.
+func TestCloseClosesParked(t *testing.T) {
+	ln := listen(t)
+	p, err := New(Options{Wake: func(c net.Conn) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clients []net.Conn
+	for range 3 {
+		s, c := pair(t, ln)
+		if err := p.Park(s); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clients {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("client read %v, want EOF after Close", err)
+		}
+	}
+	s, _ := pair(t, ln)
+	if err := p.Park(s); err != ErrClosed {
+		t.Errorf("Park after Close: %v, want ErrClosed", err)
+	}
+	_ = p.Close() // twice is fine
+}
+
+// TestNoGoroutinePerConnection: parking a thousand connections starts no
+// goroutine.
+func TestNoGoroutinePerConnection(t *testing.T) {
+	ln := listen(t)
+	p, err := New(Options{Wake: func(c net.Conn) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	before := runtime.NumGoroutine()
+	for range 1000 {
+		s, _ := pair(t, ln)
+		if err := p.Park(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := runtime.NumGoroutine(); after > before+2 {
+		t.Errorf("%d goroutines after parking 1000 connections, %d before", after, before)
+	}
+}
