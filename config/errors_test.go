@@ -138,7 +138,7 @@ func TestErrors(t *testing.T) {
 		{"clients list a mapping", head + "clients: {list: {id: a}}\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{"t.yaml:3:17: clients.list: want a list of clients, not a mapping"}},
 		{"client field", head + "clients:\n  list:\n    - id: a\n      key: [k]\nrules: [{name: a, rate: 1/s}]\n", []string{
-			"t.yaml:5:7: clients.list[0].keys: no keys (a client needs at least one access key)",
+			"t.yaml:5:7: clients.list[0].keys: no keys (a client needs at least one access key, or a certificate in certs)",
 			`t.yaml:6:7: clients.list[0]: unknown field "key" (did you mean "keys"? accepted: id, keys, plan, limits)`}},
 		{"client id missing", head + "clients: {list: [{keys: [k]}]}\nrules: [{name: a, rate: 1/s}]\n",
 			[]string{"t.yaml:3:18: clients.list[0].id: missing (required; such as id: partner-a)"}},
