@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluice-rl/sluice/internal/fastproxy"
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // capConnections lets at most max connections from ln be open at once.
@@ -83,7 +84,7 @@ func (l *stallListener) Accept() (net.Conn, error) {
 	sc := &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: l.wait}}
 	sc.head.Begin()
 	if tc, ok := c.(*tls.Conn); ok {
-		return &tlsStallConn{stallConn: sc, tls: tc}, nil
+		return &tlsStallConn{stallConn: sc, tls: tc, peer: verifiedPeer(tc)}, nil
 	}
 	return sc, nil
 }
@@ -94,7 +95,8 @@ func (l *stallListener) Accept() (net.Conn, error) {
 // with any timed-out write: it is closed then, as a plain one is.
 type tlsStallConn struct {
 	*stallConn
-	tls *tls.Conn
+	tls  *tls.Conn
+	peer *policy.PeerCert // the verified client certificate (clientcert.go); nil without
 }
 
 // Handshake is done before the connection is handed on (tlsListener).

@@ -77,7 +77,7 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 	defer up.release()
 	v := g.engine.Decide(dctx, snap.settings, decision.Request{Method: b2s(ctx.Method()),
 		Path: b2s(ctx.URI().PathOriginal()), Peer: peer, Header: (*fastHeaders)(&ctx.Request.Header),
-		Ready: up.readiness()})
+		Cert: peerCertOf(ctx), Ready: up.readiness()})
 	if g.uploadFailed(ctx, snap, v, up) {
 		return false
 	}

@@ -139,12 +139,15 @@ type PeerCert struct {
 	URIs, DNS []string
 	// CN is its subject's common name.
 	CN string
+
+	fingerprint string // Fingerprint, made once
 }
 
 // NewPeerCert reads the parts of leaf a selector matches.
 func NewPeerCert(leaf *x509.Certificate) *PeerCert {
 	sum := sha256.Sum256(leaf.Raw)
 	pc := &PeerCert{SHA256: hex.EncodeToString(sum[:]), CN: leaf.Subject.CommonName}
+	pc.fingerprint = pc.Fingerprint()
 	for _, u := range leaf.URIs {
 		pc.URIs = append(pc.URIs, u.String())
 	}
@@ -155,7 +158,12 @@ func NewPeerCert(leaf *x509.Certificate) *PeerCert {
 }
 
 // Fingerprint names the certificate in logs: "sha256:" and its digest.
-func (pc *PeerCert) Fingerprint() string { return "sha256:" + pc.SHA256 }
+func (pc *PeerCert) Fingerprint() string {
+	if pc.fingerprint != "" {
+		return pc.fingerprint
+	}
+	return "sha256:" + pc.SHA256
+}
 
 // CertMatch is which client a certificate names (Compiled.CallerByCert).
 type CertMatch struct {
