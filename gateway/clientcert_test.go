@@ -314,4 +314,3 @@ func TestClientCertCurl(t *testing.T) {
 		t.Errorf("curl without --cert under require: %q, want no answer", out)
 	}
 }
-

@@ -337,8 +337,8 @@ type tlsListener struct {
 	once    sync.Once
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	pending map[net.Conn]struct{} // handshaking
-	closed  bool                  // Close has ended the pending handshakes: no more are begun
+	pending map[net.Conn]struct{}       // handshaking
+	closed  bool                        // Close has ended the pending handshakes: no more are begun
 	failed  *[failReasons]atomic.Uint64 // failed handshakes by reason (tlsSet.failed); nil: not counted
 }
 
