@@ -160,7 +160,8 @@ func TestClientCA(t *testing.T) {
 	}
 	var s strings.Builder
 	_ = f.WriteSummary(&s)
-	for _, want := range []string{"client certificates: require, verified against " + f.TLS.ClientCA, "CN=Partners CA 1, expires ", "CN=Partners CA 2, expires "} {
+	for _, want := range []string{"client certificates: require, verified against " + f.TLS.ClientCA, "CN=Partners CA 1, expires ", "CN=Partners CA 2, expires ",
+		"clients: 2, recognised by X-API-Key and client certificates"} {
 		if !strings.Contains(s.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, s.String())
 		}
