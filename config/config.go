@@ -280,7 +280,7 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 		d.fail(m["listen"], "listen", "%s is also the admin port's default address %s (set admin to another address, such as admin: 127.0.0.1:9091)", f.Listen, DefaultAdmin)
 	}
 	f.Server = d.server(m["server"], "server")
-	f.TLS = d.tls(m["tls"], "tls")
+	f.TLS = d.tls(m["tls"], "tls", true)
 	d.tlsAlone(m, f)
 	f.Store = d.store(m["store"], "store")
 	f.LegacyHeaders = d.boolean(m["legacy_headers"], "legacy_headers")
@@ -290,6 +290,7 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	f.Runtime = d.runtime(m["runtime"], "runtime", d.file)
 	envoyRules := f.Decide != nil && d.nodes["decide.envoy_config[0]"] != nil // even if a path is wrong
 	f.Policy = d.policy(m, root, envoyRules)
+	d.certsUnverified(f)
 	d.checkDecideAddrs(f)
 	d.checkDecideRules(f)
 	return f

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -27,6 +28,7 @@ func FuzzParse(f *testing.F) {
 		head + "rules: [{name: a, rate: 1/s}]\n---\nlisten: :1\n",
 		head + "rules: [{name: a, rate: 99999999999999999999/s, burst: 1e99, cost: 0x10}]\n",
 		head + "clients: {list: [{id: a, keys: [k], limits: {a: 1/ms}}]}\nplans: {p: {a: 5/d}}\nrules: [{name: a, key: client, algorithm: sliding_log, rate: 1/s, allow: [a, ::1]}]\n",
+		head + "clients: {list: [{id: a, certs: [\"dns:a.example\", \"uri:spiffe://p/a\", \"cn:A\"]}, {id: b, keys: [k], certs: [\"sha256:" + strings.Repeat("0f", 32) + "\"]}]}\nrules: [{name: a, key: client, rate: 1/s}]\n",
 		"a: &a [*a]\n",
 		"x: !!binary AAAA\n? [a]\n: b\n",
 	} {

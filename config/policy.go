@@ -128,12 +128,12 @@ func (d *decoder) clients(n *yaml.Node, path string) policy.Clients {
 	return c
 }
 
-var clientFields = []string{"id", "keys", "plan", "limits"}
+var clientFields = []string{"id", "keys", "certs", "plan", "limits"}
 
 // client decodes one entry of clients.list.
 func (d *decoder) client(n *yaml.Node, path string) policy.Client {
 	var c policy.Client
-	m := d.fields(n, path, "a client (id, keys, plan, limits)", clientFields)
+	m := d.fields(n, path, "a client (id, keys, certs, plan, limits)", clientFields)
 	if d.failed[path] {
 		return c
 	}
@@ -143,6 +143,14 @@ func (d *decoder) client(n *yaml.Node, path string) policy.Client {
 	for i, k := range d.list(m["keys"], join(path, "keys"), "access keys") {
 		key, _ := d.secret(k, index(join(path, "keys"), i), "an access key")
 		c.Keys = append(c.Keys, key)
+	}
+	for i, s := range d.list(m["certs"], join(path, "certs"), "certificate selectors") {
+		if sel, ok := d.certSelector(s, index(join(path, "certs"), i)); ok {
+			c.Certs = append(c.Certs, sel)
+		}
+	}
+	if len(c.Keys) == 0 && len(c.Certs) == 0 && !isNull(m["certs"]) {
+		d.failed[join(path, "keys")] = true // its certs were wrong: "no keys" follows from that
 	}
 	c.Plan = d.str(m["plan"], join(path, "plan"), "a plan name", "")
 	c.Limits, c.Concurrency = d.rates(m["limits"], join(path, "limits"))

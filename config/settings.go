@@ -256,7 +256,7 @@ func (d *decoder) admin(n *yaml.Node, f *File) (given bool) {
 	addrNode, addrPath := n, "admin"
 	if n.Kind == yaml.MappingNode {
 		m := d.fields(n, "admin", "a mapping (listen, token, tokens, tls)", adminFields)
-		f.AdminTLS = d.tls(m["tls"], "admin.tls")
+		f.AdminTLS = d.tls(m["tls"], "admin.tls", false)
 		addrNode, addrPath = m["listen"], "admin.listen"
 		if t := m["token"]; !isNull(t) {
 			f.AdminToken = d.token(t, "admin.token")

@@ -56,7 +56,11 @@ func (f *File) WriteSummary(w io.Writer) error {
 		if c.Anonymous() != nil {
 			unknown = "counted by IP, plan anonymous"
 		}
-		fmt.Fprintf(&b, "clients: %d, recognised by %s; unknown callers: %s\n", len(p.Clients.List), c.KeyHeader(), unknown)
+		by := c.KeyHeader()
+		if c.IdentifiesByCert() {
+			by += " and client certificates"
+		}
+		fmt.Fprintf(&b, "clients: %d, recognised by %s; unknown callers: %s\n", len(p.Clients.List), by, unknown)
 	} else {
 		b.WriteString("clients: none (rules count by ip, header or global)\n")
 	}

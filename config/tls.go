@@ -26,14 +26,26 @@ type TLS struct {
 	Key string
 	// Leaf is the certificate as read at load, for check's summary.
 	Leaf *x509.Certificate
+	// ClientCA, when set (the callers' listener only), is the PEM file of
+	// the authorities whose client certificates callers may present
+	// (partner certificates, clientca.go): a verified certificate can
+	// name a client (policy.Client.Certs). Relative as Cert; re-read
+	// when it changes. Default none: no client certificates are asked for.
+	ClientCA string
+	// ClientAuth says whether callers must present a client certificate:
+	// ClientOptional (the default with ClientCA) or ClientRequire.
+	ClientAuth ClientAuth
+	// CAs are ClientCA's authorities as read at load, for check's summary.
+	CAs []*x509.Certificate
 }
 
-// Equal reports whether t and o name the same files (both nil: no TLS).
+// Equal reports whether t and o name the same files and client
+// authentication (both nil: no TLS).
 func (t *TLS) Equal(o *TLS) bool {
 	if t == nil || o == nil {
 		return t == o
 	}
-	return t.Cert == o.Cert && t.Key == o.Key
+	return t.Cert == o.Cert && t.Key == o.Key && t.ClientCA == o.ClientCA && t.ClientAuth == o.ClientAuth
 }
 
 // Defaults and bounds of TLS.
@@ -49,26 +61,37 @@ const (
 	TLSExpiryWarning = 14 * 24 * time.Hour
 )
 
-var tlsFields = []string{"cert", "key"}
+var (
+	tlsFields       = []string{"cert", "key"}
+	callerTLSFields = []string{"cert", "key", "client_ca", "client_auth"}
+)
 
 // tls decodes a tls block at path: the certificate and key files, read and
 // checked now (readable, the key the certificate's, the certificate current;
-// a warning when it ends within TLSExpiryWarning). nil when absent or wrong.
-func (d *decoder) tls(n *yaml.Node, path string) *TLS {
+// a warning when it ends within TLSExpiryWarning). The callers' block
+// (callers) also takes client_ca and client_auth (clientca.go). nil when
+// absent or wrong.
+func (d *decoder) tls(n *yaml.Node, path string, callers bool) *TLS {
 	if !d.usable(n, path) {
 		return nil
 	}
-	m := d.fields(n, path, "a mapping (cert, key), such as {cert: /etc/sluice/tls/server.crt, key: /etc/sluice/tls/server.key}", tlsFields)
+	fields, what := tlsFields, "a mapping (cert, key)"
+	if callers {
+		fields, what = callerTLSFields, "a mapping (cert, key, client_ca, client_auth)"
+	}
+	m := d.fields(n, path, what+", such as {cert: /etc/sluice/tls/server.crt, key: /etc/sluice/tls/server.key}", fields)
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
+	ca, auth := d.clientAuth(m, path)
 	okCert := d.required(m, n, path, "cert", "cert: /etc/sluice/tls/server.crt")
 	okKey := d.required(m, n, path, "key", "key: /etc/sluice/tls/server.key")
 	if !okCert || !okKey {
 		return nil
 	}
-	t := &TLS{Cert: d.tlsFile(m["cert"], join(path, "cert")), Key: d.tlsFile(m["key"], join(path, "key"))}
-	if t.Cert == "" || t.Key == "" {
+	t := &TLS{Cert: d.tlsFile(m["cert"], join(path, "cert")), Key: d.tlsFile(m["key"], join(path, "key")),
+		ClientCA: ca.file, ClientAuth: auth, CAs: ca.certs}
+	if t.Cert == "" || t.Key == "" || ca.bad {
 		return nil
 	}
 	pair, err := ReadKeyPair(t.Cert, t.Key, time.Now())
@@ -211,7 +234,7 @@ func tlsSummary(what string, t *TLS, s Server) string {
 	return fmt.Sprintf("%s: TLS 1.2+ (ALPN http/1.1 only), certificate %s (%s), names %s, expires %s (%s left); "+
 		"handshakes within %v, at most %d at once\n",
 		what, t.Cert, l.Subject, strings.Join(certNames(l), ", "), l.NotAfter.UTC().Format(time.RFC3339),
-		daysLeft(time.Until(l.NotAfter)), s.TLSHandshakeTimeout, s.MaxTLSHandshakes)
+		daysLeft(time.Until(l.NotAfter)), s.TLSHandshakeTimeout, s.MaxTLSHandshakes) + clientCASummary(t)
 }
 
 // certNames lists a certificate's subject alternative names: dns:, ip:,

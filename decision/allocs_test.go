@@ -4,6 +4,7 @@ package decision_test
 
 import (
 	"context"
+	"crypto/x509"
 	"net/netip"
 	"testing"
 	"time"
@@ -58,5 +59,25 @@ func decideAllocatesNothing(t *testing.T, pol *policy.Compiled, p *decision.Pres
 	}
 	if !statuses[0] || !statuses[429] {
 		t.Errorf("statuses %v, want both a pass (0) and a 429", statuses)
+	}
+}
+
+// A caller named by its certificate (the key beside it agreeing) is
+// decided without allocating too.
+func TestDecideByCertAllocatesNothing(t *testing.T) {
+	e := engine(t, nil)
+	set := decision.Settings{Policy: certPolicy(t, policy.UnknownReject)}
+	req := get("/claims/7", hdr{"X-Api-Key": {"key-a"}})
+	req.Cert = policy.NewPeerCert(&x509.Certificate{Raw: []byte("der"), DNSNames: []string{"A.partners.example"}})
+	ok := &decision.Response{Passed: true, Status: 200}
+	allocs := testing.AllocsPerRun(100, func() {
+		v := e.Decide(context.Background(), set, req)
+		if v.Client != "partner-a" {
+			t.Fatalf("client %q, want partner-a", v.Client)
+		}
+		v.Finish(ok)
+	})
+	if allocs >= 1 {
+		t.Errorf("%.1f allocations per request, want 0", allocs)
 	}
 }

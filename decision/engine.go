@@ -241,8 +241,17 @@ func (e *Engine) unidentified(v *Verdict, pol *policy.Compiled, err error) {
 	b = append(b, pol.KeyHeader()...)
 	v.buf = append(b, '"')
 	v.setField("Www-Authenticate", len(b)-len(`ApiKey header="`)-len(pol.KeyHeader()))
-	v.detail = append(append(v.detail[:0], "missing or unknown access key in "...), pol.KeyHeader()...)
+	v.detail = append(append(v.detail[:0], unauthorizedDetail(v)...), pol.KeyHeader()...)
 	v.answer(problem{Title: "Unauthorized", Status: statusUnauthorized})
+}
+
+// unauthorizedDetail is the start of a 401's detail, the key header's
+// name to follow.
+func unauthorizedDetail(v *Verdict) string {
+	if v.req.Cert != nil {
+		return "the client certificate names no client, and no known access key is in "
+	}
+	return "missing or unknown access key in "
 }
 
 // report finishes the Report and hands it to Options.OnDecision.

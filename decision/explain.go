@@ -52,7 +52,7 @@ func (e *Engine) Explain(ctx context.Context, set Settings, req Request) Explana
 	case caller == nil && err != nil:
 		return Explanation{Client: UnknownClient, Status: statusBadRequest, Detail: err.Error()}
 	case caller == nil:
-		return Explanation{Client: UnknownClient, Status: statusUnauthorized, Detail: "missing or unknown access key in " + pol.KeyHeader()}
+		return Explanation{Client: UnknownClient, Status: statusUnauthorized, Detail: unauthorizedDetail(v) + pol.KeyHeader()}
 	}
 	ex.Client, ex.Plan = clientName(pol, caller), caller.Plan
 	if ex.Client == "" {

@@ -13,27 +13,49 @@ import (
 const maxHops = 32
 
 // identify returns the caller of v's request, or nil if the policy rejects
-// it (an unknown or missing key with unknown: reject). key is the key
-// header's canonical name. A key header sent more than once, or holding a
-// list that is not itself a key, is an error: an upstream may read one of
-// its keys while sluice counted none (Go's Header.Get reads the first,
-// Node.js joins them with ", ").
+// it (an unknown or missing key with unknown: reject, and no certificate
+// naming a client). key is the key header's canonical name. A key header
+// sent more than once, or holding a list that is not itself a key, is an
+// error: an upstream may read one of its keys while sluice counted none
+// (Go's Header.Get reads the first, Node.js joins them with ", "). So is a
+// key that is not the key of the client the caller's certificate names
+// (certCaller).
 func identify(pol *policy.Compiled, v *Verdict, key string) (*policy.Caller, error) {
 	if !pol.IdentifiesByKey() {
+		if v.req.Cert != nil {
+			v.Report.Cert = v.req.Cert.Fingerprint()
+		}
 		if a := pol.Anonymous(); a != nil {
 			return a, nil // unknown: anonymous and no clients: everyone is unknown
 		}
 		return pol.Unidentified(), nil
 	}
+	byCert, err := certCaller(pol, v)
+	if err != nil {
+		return nil, err
+	}
 	vals := v.values(key)
 	switch len(vals) {
 	case 0:
+		if byCert != nil {
+			return byCert, nil
+		}
 		return pol.Anonymous(), nil
 	case 1:
 	default:
 		return nil, fmt.Errorf("%s sent %d times (send one access key, once)", pol.KeyHeader(), len(vals))
 	}
-	if c, ok := pol.CallerByKey(vals[0]); ok {
+	c, ok := pol.CallerByKey(vals[0])
+	switch {
+	case byCert != nil && c == byCert:
+		return c, nil
+	case byCert != nil && ok:
+		return nil, fmt.Errorf("the client certificate names client %s and the access key in %s client %s: they disagree "+
+			"(send %s's key, or none)", byCert.ID, pol.KeyHeader(), c.ID, byCert.ID)
+	case byCert != nil:
+		return nil, fmt.Errorf("the client certificate names client %s, and the access key in %s is no client's "+
+			"(send %s's key, or none)", byCert.ID, pol.KeyHeader(), byCert.ID)
+	case ok:
 		return c, nil
 	}
 	if strings.IndexByte(vals[0], ',') >= 0 {
@@ -44,6 +66,28 @@ func identify(pol *policy.Compiled, v *Verdict, key string) (*policy.Caller, err
 		v.unknownKey()
 	}
 	return a, nil
+}
+
+// certCaller returns the client the caller's verified certificate
+// (Request.Cert) names under pol, nil for none, and notes in the Report
+// how the certificate was read: the selector that matched, else its
+// fingerprint. A certificate whose names are two clients' is an error.
+func certCaller(pol *policy.Compiled, v *Verdict) (*policy.Caller, error) {
+	pc := v.req.Cert
+	if pc == nil {
+		return nil, nil
+	}
+	m := pol.CallerByCert(pc)
+	if m.Caller == nil {
+		v.Report.Cert = pc.Fingerprint()
+		return nil, nil
+	}
+	v.Report.Cert = m.Selector
+	if m.Other != nil {
+		return nil, fmt.Errorf("the client certificate names two clients, %s (%s) and %s (a certificate names one client)",
+			m.Caller.ID, m.Selector, m.Other.ID)
+	}
+	return m.Caller, nil
 }
 
 // UnknownKeyHeader is the response field that tells a caller counted as

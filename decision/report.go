@@ -59,6 +59,11 @@ type Report struct {
 	// (policy.Override.Target). Nothing was counted: Rules is empty.
 	// Empty otherwise.
 	Blocked string
+	// Cert names the caller's client certificate (Request.Cert), never
+	// its bytes: the selector that matched it ("dns:partner-a.example"),
+	// or "sha256:" and its fingerprint when it names no client. "" without
+	// a certificate, or when the policy lists no clients.
+	Cert string
 	// UnknownKey is true when the request sent an access key that is no
 	// listed client's and was counted as anonymous (clients.unknown:
 	// anonymous); its answer carries UnknownKeyHeader.

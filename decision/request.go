@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/netip"
 	"time"
+
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // Headers reads a request's (or a response's) header fields, whatever the
@@ -49,6 +51,13 @@ type Request struct {
 	Peer netip.AddrPort
 	// Header reads the request's header fields. Nil reads as no fields.
 	Header Headers
+	// Cert is the client certificate the connection's TLS handshake
+	// verified, nil without one. A certificate that names a client
+	// (policy.Compiled.CallerByCert) makes the caller that client; an
+	// access key sent beside it must be the same client's (else 400). A
+	// transport makes it once per connection (policy.NewPeerCert); the
+	// Engine matches it under the policy in force at each request.
+	Cert *policy.PeerCert
 	// Key, if set, gives the key rule counts this request by, in place of
 	// the rule's own (policy.Rule.Key): requests with the same key count
 	// together on that rule, whoever sent them. ok false leaves the rule's

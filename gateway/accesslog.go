@@ -187,6 +187,10 @@ func appendLine(b []byte, ctx *fasthttp.RequestCtx, v *decision.Verdict, resp *d
 	if v != nil {
 		b = append(b, `,"client":`...)
 		b = appendString(b, s2b(v.Report.Client))
+		if v.Report.Cert != "" { // the certificate's selector or fingerprint, never its bytes
+			b = append(b, `,"cert":`...)
+			b = appendString(b, s2b(v.Report.Cert))
+		}
 		if v.Addr.IsValid() {
 			addr = v.Addr
 		}

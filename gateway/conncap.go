@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluice-rl/sluice/internal/fastproxy"
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // capConnections lets at most max connections from ln be open at once.
@@ -87,7 +88,7 @@ func (l *stallListener) Accept() (net.Conn, error) {
 	if tc, ok := c.(*tls.Conn); ok {
 		sc := &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: l.wait}} // never parked: TLS keeps its own buffers
 		sc.head.Begin()
-		return &tlsStallConn{stallConn: sc, tls: tc}, nil
+		return &tlsStallConn{stallConn: sc, tls: tc, peer: verifiedPeer(tc)}, nil
 	}
 	if l.park != nil {
 		return l.park.conn(c), nil
@@ -103,7 +104,8 @@ func (l *stallListener) Accept() (net.Conn, error) {
 // with any timed-out write: it is closed then, as a plain one is.
 type tlsStallConn struct {
 	*stallConn
-	tls *tls.Conn
+	tls  *tls.Conn
+	peer *policy.PeerCert // the verified client certificate (clientcert.go); nil without
 }
 
 // Handshake is done before the connection is handed on (tlsListener).

@@ -86,7 +86,7 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 	defer up.release()
 	v := g.engine.Decide(dctx, set, decision.Request{Method: b2s(ctx.Method()),
 		Path: b2s(ctx.URI().PathOriginal()), Peer: peer, Header: (*fastHeaders)(&ctx.Request.Header),
-		Ready: up.readiness(), Origin: rt})
+		Cert: peerCertOf(ctx), Ready: up.readiness(), Origin: rt})
 	if g.uploadFailed(ctx, rt, v, up) {
 		return false
 	}

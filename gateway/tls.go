@@ -41,13 +41,13 @@ type tlsSet struct {
 	callers, admin *certSource
 	// failed counts the handshakes that failed, by listener (listenerNames)
 	// and reason (failureNames).
-	failed [2][3]atomic.Uint64
+	failed [2][failReasons]atomic.Uint64
 }
 
 // The label values of sluice_tls_handshake_errors_total.
 var (
 	listenerNames = [2]string{"callers", "admin"}
-	failureNames  = [3]string{"plain_http", "timeout", "failed"}
+	failureNames  = [failReasons]string{"plain_http", "timeout", "failed", "client_certificate"}
 )
 
 const (
@@ -59,6 +59,8 @@ const (
 	failPlainHTTP = iota
 	failTimeout
 	failOther
+	failClientCert
+	failReasons // how many there are
 )
 
 var (
@@ -66,7 +68,7 @@ var (
 		"When the certificate a TLS listener presents ends (its NotAfter, Unix seconds), by listener: callers (tls) or admin (admin.tls).",
 		[]string{"listener"}, nil)
 	handshakeErrorsDesc = prometheus.NewDesc("sluice_tls_handshake_errors_total",
-		"TLS handshakes that failed, by listener and reason: plain_http (a plain HTTP request, answered 400), timeout (not within server.tls_handshake_timeout), failed (any other: no common version or protocol, a client that refused the certificate, not TLS).",
+		"TLS handshakes that failed, by listener and reason: plain_http (a plain HTTP request, answered 400), timeout (not within server.tls_handshake_timeout), client_certificate (tls.client_ca: no client certificate under client_auth: require, or one that does not verify: another authority's, expired), failed (any other: no common version or protocol, a client that refused the certificate, not TLS).",
 		[]string{"listener", "reason"}, nil)
 )
 
@@ -160,11 +162,16 @@ type certSource struct {
 	files config.TLS
 	log   *slog.Logger
 	pair  atomic.Pointer[tls.Certificate]
-	mu    sync.Mutex // serialises rereads
-	sum   [sha256.Size]byte
+	// clients is, with files.ClientCA, the tls.Config of a handshake that
+	// asks for a client certificate verified against the authorities
+	// read last (clientca.go); nil without.
+	clients atomic.Pointer[tls.Config]
+	mu      sync.Mutex // serialises rereads
+	sum     [sha256.Size]byte
 }
 
-// newCertSource reads and checks the files (config.ReadKeyPair).
+// newCertSource reads and checks the files (config.ReadKeyPair,
+// config.ReadClientCAs).
 func newCertSource(files config.TLS, log *slog.Logger) (*certSource, error) {
 	s := &certSource{files: files, log: log}
 	s.sum = s.filesSum()
@@ -173,6 +180,13 @@ func newCertSource(files config.TLS, log *slog.Logger) (*certSource, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	s.pair.Store(pair)
+	if files.ClientCA != "" {
+		conf, err := s.clientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		s.clients.Store(conf)
+	}
 	return s, nil
 }
 
@@ -184,7 +198,7 @@ func (s *certSource) certificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 // filesSum is a digest of the two files' contents (of what could be read).
 func (s *certSource) filesSum() [sha256.Size]byte {
 	h := sha256.New()
-	for _, name := range []string{s.files.Cert, s.files.Key} {
+	for _, name := range []string{s.files.Cert, s.files.Key, s.files.ClientCA} {
 		data, _ := os.ReadFile(name)
 		fmt.Fprintf(h, "%d:", len(data))
 		h.Write(data)
@@ -206,6 +220,7 @@ func (s *certSource) reread() {
 		return
 	}
 	s.sum = sum
+	s.rereadClientCA()
 	pair, err := config.ReadKeyPair(s.files.Cert, s.files.Key, time.Now())
 	if err != nil {
 		old := s.pair.Load().Leaf
@@ -230,7 +245,7 @@ func (s *certSource) watch(ctx context.Context) {
 		return
 	}
 	defer w.Close()
-	for _, dir := range dirsOf(s.files.Cert, s.files.Key) {
+	for _, dir := range dirsOf(s.files.Cert, s.files.Key, s.files.ClientCA) {
 		if err := w.Add(dir); err != nil {
 			s.log.Warn("not watching the certificate files; a reload (SIGHUP) re-reads them", "dir", dir, "err", err.Error())
 			return
@@ -263,6 +278,9 @@ func dirsOf(files ...string) []string {
 	var dirs []string
 	seen := map[string]bool{}
 	for _, f := range files {
+		if f == "" {
+			continue
+		}
 		if d := filepath.Dir(f); !seen[d] {
 			seen[d] = true
 			dirs = append(dirs, d)
@@ -271,13 +289,18 @@ func dirsOf(files ...string) []string {
 	return dirs
 }
 
-// serverConfig is the tls.Config of a listener presenting src's pair.
+// serverConfig is the tls.Config of a listener presenting src's pair
+// (and asking for client certificates, with src's client_ca).
 func serverConfig(src *certSource) *tls.Config {
-	return &tls.Config{
+	c := &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		GetCertificate: src.certificate,
 		NextProtos:     []string{"http/1.1"},
 	}
+	if src.files.ClientCA != "" {
+		c.GetConfigForClient = src.clientsConfig
+	}
+	return c
 }
 
 // listenTLS wraps ln in a tlsListener under the server block's handshake
@@ -314,14 +337,14 @@ type tlsListener struct {
 	once    sync.Once
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	pending map[net.Conn]struct{} // handshaking
-	closed  bool                  // Close has ended the pending handshakes: no more are begun
-	failed  *[3]atomic.Uint64     // failed handshakes by reason (tlsSet.failed); nil: not counted
+	pending map[net.Conn]struct{}       // handshaking
+	closed  bool                        // Close has ended the pending handshakes: no more are begun
+	failed  *[failReasons]atomic.Uint64 // failed handshakes by reason (tlsSet.failed); nil: not counted
 }
 
 // newTLSListener starts accepting from ln; failed (nil: none) counts the
 // handshakes that fail, by reason.
-func newTLSListener(ln net.Listener, conf *tls.Config, timeout time.Duration, max int, failed *[3]atomic.Uint64, log *slog.Logger) *tlsListener {
+func newTLSListener(ln net.Listener, conf *tls.Config, timeout time.Duration, max int, failed *[failReasons]atomic.Uint64, log *slog.Logger) *tlsListener {
 	l := &tlsListener{ln: ln, conf: conf, timeout: timeout, log: log, failed: failed, slots: make(chan struct{}, max),
 		ready: make(chan *tls.Conn), done: make(chan struct{}), broken: make(chan struct{}), pending: map[net.Conn]struct{}{}}
 	l.wg.Go(l.acceptLoop)
@@ -458,9 +481,12 @@ func (l *tlsListener) refused(c net.Conn, err error) {
 		return
 	}
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
 		l.count(failTimeout)
-	} else {
+	case clientCertFailed(err):
+		l.count(failClientCert)
+	default:
 		l.count(failOther)
 	}
 	if l.log.Enabled(context.Background(), slog.LevelDebug) {

@@ -33,6 +33,7 @@ type Compiled struct {
 	src       Policy
 	rules     []compiledRule
 	byKey     map[string]*Caller
+	byCert    map[CertSelector]certEntry
 	byID      map[string]*Caller
 	anonymous *Caller
 	global    *Caller
@@ -130,7 +131,7 @@ func Compile(p Policy) (*Compiled, error) { return compile(p, nil) }
 // checked.
 func compile(p Policy, base *Compiled) (*Compiled, error) {
 	p = clonePolicy(p)
-	c := &Compiled{src: p, byKey: map[string]*Caller{}, byID: map[string]*Caller{}, ipv6Bits: p.IPv6Prefix,
+	c := &Compiled{src: p, byKey: map[string]*Caller{}, byCert: map[CertSelector]certEntry{}, byID: map[string]*Caller{}, ipv6Bits: p.IPv6Prefix,
 		loc: p.Location, scheduled: hasSchedule(p), base: base}
 	if c.loc == nil {
 		c.loc = time.UTC
@@ -314,9 +315,10 @@ func (c *Compiled) compileClients(fail func(string, string, ...any)) {
 		}
 		caller := c.caller(cl, fail, at)
 		c.byID[cl.ID] = caller
-		if len(cl.Keys) == 0 {
-			fail(at+".keys", "no keys (a client needs at least one access key)")
+		if len(cl.Keys) == 0 && len(cl.Certs) == 0 {
+			fail(at+".keys", "no keys (a client needs at least one access key, or a certificate in certs)")
 		}
+		c.compileCerts(cl, caller, at, fail)
 		for j, k := range cl.Keys {
 			kp := fmt.Sprintf("%s.keys[%d]", at, j)
 			if !validKey(k) {
@@ -326,6 +328,23 @@ func (c *Compiled) compileClients(fail func(string, string, ...any)) {
 			}
 			c.byKey[k] = caller
 		}
+	}
+}
+
+// compileCerts files cl's certificate selectors under caller, refusing a
+// selector another client has or that is not canonical.
+func (c *Compiled) compileCerts(cl Client, caller *Caller, at string, fail func(string, string, ...any)) {
+	for j, sel := range cl.Certs {
+		sp := fmt.Sprintf("%s.certs[%d]", at, j)
+		if back, err := ParseCertSelector(sel.String()); err != nil || back != sel {
+			fail(sp, "%q is not a certificate selector (%s)", sel.String(), CertSelectorSyntax)
+			continue
+		}
+		if e, dup := c.byCert[sel]; dup {
+			fail(sp, "%s already names client %q (a certificate names one client)", sel, e.caller.ID)
+			continue
+		}
+		c.byCert[sel] = certEntry{caller: caller, spelled: sel.String()}
 	}
 }
 
@@ -412,6 +431,7 @@ func clonePolicy(p Policy) Policy {
 	for i := range p.Clients.List {
 		cl := &p.Clients.List[i]
 		cl.Keys = slices.Clone(cl.Keys)
+		cl.Certs = slices.Clone(cl.Certs)
 		cl.Limits = maps.Clone(cl.Limits)
 		cl.Concurrency = maps.Clone(cl.Concurrency)
 	}

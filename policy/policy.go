@@ -117,6 +117,11 @@ type Client struct {
 	ID string
 	// Keys are the access keys that identify the client.
 	Keys []string
+	// Certs are the client certificates that identify the client, when
+	// the gateway verifies its callers' certificates (tls.client_ca): a
+	// caller whose certificate one of them matches is this client
+	// (CallerByCert). A client needs Keys, Certs or both.
+	Certs []CertSelector
 	// Plan names the client's plan; empty means the rules' own rates.
 	Plan string
 	// Limits overrides rates for this client by rule name; it beats the plan.

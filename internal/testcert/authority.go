@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -84,12 +85,18 @@ func newKey(t testing.TB) *ecdsa.PrivateKey {
 
 func sign(t testing.TB, tmpl, parent *x509.Certificate, pub *ecdsa.PublicKey, by *ecdsa.PrivateKey) []byte {
 	t.Helper()
+	return signFor(t, tmpl, parent, pub, by, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+}
+
+// signFor is sign for the span from notBefore to notAfter.
+func signFor(t testing.TB, tmpl, parent *x509.Certificate, pub *ecdsa.PublicKey, by *ecdsa.PrivateKey, notBefore, notAfter time.Time) []byte {
+	t.Helper()
 	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl.SerialNumber = serial
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	tmpl.NotBefore, tmpl.NotAfter = notBefore, notAfter
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, by)
 	if err != nil {
 		t.Fatal(err)
@@ -102,4 +109,71 @@ func writePEM(t testing.TB, path, typ string, der []byte) {
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Authority is a private certificate authority held in memory, for tests
+// of client certificates (partner certificates, mutual TLS).
+type Authority struct {
+	// Cert and CertPEM are its certificate.
+	Cert    *x509.Certificate
+	CertPEM []byte
+	key     *ecdsa.PrivateKey
+}
+
+// NewAuthority makes an authority named CN=name, valid from an hour ago
+// for a year.
+func NewAuthority(t testing.TB, name string) *Authority {
+	t.Helper()
+	key := newKey(t)
+	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: name}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der := signFor(t, tmpl, tmpl, &key.PublicKey, key, time.Now().Add(-time.Hour), time.Now().Add(365*24*time.Hour))
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Authority{Cert: cert, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), key: key}
+}
+
+// Client shapes a client certificate: its subject's common name, its
+// subject alternative names, and when it is valid (zero: from an hour ago
+// for a day).
+type Client struct {
+	CommonName          string
+	DNSNames, URIs      []string
+	NotBefore, NotAfter time.Time
+}
+
+// Client makes a client certificate the authority signed, and its key.
+func (a *Authority) Client(t testing.TB, o Client) Pair {
+	t.Helper()
+	key := newKey(t)
+	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: o.CommonName}, DNSNames: o.DNSNames,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	for _, s := range o.URIs {
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl.URIs = append(tmpl.URIs, u)
+	}
+	der := signFor(t, tmpl, a.Cert, &key.PublicKey, a.key,
+		cmpTime(o.NotBefore, time.Now().Add(-time.Hour)), cmpTime(o.NotAfter, time.Now().Add(24*time.Hour)))
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Pair{CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), Cert: cert}
+}
+
+func cmpTime(a, b time.Time) time.Time {
+	if a.IsZero() {
+		return b
+	}
+	return a
 }

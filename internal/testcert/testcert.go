@@ -6,6 +6,7 @@ package testcert
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -99,4 +100,14 @@ func (p Pair) Pool() *x509.CertPool {
 	pool := x509.NewCertPool()
 	pool.AddCert(p.Cert)
 	return pool
+}
+
+// TLS is p as a crypto/tls certificate, for a tls.Config's Certificates.
+func (p Pair) TLS(t testing.TB) tls.Certificate {
+	t.Helper()
+	c, err := tls.X509KeyPair(p.CertPEM, p.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
