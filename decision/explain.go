@@ -46,7 +46,7 @@ func (e *Engine) Explain(ctx context.Context, set Settings, req Request) Explana
 	v.start(e, ctxOr(ctx), req)
 	var ex Explanation
 	key := pol.KeyName()
-	v.scrub(key)
+	v.scrub(pol)
 	caller, err := identify(pol, v, key)
 	switch {
 	case caller == nil && err != nil:
@@ -60,7 +60,7 @@ func (e *Engine) Explain(ctx context.Context, set Settings, req Request) Explana
 	}
 	now := e.opts.Clock.Now()
 	blocked := v.clientBlocked(caller, now) // before the path, as Decide: a blocked client's bad path is no 400
-	if err := v.clean(); err != nil && !blocked {
+	if err := v.clean(pol); err != nil && !blocked {
 		ex.Status, ex.Detail = statusBadRequest, pathDetail(err)
 		return ex
 	}
@@ -71,7 +71,7 @@ func (e *Engine) Explain(ctx context.Context, set Settings, req Request) Explana
 		ex.Status, ex.Detail = statusForbidden, string(v.detail)
 		return ex
 	}
-	v.match = pol.Match(v.Method, v.DecodedPath, v.match[:0])
+	v.matchRules(pol)
 	v.requests(pol, caller, addr)
 	if detail, refused := v.headerRefused(pol); refused {
 		ex.Status, ex.Detail = statusBadRequest, detail
