@@ -237,6 +237,9 @@ func parseHostPattern(s string) (hostPattern, string) {
 	if err != nil {
 		return hostPattern{}, strings.TrimPrefix(err.Error(), "policy: request host has ") + " (" + want + ")"
 	}
+	if clean == "" {
+		return hostPattern{}, "no name (" + want + ")"
+	}
 	if wild {
 		return hostPattern{name: "." + clean, wildcard: true}, ""
 	}
