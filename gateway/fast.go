@@ -75,8 +75,10 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 	}
 	up := g.newUpload(ctx, snap, hasBody, bodyStart) // body.go
 	defer up.release()
+	// Host is the field the upstream receives; an absolute-form target's
+	// authority naming another host was refused (fastproxy.Refuse).
 	v := g.engine.Decide(dctx, snap.settings, decision.Request{Method: b2s(ctx.Method()),
-		Path: b2s(ctx.URI().PathOriginal()), Host: b2s(ctx.URI().Host()), Peer: peer, Header: (*fastHeaders)(&ctx.Request.Header),
+		Path: b2s(ctx.URI().PathOriginal()), Host: b2s(ctx.Request.Header.Host()), Peer: peer, Header: (*fastHeaders)(&ctx.Request.Header),
 		Ready: up.readiness()})
 	if g.uploadFailed(ctx, snap, v, up) {
 		return false
