@@ -6,7 +6,8 @@
 // The request asked about is rebuilt from the headers the proxy adds to
 // its question: its method from X-Original-Method (nginx) or
 // X-Forwarded-Method (Traefik), its path from X-Original-URI or
-// X-Forwarded-Uri (the query is not matched by rules). The caller is recognised from the same headers as at
+// X-Forwarded-Uri (the query is not matched by rules), its host from
+// X-Original-Host (nginx) or X-Forwarded-Host (Traefik). The caller is recognised from the same headers as at
 // the gateway (the key header; the address through trusted proxies'
 // X-Forwarded-For or Forwarded). /check answers 200 with the RateLimit
 // headers and X-Sluice-Client, or what a caller of the gateway would get
@@ -40,6 +41,8 @@ const (
 	OriginalURI     = "X-Original-Uri"     // nginx: X-Original-URI $request_uri
 	ForwardedMethod = "X-Forwarded-Method" // Traefik forwardAuth
 	ForwardedURI    = "X-Forwarded-Uri"    // Traefik forwardAuth
+	OriginalHost    = "X-Original-Host"    // nginx: X-Original-Host $host (the recipe sets it)
+	ForwardedHost   = "X-Forwarded-Host"   // Traefik forwardAuth
 )
 
 // ProblemHeader carries, with DenyStatus 403, the problem+json body of an
@@ -98,8 +101,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, http.StatusBadRequest, detail)
 		return
 	}
+	host, detail := pick(r.Header, OriginalHost, ForwardedHost)
+	if detail != "" {
+		h.problem(w, http.StatusBadRequest, detail)
+		return
+	}
 	peer, _ := netip.ParseAddrPort(r.RemoteAddr) // the zero AddrPort if not an address: no caller address
-	v := h.decide(r.Context(), decision.Request{Method: method, Path: path, Peer: peer, Header: header(r.Header), Origin: r})
+	v := h.decide(r.Context(), decision.Request{Method: method, Path: path, Host: host, Peer: peer, Header: header(r.Header), Origin: r})
 	if v.Pass {
 		h.allowed(w, v)
 		// The request goes on without sluice: its end is never known,

@@ -240,11 +240,52 @@ func TestErrors(t *testing.T) {
 			[]string{"t.yaml:3:35: rules[0].key: client, but no clients are listed (list them under clients.list, or count by ip, header:NAME or global)"}},
 		{"key header name", head + "rules: [{name: a, rate: 1/s, key: \"header:X Y\"}]\n",
 			[]string{`t.yaml:3:35: rules[0].key: header name "X Y" is not a valid HTTP header name`}},
-		{"match", head + "rules: [{name: a, rate: 1/s, match: {path: claims, methods: [get, \"GET,\"], host: x}}]\n", []string{
+		{"match", head + "rules: [{name: a, rate: 1/s, match: {path: claims, methods: [get, \"GET,\"], hots: x}}]\n", []string{
 			`t.yaml:3:44: rules[0].match.path: "claims" must start with '/'`,
 			`t.yaml:3:62: rules[0].match.methods[0]: "get" is not an HTTP method in upper case (such as GET, POST)`,
 			`t.yaml:3:67: rules[0].match.methods[1]: "GET," is not an HTTP method in upper case (such as GET, POST)`,
-			`t.yaml:3:76: rules[0].match: unknown field "host" (accepted: path, methods)`}},
+			`t.yaml:3:76: rules[0].match: unknown field "hots" (did you mean "host"? accepted: host, path, methods, headers)`}},
+		{"match.host", head + "rules:\n" +
+			"  - {name: a, rate: 1/s, match: {host: api.*.example.com}}\n" +
+			"  - {name: b, rate: 1/s, match: {host: \"a..example.com\"}}\n" +
+			"  - {name: c, rate: 1/s, match: {host: \"api example.com\"}}\n" +
+			"  - {name: d, rate: 1/s, match: {host: \"api.example.com:8080\"}}\n" +
+			"  - {name: e, rate: 1/s, match: {host: \"*\"}}\n" +
+			"  - {name: f, rate: 1/s, match: {host: [a]}}\n" +
+			"  - {name: g, rate: 1/s, match: {host: \"*example.com\"}}\n" +
+			"  - {name: h, rate: 1/s, match: {host: \"-a\\u00e9.example\"}}\n", []string{
+			`t.yaml:4:40: rules[0].match.host: "api.*.example.com" has a '*' other than a whole first label (a host name such as api.example.com, or *.example.com for every name below example.com)`,
+			`t.yaml:5:40: rules[1].match.host: "a..example.com" has an empty label ("..", or a dot at the start or two at the end) (a host name such as api.example.com, or *.example.com for every name below example.com)`,
+			`t.yaml:6:40: rules[2].match.host: "api example.com" has a port, a path, a user or a space (a host name such as api.example.com, or *.example.com for every name below example.com; the port is never matched)`,
+			`t.yaml:7:40: rules[3].match.host: "api.example.com:8080" has a port, a path, a user or a space (a host name such as api.example.com, or *.example.com for every name below example.com; the port is never matched)`,
+			`t.yaml:8:40: rules[4].match.host: "*" has a '*' other than a whole first label (a host name such as api.example.com, or *.example.com for every name below example.com)`,
+			`t.yaml:9:40: rules[5].match.host: want a host name, such as api.example.com or *.example.com, not a list`,
+			`t.yaml:10:40: rules[6].match.host: "*example.com" has a '*' other than a whole first label (a host name such as api.example.com, or *.example.com for every name below example.com)`,
+			`t.yaml:11:40: rules[7].match.host: "-aé.example" has an internationalised name that is not valid (IDNA): idna: invalid label "-aé" (a host name such as api.example.com, or *.example.com for every name below example.com)`}},
+		{"match.path star", head + "rules: [{name: a, rate: 1/s, match: {path: /claims/*.pdf}}]\n", []string{
+			`t.yaml:3:44: rules[0].match.path: "/claims/*.pdf" has a '*' inside a segment ("*.pdf"): a '*' stands for one whole segment, as in /claims/*/documents`}},
+		{"match.headers", head + "rules:\n" +
+			"  - {name: a, rate: 1/s, match: {headers: {X-Env: }}}\n" +
+			"  - {name: b, rate: 1/s, match: {headers: {X-Env: \"\"}}}\n" +
+			"  - {name: c, rate: 1/s, match: {headers: {\"X Env\": prod}}}\n" +
+			"  - {name: d, rate: 1/s, match: {headers: {Host: api.example.com}}}\n" +
+			"  - {name: e, rate: 1/s, match: {headers: {X-Debug: {present: false}}}}\n" +
+			"  - {name: f, rate: 1/s, match: {headers: {X-Debug: {presence: true}}}}\n" +
+			"  - {name: g, rate: 1/s, match: {headers: {X-Env: \" prod\"}}}\n" +
+			"  - {name: h, rate: 1/s, match: {headers: [X-Env]}}\n" +
+			"  - {name: i, rate: 1/s, match: {headers: {Connection: close}}}\n" +
+			"  - {name: j, rate: 1/s, match: {headers: {X-Env: [prod]}}}\n", []string{
+			`t.yaml:4:44: rules[0].match.headers.X-Env: missing value (a value such as prod, or { present: true } for any value)`,
+			`t.yaml:5:51: rules[1].match.headers.X-Env: an empty value never matches (a value such as prod, or {present: true} for any value)`,
+			`t.yaml:6:53: rules[2].match.headers.X Env: "X Env" is not a valid HTTP header name`,
+			`t.yaml:7:50: rules[3].match.headers.Host: the host is matched by match.host (host: api.example.com), which reads it as the upstream does`,
+			`t.yaml:8:63: rules[4].match.headers.X-Debug.present: false is not accepted: a rule matches requests that send a header, never those that leave it out, which would let a caller escape the rule by sending it (present: true, or a value such as prod)`,
+			`t.yaml:9:53: rules[5].match.headers.X-Debug.present: missing (required; such as present: true)`,
+			`t.yaml:9:54: rules[5].match.headers.X-Debug: unknown field "presence" (accepted: present)`,
+			`t.yaml:10:51: rules[6].match.headers.X-Env: " prod" has spaces around it, which a request's value never has (write "prod")`,
+			`t.yaml:11:43: rules[7].match.headers: want a mapping of header names to values, such as { X-Env: prod, X-Debug: { present: true } }, not a list`,
+			`t.yaml:12:56: rules[8].match.headers.Connection: Connection describes the connection, not the request, and never reaches the upstream (name a header the caller sends, such as X-Tenant)`,
+			`t.yaml:13:51: rules[9].match.headers.X-Env: want a value such as prod, or { present: true }, not a list`}},
 		{"allow", head + "clients: {list: [{id: p, keys: [k]}]}\nrules: [{name: a, rate: 1/s, allow: [p, q, 10.0.0.0/8]}]\n",
 			[]string{`t.yaml:4:41: rules[0].allow[1]: "q" is neither a listed client id nor an IP address or CIDR (client ids: p; or networks such as 10.0.0.0/8, 192.0.2.7)`}},
 		{"allow without clients", head + "rules: [{name: a, rate: 1/s, allow: [p]}]\n",

@@ -13,7 +13,7 @@ import (
 
 var (
 	ruleFields  = []string{"name", "match", "key", "missing_header", "algorithm", "rate", "concurrency", "burst", "delay", "cost", "mode", "allow", "priority", "degrade", "count", "cost_header", "schedule"}
-	matchFields = []string{"path", "methods"}
+	matchFields = []string{"host", "path", "methods", "headers"}
 	keyKinds    = []string{"client", "ip", "header:NAME", "global"}
 )
 
@@ -25,8 +25,10 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 		return r
 	}
 	r.Name = d.str(m["name"], join(path, "name"), "a rule name", "")
-	mm := d.fields(m["match"], join(path, "match"), "a mapping (path, methods)", matchFields)
+	mm := d.fields(m["match"], join(path, "match"), "a mapping (host, path, methods, headers)", matchFields)
+	r.Match.Host = d.str(mm["host"], join(path, "match.host"), "a host name, such as api.example.com or *.example.com", "")
 	r.Match.Path = d.str(mm["path"], join(path, "match.path"), "a path prefix", "")
+	r.Match.Headers = d.matchHeaders(mm["headers"], join(path, "match.headers"))
 	for i, mn := range d.list(mm["methods"], join(path, "match.methods"), "HTTP methods") {
 		r.Match.Methods = append(r.Match.Methods, d.method(mn, index(join(path, "match.methods"), i)))
 	}
@@ -65,6 +67,40 @@ func (d *decoder) rule(n *yaml.Node, path string, ids map[string]bool) policy.Ru
 	}
 	r.Schedule = d.schedule(m["schedule"], join(path, "schedule"))
 	return r
+}
+
+// matchHeaders decodes a rule's match.headers: header name -> the exact
+// value, or {present: true} for any value.
+func (d *decoder) matchHeaders(n *yaml.Node, path string) []policy.HeaderMatch {
+	es, _ := d.entries(n, path, "a mapping of header names to values, such as { X-Env: prod, X-Debug: { present: true } }")
+	var out []policy.HeaderMatch
+	for _, e := range es {
+		at := join(path, e.key.Value)
+		h := policy.HeaderMatch{Name: e.key.Value}
+		switch {
+		case isNull(e.val):
+			d.fail(e.key, at, "missing value (a value such as prod, or { present: true } for any value)")
+			continue
+		case e.val.Kind == yaml.MappingNode:
+			pm := d.fields(e.val, at, "{ present: true }", []string{"present"})
+			if !d.required(pm, e.val, at, "present", "present: true") {
+				continue
+			}
+			if !d.boolean(pm["present"], join(at, "present")) && !d.failed[join(at, "present")] {
+				d.fail(pm["present"], join(at, "present"), "false is not accepted: a rule matches requests that send a header, never those that leave it out, which would let a caller escape the rule by sending it (present: true, or a value such as prod)")
+				continue
+			}
+			h.Present = true
+		default:
+			v, ok := d.scalar(e.val, at, "a value such as prod, or { present: true }")
+			if !ok {
+				continue
+			}
+			h.Value = v
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // warnWindowBurst warns of a burst on a rule whose algorithm counts in

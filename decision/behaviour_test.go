@@ -85,11 +85,12 @@ func compiled(t testing.TB, p policy.Policy) *policy.Compiled {
 // 192.0.2.1:1234, key (X-Api-Key) only if set.
 type call struct {
 	method, path, peer, key string
+	host                    string // Request.Host; "" for none
 	h                       hdr
 }
 
 func (c call) request() decision.Request {
-	req := decision.Request{Method: cmpOrStr(c.method, "GET"), Path: cmpOrStr(c.path, "/claims")}
+	req := decision.Request{Method: cmpOrStr(c.method, "GET"), Path: cmpOrStr(c.path, "/claims"), Host: c.host}
 	if c.peer != "-" {
 		req.Peer = netip.MustParseAddrPort(cmpOrStr(c.peer, "192.0.2.1:1234"))
 	}

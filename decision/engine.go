@@ -166,7 +166,7 @@ func (e *Engine) decide(v *Verdict, set *Settings) {
 	rep := &v.Report
 	defer e.report(v, now)
 	key := pol.KeyName()
-	v.scrub(key)
+	v.scrub(pol)
 	caller, err := identify(pol, v, key)
 	if caller == nil {
 		e.unidentified(v, pol, err)
@@ -178,7 +178,7 @@ func (e *Engine) decide(v *Verdict, set *Settings) {
 	if v.clientBlocked(caller, now) {
 		return
 	}
-	if err := v.clean(); err != nil {
+	if err := v.clean(pol); err != nil {
 		v.badRequest(pathDetail(err))
 		return
 	}
@@ -187,7 +187,7 @@ func (e *Engine) decide(v *Verdict, set *Settings) {
 	if v.addrBlocked(pol, addr, now) {
 		return
 	}
-	v.match = pol.Match(v.Method, v.DecodedPath, v.match[:0])
+	v.matchRules(pol)
 	v.requests(pol, caller, addr)
 	if detail, refused := v.headerRefused(pol); refused {
 		v.badRequest(detail)

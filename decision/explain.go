@@ -18,10 +18,11 @@ type Explanation struct {
 	Client string
 	// Plan is the caller's plan, "" for none.
 	Plan string
-	// Method and Path are the request's as the rules match them; Addr
-	// the address it is counted by (the zero Addr for none).
-	Method, Path string
-	Addr         netip.Addr
+	// Method, Path and Host are the request's as the rules match them
+	// (Host "" when no rule matches on it); Addr the address it is
+	// counted by (the zero Addr for none).
+	Method, Path, Host string
+	Addr               netip.Addr
 	// Rules has one result per matching rule, in the policy's order.
 	Rules []LookResult
 	// Status is what the request would get now: 0 (passed on), 400 or
@@ -46,7 +47,7 @@ func (e *Engine) Explain(ctx context.Context, set Settings, req Request) Explana
 	v.start(e, ctxOr(ctx), req)
 	var ex Explanation
 	key := pol.KeyName()
-	v.scrub(key)
+	v.scrub(pol)
 	caller, err := identify(pol, v, key)
 	switch {
 	case caller == nil && err != nil:
@@ -60,18 +61,18 @@ func (e *Engine) Explain(ctx context.Context, set Settings, req Request) Explana
 	}
 	now := e.opts.Clock.Now()
 	blocked := v.clientBlocked(caller, now) // before the path, as Decide: a blocked client's bad path is no 400
-	if err := v.clean(); err != nil && !blocked {
+	if err := v.clean(pol); err != nil && !blocked {
 		ex.Status, ex.Detail = statusBadRequest, pathDetail(err)
 		return ex
 	}
-	ex.Method, ex.Path = v.Method, v.Path
+	ex.Method, ex.Path, ex.Host = v.Method, v.Path, v.Host
 	addr := clientAddr(pol, v)
 	v.Addr, ex.Addr = addr, addr
 	if blocked || v.addrBlocked(pol, addr, now) {
 		ex.Status, ex.Detail = statusForbidden, string(v.detail)
 		return ex
 	}
-	v.match = pol.Match(v.Method, v.DecodedPath, v.match[:0])
+	v.matchRules(pol)
 	v.requests(pol, caller, addr)
 	if detail, refused := v.headerRefused(pol); refused {
 		ex.Status, ex.Detail = statusBadRequest, detail

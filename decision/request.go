@@ -45,6 +45,13 @@ type Request struct {
 	// as "/". The Engine matches rules by its clean form (policy.CleanPath)
 	// and refuses, 400, a path that has more than one reading.
 	Path string
+	// Host is the host the request is for, as the transport read it: the
+	// authority of an absolute-form request target when it has one (RFC
+	// 9112 section 3.2.2), else its Host field (HTTP/2's :authority);
+	// with or without a port. "" when it names none. The Engine matches
+	// rules by its clean form (policy.CleanHost) and refuses, 400, a host
+	// that has none, or none at all when a rule matches on the host.
+	Host string
 	// Peer is the address of the connection's other end, parsed once by
 	// the transport; the zero value when it has none or cannot read it
 	// (the caller is then counted as "caller", with no address).

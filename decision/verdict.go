@@ -52,6 +52,9 @@ type Verdict struct {
 	// when the path could not be cleaned (a 400).
 	Method, Path, DecodedPath string
 	Cleaned                   bool
+	// Host is the request's host as rules matched it (policy.CleanHost);
+	// "" when no rule matches on the host, or it could not be cleaned.
+	Host string
 	// Addr is the caller's address as counted: the peer's, or from the
 	// forwarded header when the peer is a trusted proxy; the zero Addr
 	// when the peer is unknown. PeerTrusted reports whether the peer is a
@@ -74,6 +77,7 @@ type Verdict struct {
 	violated []string
 
 	match      []int
+	mreq       policy.Request // what the rules are matched against
 	reqs       []store.Request
 	index      []int // rule index of each request
 	leaseIndex []int // rule index of each concurrency rule to decide
@@ -94,7 +98,7 @@ func (v *Verdict) start(e *Engine, ctx context.Context, req Request) {
 	}
 	v.e, v.ctx, v.req, v.finished = e, ctx, req, false
 	v.Pass, v.Status, v.Client, v.Cleaned = false, 0, "", false
-	v.Method, v.Path, v.DecodedPath = "", "", ""
+	v.Method, v.Path, v.DecodedPath, v.Host = "", "", "", ""
 	v.Addr, v.PeerTrusted = netip.Addr{}, false
 	v.Report = Report{Rules: v.Report.Rules[:0]}
 	v.Header, v.Body, v.Removed = v.Header[:0], nil, v.Removed[:0]
@@ -166,6 +170,7 @@ func (v *Verdict) recycle() {
 	clear(v.leaseKeys)
 	clear(v.Header)
 	v.req, v.ctx, v.e, v.resp = Request{}, nil, nil, Response{}
+	v.mreq.Header = nil
 	v.Report.Err, v.Report.Counted = nil, ""
 	e.pool.Put(v)
 }
@@ -189,21 +194,37 @@ func (v *Verdict) remove(name string) {
 // ClientHeader, which only sluice writes; the override headers, which
 // would make the upstream serve another method or path than the one
 // counted (policy.RemovedHeader); and every spelling of the key header
-// other than key itself (its canonical name, "" when the policy reads no
-// key), which the upstream might take for the key sluice did not see.
-func (v *Verdict) scrub(key string) {
+// (pol.KeyName, "" when the policy reads no key) and of a header rules
+// match on (pol.MatchHeaderNames) other than the name itself, which the
+// upstream might take for the field sluice did not see.
+func (v *Verdict) scrub(pol *policy.Compiled) {
+	key, matched := pol.KeyName(), pol.MatchHeaderNames()
 	v.names = v.req.Header.Names(v.names[:0])
 	for _, k := range v.names {
-		if key != "" && !strings.EqualFold(k, key) && policy.SameHeaderName(k, key) || policy.RemovedHeader(k) {
+		if key != "" && respelled(k, key) || policy.RemovedHeader(k) {
 			v.remove(k)
+			continue
+		}
+		for _, name := range matched {
+			if respelled(k, name) {
+				v.remove(k)
+			}
 		}
 	}
 }
 
+// respelled reports whether the field name k is another spelling of the
+// canonical name (X_Env for X-Env), not name itself in another case.
+func respelled(k, name string) bool {
+	return !strings.EqualFold(k, name) && policy.SameHeaderName(k, name)
+}
+
 // clean sets Method and Path as rules match them and the service
-// receives them (policy.CanonicalMethod, policy.CleanPath). It fails with
-// a *policy.PathError when the path has no one reading.
-func (v *Verdict) clean() error {
+// receives them (policy.CanonicalMethod, policy.CleanPath), and Host
+// when a rule of pol matches on it (policy.CleanHost). It fails with a
+// *policy.PathError when the path has no one reading, a
+// *policy.HostError when the host has none (or there is none to match).
+func (v *Verdict) clean(pol *policy.Compiled) error {
 	v.Method = policy.CanonicalMethod(v.req.Method)
 	esc, dec, err := policy.CleanPath(v.req.Path)
 	if err != nil {
@@ -212,7 +233,26 @@ func (v *Verdict) clean() error {
 	}
 	v.Path, v.DecodedPath = esc, dec
 	v.Cleaned = v.Method != v.req.Method || esc != v.req.Path
+	if pol.MatchesHost() {
+		if v.Host, err = policy.CleanHost(v.req.Host); err != nil {
+			return err
+		}
+		if v.Host == "" {
+			return errNoHost
+		}
+	}
 	return nil
+}
+
+// errNoHost refuses a request without a host when rules match on it:
+// the upstream would serve it as some host that no rule saw.
+var errNoHost = &policy.HostError{Reason: "none: rules match requests by their host (send Host)"}
+
+// matchRules sets v.match to the rules that match the cleaned request.
+func (v *Verdict) matchRules(pol *policy.Compiled) {
+	m := &v.mreq
+	m.Method, m.Path, m.Host, m.Header = v.Method, v.DecodedPath, v.Host, v.req.Header
+	v.match = pol.MatchRequest(m, v.match[:0])
 }
 
 // setField adds the field name with the value v.buf[from:].
@@ -252,6 +292,9 @@ func (v *Verdict) badRequest(detail string) {
 func pathDetail(err error) string {
 	if pe, ok := err.(*policy.PathError); ok {
 		return "the request path cannot be read one way only: it has " + pe.Reason
+	}
+	if he, ok := err.(*policy.HostError); ok {
+		return "the request's host cannot be read one way only: it has " + he.Reason
 	}
 	return err.Error()
 }

@@ -20,6 +20,7 @@ type ExplainJSON struct {
 	Request struct {
 		Method  string `json:"method"`
 		Path    string `json:"path"`
+		Host    string `json:"host,omitempty"`
 		Client  string `json:"client"`
 		Plan    string `json:"plan,omitempty"`
 		Address string `json:"address,omitempty"`
@@ -38,6 +39,7 @@ type ExplainJSON struct {
 func Explanation(ex decision.Explanation, where string) ExplainJSON {
 	var out ExplainJSON
 	out.Request.Method, out.Request.Path, out.Request.Client, out.Request.Plan = ex.Method, ex.Path, ex.Client, ex.Plan
+	out.Request.Host = ex.Host
 	if ex.Addr.IsValid() {
 		out.Request.Address = ex.Addr.String()
 	}
@@ -59,7 +61,7 @@ func cmpStatus(s int) int {
 	return s
 }
 
-// explain answers GET /api/v1/explain?method=M&path=P&key=K&ip=A&header=NAME:VALUE.
+// explain answers GET /api/v1/explain?method=M&path=P&host=H&key=K&ip=A&header=NAME:VALUE.
 func (g *Gateway) explain(w http.ResponseWriter, r *http.Request) {
 	snap := g.snap.Load()
 	req, err := ExplainRequest(r.URL.RawQuery, snap.cfg.Compiled)
@@ -74,7 +76,7 @@ func (g *Gateway) explain(w http.ResponseWriter, r *http.Request) {
 }
 
 // ExplainRequest reads the request an explain query describes: method
-// (default GET), path (required, from '/'), key (the access key, sent in
+// (default GET), path (required, from '/'), host (its Host), key (the access key, sent in
 // the policy's key header), ip (the peer's address) and header=NAME:VALUE,
 // repeatable. What cannot be read is an error saying why.
 func ExplainRequest(raw string, pol *policy.Compiled) (decision.Request, error) {
@@ -82,7 +84,7 @@ func ExplainRequest(raw string, pol *policy.Compiled) (decision.Request, error) 
 	if err != nil {
 		return decision.Request{}, fmt.Errorf("the query cannot be parsed: %v", err)
 	}
-	accepted := []string{"method", "path", "key", "ip", "header"}
+	accepted := []string{"method", "path", "host", "key", "ip", "header"}
 	for k, vs := range q {
 		if !slices.Contains(accepted, k) {
 			return decision.Request{}, fmt.Errorf("unknown parameter %q (accepted: %s)", k, strings.Join(accepted, ", "))
@@ -112,7 +114,7 @@ func ExplainRequest(raw string, pol *policy.Compiled) (decision.Request, error) 
 	if k := q.Get("key"); k != "" {
 		h.add(pol.KeyHeader(), k)
 	}
-	req := decision.Request{Method: method, Path: path, Header: h}
+	req := decision.Request{Method: method, Path: path, Host: q.Get("host"), Header: h}
 	if ip := q.Get("ip"); ip != "" {
 		a, err := netip.ParseAddr(ip)
 		if err != nil {

@@ -84,8 +84,10 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 	}
 	up := g.newUpload(ctx, set.Throttle != nil, hasBody, bodyStart) // body.go
 	defer up.release()
+	// Host is the field the upstream receives; an absolute-form target's
+	// authority naming another host was refused (fastproxy.Refuse).
 	v := g.engine.Decide(dctx, set, decision.Request{Method: b2s(ctx.Method()),
-		Path: b2s(ctx.URI().PathOriginal()), Peer: peer, Header: (*fastHeaders)(&ctx.Request.Header),
+		Path: b2s(ctx.URI().PathOriginal()), Host: b2s(ctx.Request.Header.Host()), Peer: peer, Header: (*fastHeaders)(&ctx.Request.Header),
 		Cert: peerCertOf(ctx), Ready: up.readiness(), Origin: rt})
 	if g.uploadFailed(ctx, rt, v, up) {
 		return false

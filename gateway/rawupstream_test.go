@@ -265,10 +265,14 @@ var rawAttacks = []rawAttack{
 		send:   request("GET /claims/1", withA) + request("POST /claims/2", withB, "Content-Length: 3") + "abc",
 		status: []int{429, 200}, lines: []string{"POST /claims/2 HTTP/1.1"}, wire: []string{"\r\n\r\nabc"},
 		counted: []string{"claims partner-a limited", "writes partner-b allowed"}},
-	// Absolute-form: matched and sent on by its path; the Host field goes on.
-	{name: "absolute-form with another authority", send: "GET http://other/claims/1?q HTTP/1.1\r\nHost: x\r\n" + withB + "\r\n\r\n",
+	// Absolute-form: matched and sent on by its path; the Host field goes
+	// on. An authority naming another host than Host is refused: the
+	// upstream reads Host, an origin server the authority (RFC 9112 3.2.2).
+	{name: "absolute-form with the Host's authority", send: "GET http://X:80/claims/1?q HTTP/1.1\r\nHost: x\r\n" + withB + "\r\n\r\n",
 		status: []int{200}, lines: []string{"GET /claims/1?q HTTP/1.1"}, wire: []string{"\r\nHost: x\r\n"},
 		counted: []string{"claims partner-b allowed"}},
+	{name: "absolute-form with another authority", send: "GET http://other/claims/1?q HTTP/1.1\r\nHost: x\r\n" + withB + "\r\n\r\n",
+		status: []int{400}},
 }
 
 // What an upstream answers goes to the caller in one framing: an answer

@@ -42,14 +42,14 @@ func (g *Gateway) newRoutes(cfg *config.File, old *snapshot) []*route {
 }
 
 // routeFor returns the route of the first service whose match fits the
-// request of ctx: its host (the absolute-form target's authority, else
-// Host) and its path, cleaned as rules see it. Nil when none does, or when
+// request of ctx: its Host (an absolute-form target's authority must be
+// the same: fastproxy.Refuse) and its path, cleaned as rules see it. Nil when none does, or when
 // the snapshot has none (the decision service alone).
 func (s *snapshot) routeFor(ctx *fasthttp.RequestCtx) *route {
 	if len(s.routes) == 1 && s.routes[0].up.Host == "" && s.routes[0].up.Path == "" {
 		return s.routes[0] // upstream, or one service for every request: nothing to look at
 	}
-	host := b2s(ctx.Host())
+	host := b2s(ctx.Request.Header.Host()) // an absolute-form authority naming another host was refused
 	var path string
 	cleaned := false
 	for _, rt := range s.routes {

@@ -98,9 +98,9 @@ func TestUpstreamsRouting(t *testing.T) {
 		{"wildcard host is not the bare name", "GET /a", "partners.example", ""},
 		{"wildcard host is a label boundary", "GET /a", "evilpartners.example", ""},
 		{"no service", "GET /claims/1", "other.example", ""},
-		{"absolute form: its authority, not Host", "GET http://claims.example.com/x", "other.example", "claims"},
-		{"absolute form to another host", "GET http://other.example/reports/1", "claims.example.com", "reports"},
-		{"absolute form, unrouted", "GET http://other.example/x", "claims.example.com", ""},
+		{"absolute form with its Host", "GET http://claims.example.com/x", "claims.example.com", "claims"},
+		{"absolute form, unrouted", "GET http://other.example/x", "other.example", ""},
+		{"absolute form naming another host than Host", "GET http://claims.example.com/x", "other.example", "refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := svc.counts()
@@ -112,10 +112,13 @@ func TestUpstreamsRouting(t *testing.T) {
 					t.Errorf("%s reached %s %d times, want %d (answer %d %q)", tc.line, name, reached, want, status, body)
 				}
 			}
+			if tc.want == "refused" && status != http.StatusBadRequest {
+				t.Errorf("status %d %q, want 400", status, body)
+			}
 			if tc.want == "" && status != http.StatusNotFound {
 				t.Errorf("status %d %q, want 404", status, body)
 			}
-			if tc.want != "" && status != http.StatusOK {
+			if tc.want != "" && tc.want != "refused" && status != http.StatusOK {
 				t.Errorf("status %d %q, want 200", status, body)
 			}
 		})
@@ -127,11 +130,11 @@ func TestUpstreamsRouting(t *testing.T) {
 	if got := metric(m, "sluice_upstream_responses_total", "upstream=claims", "code=200"); got != 5 {
 		t.Errorf(`sluice_upstream_responses_total{upstream="claims"} = %v, want 5`, got)
 	}
-	if got := metric(m, "sluice_upstream_responses_total", "upstream=reports"); got != 5 {
-		t.Errorf(`sluice_upstream_responses_total{upstream="reports"} = %v, want 5`, got)
+	if got := metric(m, "sluice_upstream_responses_total", "upstream=reports"); got != 4 {
+		t.Errorf(`sluice_upstream_responses_total{upstream="reports"} = %v, want 4`, got)
 	}
-	if got := metric(m, "sluice_requests_total"); got != 12 {
-		t.Errorf("sluice_requests_total = %v, want 12: the unrouted requests are counted by no rule", got)
+	if got := metric(m, "sluice_requests_total"); got != 11 {
+		t.Errorf("sluice_requests_total = %v, want 11: the unrouted and refused requests are counted by no rule", got)
 	}
 }
 

@@ -32,7 +32,8 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, set *Settings, n
 		return
 	}
 	peer, _ := netip.ParseAddrPort(r.RemoteAddr) // the zero AddrPort when it cannot be read: counted as "caller"
-	req := decision.Request{Method: r.Method, Path: r.URL.EscapedPath(), Peer: peer, Header: header(r.Header), Origin: r}
+	// r.Host: net/http's server puts an absolute-form target's authority there, and refuses a second Host
+	req := decision.Request{Method: r.Method, Path: r.URL.EscapedPath(), Host: r.Host, Peer: peer, Header: header(r.Header), Origin: r}
 	if key := l.opts.Key; key != nil {
 		req.Key = func(rule string) (string, bool) { return key(r, rule) }
 	}

@@ -151,6 +151,8 @@ func checkMatch(at string, m Match, fail func(string, string, ...any)) {
 		fail(at+".match.path", "%q must start with '/'", m.Path)
 	} else if clean, ok := cleanRulePath(m.Path); !ok {
 		fail(at+".match.path", "%q never matches: request paths are cleaned first (write %s)", m.Path, clean)
+	} else {
+		checkWildPath(at, m.Path, fail)
 	}
 	for j, method := range m.Methods {
 		if method == "" || strings.ToUpper(method) != method || strings.ContainsAny(method, " \t\r\n") {

@@ -30,19 +30,22 @@ func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
 // Compiled is a validated policy, ready to answer per request. It is
 // immutable and safe for concurrent use.
 type Compiled struct {
-	src       Policy
-	rules     []compiledRule
-	byKey     map[string]*Caller
-	byCert    map[CertSelector]certEntry
-	byID      map[string]*Caller
-	anonymous *Caller
-	global    *Caller
-	ipv6Bits  int
-	settles   bool   // a rule settles after the response (settle.go)
-	keyName   string // KeyName, once per policy
-	loc       *time.Location
-	scheduled bool      // a rule or a plan has a schedule (schedule.go)
-	base      *Compiled // for a policy At compiled: the policy as written
+	src          Policy
+	rules        []compiledRule
+	matchers     []Matcher // by rule index, apart from rules: Match reads only them
+	byKey        map[string]*Caller
+	byCert       map[CertSelector]certEntry
+	byID         map[string]*Caller
+	anonymous    *Caller
+	global       *Caller
+	ipv6Bits     int
+	settles      bool     // a rule settles after the response (settle.go)
+	keyName      string   // KeyName, once per policy
+	byHost       bool     // a rule matches on the host (MatchesHost)
+	matchHeaders []string // MatchHeaderNames
+	loc          *time.Location
+	scheduled    bool      // a rule or a plan has a schedule (schedule.go)
+	base         *Compiled // for a policy At compiled: the policy as written
 
 	// The runtime overrides in force (override.go): plain is the policy
 	// without them (nil when c is that policy), overrides those
@@ -54,6 +57,7 @@ type Compiled struct {
 
 type compiledRule struct {
 	Rule
+	match      Matcher
 	allowIDs   map[string]bool
 	headerName string // HeaderName, once per policy
 	costName   string // CostHeaderName, once per policy
@@ -154,7 +158,17 @@ func compile(p Policy, base *Compiled) (*Compiled, error) {
 	}
 	names := map[string]int{}
 	for i, r := range p.Rules {
-		c.rules = append(c.rules, compileRule(i, r, names, fail))
+		c.rules = append(c.rules, compileRule(i, r, p.CaseInsensitivePaths, names, fail))
+	}
+	for i := range c.rules {
+		m := &c.rules[i].match
+		c.matchers = append(c.matchers, *m)
+		c.byHost = c.byHost || m.MatchesHost()
+		for _, name := range m.HeaderNames(nil) {
+			if !slices.Contains(c.matchHeaders, name) {
+				c.matchHeaders = append(c.matchHeaders, name)
+			}
+		}
 	}
 	failName := func(path, format string, args ...any) {
 		errs = append(errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...), Name: true})
@@ -184,7 +198,7 @@ func compile(p Policy, base *Compiled) (*Compiled, error) {
 	return c, nil
 }
 
-func compileRule(i int, r Rule, names map[string]int, fail func(string, string, ...any)) compiledRule {
+func compileRule(i int, r Rule, fold bool, names map[string]int, fail func(string, string, ...any)) compiledRule {
 	at := fmt.Sprintf("rules[%d]", i)
 	switch {
 	case r.Name == "":
@@ -198,7 +212,7 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 			names[r.Name] = i
 		}
 	}
-	checkMatch(at, r.Match, fail)
+	m := CompileMatch(at, r.Match, fold, fail)
 	if r.Key.Kind == KeyHeader && !validHeaderName(r.Key.Header) {
 		fail(at+".key", "header name %q is not a valid HTTP header name", r.Key.Header)
 	} else if why := uncountedHeader(r.Key.Header); r.Key.Kind == KeyHeader && why != "" {
@@ -224,7 +238,7 @@ func compileRule(i int, r Rule, names map[string]int, fail func(string, string, 
 	if r.Classifies() && r.Priority == nil && !r.Degrade {
 		fail(at+".rate", "missing: the rule does nothing (give it a rate such as 100/m, a concurrency, a priority, or degrade: true)")
 	}
-	cr := compiledRule{Rule: r, allowIDs: map[string]bool{}}
+	cr := compiledRule{Rule: r, match: m, allowIDs: map[string]bool{}}
 	if r.Key.Kind == KeyHeader {
 		cr.headerName = textproto.CanonicalMIMEHeaderKey(r.Key.Header)
 	}
@@ -412,6 +426,7 @@ func clonePolicy(p Policy) Policy {
 	for i := range p.Rules {
 		r := &p.Rules[i]
 		r.Match.Methods = slices.Clone(r.Match.Methods)
+		r.Match.Headers = slices.Clone(r.Match.Headers)
 		r.Allow = slices.Clone(r.Allow)
 		r.AllowNets = unmapPrefixes(r.AllowNets)
 		if r.Priority != nil {

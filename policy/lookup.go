@@ -67,19 +67,33 @@ func (c *Compiled) Rule(i int) *Rule { return &c.rules[i].Rule }
 // RuleLimit returns rule i's own limit, before plans and overrides.
 func (c *Compiled) RuleLimit(i int) limiter.Limit { return c.global.limits[i] }
 
-// Match appends to dst the indexes of the rules that match a request and
-// returns it. method is the request's method as CanonicalMethod spells it,
-// path its decoded path as CleanPath returns it.
+// Match appends to dst the indexes of the rules that match a request
+// with neither host nor headers and returns it (MatchRequest). method is
+// the request's method as CanonicalMethod spells it, path its decoded
+// path as CleanPath returns it.
 func (c *Compiled) Match(method, path string, dst []int) []int {
-	fold := c.src.CaseInsensitivePaths
-	for i := range c.rules {
-		m := &c.rules[i].Match
-		if pathMatches(m.Path, path, fold) && methodMatches(m.Methods, method) {
+	return c.MatchRequest(&Request{Method: method, Path: path}, dst)
+}
+
+// MatchRequest appends to dst the indexes of the rules that match r and
+// returns it.
+func (c *Compiled) MatchRequest(r *Request, dst []int) []int {
+	for i := range c.matchers {
+		if c.matchers[i].Matches(r) {
 			dst = append(dst, i)
 		}
 	}
 	return dst
 }
+
+// MatchesHost reports whether a rule matches on the request's host: a
+// request must then name one (Request.Host).
+func (c *Compiled) MatchesHost() bool { return c.byHost }
+
+// MatchHeaderNames returns the canonical names of the headers rules match
+// on (Match.Headers), each once; nil when none does. The caller must not
+// change it.
+func (c *Compiled) MatchHeaderNames() []string { return c.matchHeaders }
 
 // methodMatches reports whether method is listed; a rule for GET also
 // covers HEAD, which asks for the same resource.
@@ -88,11 +102,10 @@ func methodMatches(methods []string, method string) bool {
 		method == "HEAD" && slices.Contains(methods, "GET")
 }
 
-// pathMatches reports whether prefix matches path on segment boundaries:
-// "/claims" matches "/claims" and "/claims/7", not "/claimsx". With fold,
-// segments are compared regardless of case.
-func pathMatches(prefix, path string, fold bool) bool {
-	prefix = strings.TrimSuffix(prefix, "/")
+// prefixMatches reports whether prefix, without a trailing '/', matches
+// path on segment boundaries: "/claims" matches "/claims" and "/claims/7",
+// not "/claimsx". With fold, segments are compared regardless of case.
+func prefixMatches(prefix, path string, fold bool) bool {
 	if prefix == "" {
 		return true
 	}

@@ -259,16 +259,33 @@ func (r *Rule) Classifies() bool { return r.Rate == (Rate{}) && r.Concurrency ==
 // LimitsInFlight reports whether r is a concurrency rule (Concurrency > 0).
 func (r *Rule) LimitsInFlight() bool { return r.Concurrency > 0 }
 
-// Match selects requests by path prefix (on segment boundaries) and method.
+// Match selects requests by host, path prefix (on segment boundaries),
+// method and headers; every field left empty matches every request, and a
+// request must match all that are set. Requests are cleaned first, so that
+// no other spelling escapes a match (CleanPath, CanonicalMethod,
+// CleanHost). CompileMatch compiles it into a Matcher.
 type Match struct {
+	// Host, if set, is the request's host: an exact name
+	// ("api.example.com") or "*." and a name ("*.example.com"), which
+	// matches every name below it, at any depth, and never the name itself
+	// (as nginx's server_name does). Compared regardless of case, without
+	// the port and one trailing dot; a name in Unicode is compared in its
+	// ASCII form (punycode), as CleanHost reads the request's.
+	Host string
 	// Path is a path prefix; "/claims" matches /claims and /claims/7 but not
-	// /claimsx. Empty or "/" matches every path. Request paths are cleaned
-	// first (CleanPath: "//claims/./7" and "/claims;x/7" are "/claims/7"),
-	// so Path must be clean itself, in decoded form.
+	// /claimsx. Empty or "/" matches every path. A segment "*" matches any
+	// one segment: "/claims/*/documents" matches /claims/7/documents and
+	// /claims/7/documents/2, not /claims/documents. Request paths are
+	// cleaned first (CleanPath: "//claims/./7" and "/claims;x/7" are
+	// "/claims/7"), so Path must be clean itself, in decoded form.
 	Path string
 	// Methods, if any, restricts the rule to these methods (upper case);
 	// GET also covers HEAD. Request methods are upper-cased first.
 	Methods []string
+	// Headers, if any, must all be on the request: each with its exact
+	// value, or with any value (HeaderMatch.Present). A header sent twice
+	// or as a list matches when any of its values does.
+	Headers []HeaderMatch
 }
 
 // KeyKind is what a rule counts by.

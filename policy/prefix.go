@@ -5,4 +5,4 @@ package policy
 // boundaries: "/claims" matches "/claims" and "/claims/7", not "/claimsx".
 // With fold, segments are compared regardless of case
 // (case_insensitive_paths).
-func PathHasPrefix(prefix, path string, fold bool) bool { return pathMatches(prefix, path, fold) }
+func PathHasPrefix(prefix, path string, fold bool) bool { return prefixMatches(prefix, path, fold) }

@@ -21,13 +21,13 @@ const runtimeWait = 3 * time.Second
 
 // usageTail is what a command's usage line names after --config FILE.
 var usageTail = map[string]string{
-	"check": " [--explain 'METHOD PATH' [--key KEY] [--ip ADDR] [--header NAME:VALUE]...]",
+	"check": " [--explain 'METHOD PATH' [--host HOST] [--key KEY] [--ip ADDR] [--header NAME:VALUE]...]",
 }
 
 // explainFlags are check's flags that describe a request to explain.
 type explainFlags struct {
-	request, key, ip string
-	headers          headerList
+	request, host, key, ip string
+	headers                headerList
 }
 
 // headerList is a repeatable --header NAME:VALUE.
@@ -38,6 +38,7 @@ func (h *headerList) Set(v string) error { *h = append(*h, v); return nil }
 
 func (f *explainFlags) define(fs *flag.FlagSet) {
 	fs.StringVar(&f.request, "explain", "", "explain a request: 'METHOD PATH', such as 'GET /claims/7'")
+	fs.StringVar(&f.host, "host", "", "with --explain: the request's host (its Host field)")
 	fs.StringVar(&f.key, "key", "", "with --explain: the caller's access key")
 	fs.StringVar(&f.ip, "ip", "", "with --explain: the caller's address")
 	fs.Var(&f.headers, "header", "with --explain: a header field of the request, NAME:VALUE (repeatable)")
@@ -46,13 +47,13 @@ func (f *explainFlags) define(fs *flag.FlagSet) {
 // set reports whether a request is to be explained (or an explain flag
 // was given without --explain, which explainFile refuses).
 func (f *explainFlags) set() bool {
-	return f.request != "" || f.key != "" || f.ip != "" || len(f.headers) > 0
+	return f.request != "" || f.host != "" || f.key != "" || f.ip != "" || len(f.headers) > 0
 }
 
 // query is the request as GET /api/v1/explain's query describes it.
 func (f *explainFlags) query() (string, error) {
 	if f.request == "" {
-		return "", fmt.Errorf("--key, --ip and --header describe the request of --explain 'METHOD PATH', which is missing")
+		return "", fmt.Errorf("--host, --key, --ip and --header describe the request of --explain 'METHOD PATH', which is missing")
 	}
 	q := url.Values{}
 	method, path, ok := strings.Cut(strings.TrimSpace(f.request), " ")
@@ -61,7 +62,7 @@ func (f *explainFlags) query() (string, error) {
 	}
 	q.Set("method", method)
 	q.Set("path", strings.TrimSpace(path))
-	for name, v := range map[string]string{"key": f.key, "ip": f.ip} {
+	for name, v := range map[string]string{"host": f.host, "key": f.key, "ip": f.ip} {
 		if v != "" {
 			q.Set(name, v)
 		}

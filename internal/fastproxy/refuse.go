@@ -3,8 +3,11 @@ package fastproxy
 import (
 	"bytes"
 	"strconv"
+	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // Refuse reports whether the request h heads must be refused although
@@ -29,6 +32,12 @@ import (
 //   - a space or tab inside a field name ("X-API Key"), which fasthttp
 //     keeps and net/http refuses: 400;
 //   - Connection fields naming more than MaxConnectionNames fields: 400;
+//   - an absolute-form request target ("GET http://a.example/ HTTP/1.1")
+//     whose authority names another host than Host, or holds a user
+//     ("http://u@a.example/"): an origin server reads the authority and
+//     ignores Host (RFC 9112 section 3.2.2), an upstream behind a proxy
+//     may read Host; rules match the one host both name (policy.CleanHost
+//     of either: case, port and one trailing dot aside): 400;
 //   - a header block whose end is a bare LF (its empty line, or the
 //     line before it), which fasthttp reads only when a CRLF CRLF came
 //     after it (alone, it is refused before Refuse: HeaderEnd): 400,
@@ -59,6 +68,9 @@ func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 	if spaced {
 		return fasthttp.StatusBadRequest, "a header field's name has a space in it (a name is one token, as X-API-Key)"
 	}
+	if detail := authorityProblem(h); detail != "" {
+		return fasthttp.StatusBadRequest, detail
+	}
 	if tooManyConnectionNames(h) {
 		return fasthttp.StatusBadRequest, connectionNamesDetail
 	}
@@ -68,6 +80,49 @@ func Refuse(h *fasthttp.RequestHeader) (status int, detail string) {
 		return fasthttp.StatusBadRequest, bareLFDetail
 	}
 	return 0, ""
+}
+
+// authorityProblem says why an absolute-form request target's authority
+// is refused beside h's Host, "" when it is not (or the target is not in
+// absolute form).
+func authorityProblem(h *fasthttp.RequestHeader) string {
+	target := b2s(h.RequestURI())
+	if target == "" || target[0] == '/' || target == "*" {
+		return ""
+	}
+	_, rest, ok := strings.Cut(target, "://")
+	if !ok {
+		return "" // authority-form (CONNECT), which fasthttp serves as a path
+	}
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	if strings.IndexByte(authority, '@') >= 0 {
+		return "the request target names a user (user@host): send no credentials in the target"
+	}
+	host := b2s(h.Host())
+	if host == "" {
+		return ""
+	}
+	a, errA := policy.CleanHost(authority)
+	b, errB := policy.CleanHost(host)
+	if errA != nil || errB != nil {
+		a, b = strings.ToLower(authority), strings.ToLower(host)
+	}
+	if a != b {
+		return "the request target's host " + strconv.Quote(clipHost(authority)) + " and Host " +
+			strconv.Quote(clipHost(host)) + " differ (send the same host in both, or a path as the target)"
+	}
+	return ""
+}
+
+// clipHost shortens a host named in a problem detail.
+func clipHost(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }
 
 // bareLFDetail is the problem detail of a request whose header block
