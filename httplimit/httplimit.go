@@ -1,5 +1,7 @@
 // Package httplimit is sluice's decision as net/http middleware: it
-// identifies the caller (access key, or IP behind trusted proxies), finds the
+// identifies the caller (access key, a client certificate the server's TLS
+// handshake verified when the policy's clients list certificates
+// (policy.Client.Certs), or IP behind trusted proxies), finds the
 // rules that match the request, asks the store for one decision per rule
 // (one batch, one clock read), and either passes the request on with
 // RateLimit headers or answers 429 itself, with Retry-After and a problem

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // header is an http.Header as the decision Engine reads fields: its keys
@@ -22,6 +23,18 @@ func (h header) Names(dst []string) []string {
 	return dst
 }
 
+// peerCert is the client certificate r's TLS handshake verified (a
+// server whose tls.Config has ClientAuth VerifyClientCertIfGiven or
+// RequireAndVerifyClientCert), nil without. It is read at each request (a
+// digest of the certificate): only for a policy whose clients list
+// certificates.
+func peerCert(r *http.Request) *policy.PeerCert {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 {
+		return nil
+	}
+	return policy.NewPeerCert(r.TLS.PeerCertificates[0])
+}
+
 // serve decides r under set and passes it to next, then tells the Engine
 // how it was answered (Verdict.Finish). Without after steps and without
 // Options.OnResponse the handler gets w itself: nothing is recorded.
@@ -34,6 +47,9 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, set *Settings, n
 	peer, _ := netip.ParseAddrPort(r.RemoteAddr) // the zero AddrPort when it cannot be read: counted as "caller"
 	// r.Host: net/http's server puts an absolute-form target's authority there, and refuses a second Host
 	req := decision.Request{Method: r.Method, Path: r.URL.EscapedPath(), Host: r.Host, Peer: peer, Header: header(r.Header), Origin: r}
+	if set.Policy.IdentifiesByCert() {
+		req.Cert = peerCert(r)
+	}
 	if key := l.opts.Key; key != nil {
 		req.Key = func(rule string) (string, bool) { return key(r, rule) }
 	}
