@@ -274,13 +274,25 @@ func TestClientCARotation(t *testing.T) {
 	p := startPartners(t, ", client_auth: require")
 	next := testcert.NewAuthority(t, "Partners CA 2")
 	tmp := filepath.Join(p.dir, "partners.pem.tmp")
-	if err := os.WriteFile(tmp, next.CertPEM, 0o600); err != nil {
-		t.Fatal(err)
+	replaceCA := func() {
+		if err := os.WriteFile(tmp, next.CertPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(p.dir, "partners.pem")); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.Rename(tmp, filepath.Join(p.dir, "partners.pem")); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the new client_ca in use", func() bool { return p.logs.count(t, "client_ca re-read") > 0 })
+	replaceCA()
+	// The watch may begin after the first rename (Run starts it on its own
+	// goroutine): rename again every half second, longer than the watch's
+	// debounce, until it has been seen.
+	tries := 0
+	eventually(t, "the new client_ca in use", func() bool {
+		if tries++; tries%25 == 0 {
+			replaceCA()
+		}
+		return p.logs.count(t, "client_ca re-read") > 0
+	})
 	if !handshakeFails(t, p, p.certs["partner-dns"]) {
 		t.Error("the old authority's certificate: answered, want the handshake refused")
 	}
