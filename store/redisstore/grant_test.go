@@ -62,8 +62,8 @@ func TestGrantTables(t *testing.T) {
 	srv := redistest.StartServer(t)
 	ms := int64(1000)
 	steps := []grantStep{
-		{at: 0, cost: 1, allowed: true},                               // cold: one call, 9 left in Redis
-		{at: 1 * ms, cost: 1, allowed: true, grants: 1, left: 3},      // hot: a grant of 4, 5 left in Redis
+		{at: 0, cost: 1, allowed: true},                          // cold: one call, 9 left in Redis
+		{at: 1 * ms, cost: 1, allowed: true, grants: 1, left: 3}, // hot: a grant of 4, 5 left in Redis
 		{at: 2 * ms, cost: 1, allowed: true, grants: 1, saved: 1, left: 2},
 		{at: 3 * ms, cost: 2, allowed: true, grants: 1, saved: 2, left: 0},
 		{at: 4 * ms, cost: 1, allowed: true, grants: 2, saved: 2, left: 3}, // 1 left in Redis
@@ -213,7 +213,9 @@ func TestGrantDecideAll(t *testing.T) {
 	// one of them was), then a grant of 4 on each in one call (narrow at 2
 	// of 6), three answered from the grants, then narrow has no room: the
 	// grant call is denied and so is the request, spending nothing.
-	look := func(r store.Request) int64 { return decide(t, plain, r.Key, r.Limit, start.Add(time.Second), 0).Remaining }
+	look := func(r store.Request) int64 {
+		return decide(t, plain, r.Key, r.Limit, start.Add(time.Second), 0).Remaining
+	}
 	if allowed != 6 || look(reqs[1]) != 0 || look(reqs[0])+held(s, reqs[0].Key) != 94 || s.GrantStats().CallsSaved.Load() != 6 {
 		t.Fatalf("allowed %d; narrow remaining %d; wide remaining %d + held %d; %d calls saved", allowed, look(reqs[1]),
 			look(reqs[0]), held(s, reqs[0].Key), s.GrantStats().CallsSaved.Load())
