@@ -182,12 +182,35 @@ type Redis struct {
 	TLSOptions RedisTLS
 	// Prefix starts every key sluice writes. Default "sluice:".
 	Prefix string
+	// Lease is quota leased by the instance (store.redis.lease): the zero
+	// value leases nothing.
+	Lease RedisLease
 }
+
+// RedisLease is store.redis.lease: a hot key's quota taken Max units at a
+// time in one Redis call and admitted locally (not the concurrency
+// leases of store.lease_ttl).
+type RedisLease struct {
+	// Max is the most units one lease takes of a key: 1 to the largest
+	// limit of a rate rule. 0: no leases.
+	Max int64
+	// TTL is the longest a lease lives, and the longest between two
+	// decisions on a key for it to be leased: MinRedisLeaseTTL to
+	// MaxRedisLeaseTTL. Default DefaultRedisLeaseTTL.
+	TTL time.Duration
+}
+
+// Bounds of store.redis.lease.ttl, and its default.
+const (
+	DefaultRedisLeaseTTL = time.Second
+	MinRedisLeaseTTL     = 10 * time.Millisecond
+	MaxRedisLeaseTTL     = time.Minute
+)
 
 // Equal reports whether r and o are the same settings.
 func (r Redis) Equal(o Redis) bool {
 	return slices.Equal(r.Addrs, o.Addrs) && r.Timeout == o.Timeout && r.Username == o.Username &&
-		r.Password == o.Password && r.TLS == o.TLS && r.TLSOptions.Equal(o.TLSOptions) && r.Prefix == o.Prefix
+		r.Password == o.Password && r.TLS == o.TLS && r.TLSOptions.Equal(o.TLSOptions) && r.Prefix == o.Prefix && r.Lease == o.Lease
 }
 
 // Load reads and parses the file at path. A file that cannot be read gives
@@ -231,6 +254,7 @@ func Parse(name string, data []byte) (*File, error) {
 		if c != nil {
 			d.checkLocalShares(f)
 			d.checkLogBound(f)
+			d.checkLeaseMax(f)
 		}
 	}
 	if len(d.errs) > 0 {

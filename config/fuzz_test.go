@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 		string(design),
 		minimal,
 		designSchedule,
+		minimal + "store: {type: redis, redis: {lease: {max: 10, ttl: 500ms}}}\n",
 		"",
 		"- a\n",
 		"listen: :80\x00\n",

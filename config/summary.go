@@ -257,6 +257,9 @@ func (s Store) summary() string {
 		if s.Redis.TLS {
 			tls = ", TLS" + s.Redis.TLSOptions.summary()
 		}
+		if l := s.Redis.Lease; l.Max > 0 {
+			tls += fmt.Sprintf(", a hot key's quota leased %d units at a time for at most %v", l.Max, l.TTL)
+		}
 		where = fmt.Sprintf("redis %s (timeout %v, prefix %q%s)", strings.Join(s.Redis.Addrs, ", "), s.Redis.Timeout, s.Redis.Prefix, tls)
 	}
 	fail := s.OnFailure.String()

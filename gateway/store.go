@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
+	"github.com/sluice-rl/sluice/store/redisstore"
 	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
@@ -30,6 +31,9 @@ func openStore(ctx context.Context, cfg *config.File, clk clock.Clock, m *metric
 	}
 	if fs, ok := st.(*failover.Store); ok {
 		m.registerFailover(fs)
+		if g, ok := fs.Shared().(interface{ GrantStats() *redisstore.GrantStats }); ok && cfg.Store.Redis.Lease.Max > 0 {
+			m.registerLeases(g.GrantStats())
+		}
 	}
 	return st, nil
 }
@@ -58,4 +62,17 @@ func (m *metrics) registerFailover(fs *failover.Store) {
 			Name: "sluice_store_degraded_decisions_total",
 			Help: "Decisions made by the failure policy (on_failure) while the shared store was unreachable.",
 		}, func() float64 { return float64(fs.Stats().Degraded.Load()) }))
+}
+
+// registerLeases exports the counters of leased quota (store.redis.lease:
+// the Redis store's quota grants).
+func (m *metrics) registerLeases(g *redisstore.GrantStats) {
+	counter := func(name, help string, read func() int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(read()) })
+	}
+	m.registry.MustRegister(
+		counter("sluice_redis_lease_grants_total", "Redis calls that leased a hot key's quota (store.redis.lease).", g.Grants.Load),
+		counter("sluice_redis_lease_calls_saved_total", "Decisions answered from quota leased by this instance, each a Redis call not made.", g.CallsSaved.Load),
+		counter("sluice_redis_lease_units_returned_total", "Unused leased units given back to Redis when their lease ended.", g.UnitsReturned.Load),
+		counter("sluice_redis_lease_units_expired_total", "Unused leased units that could not go back when their lease ended (their window had ended, or the bucket was spent since): counted, never admitted.", g.UnitsExpired.Load))
 }

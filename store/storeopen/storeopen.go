@@ -117,10 +117,11 @@ func openRedis(ctx context.Context, sc config.Store, opts Options) (store.Store,
 }
 
 // RedisOptions are the options of a Redis store on sc.Redis: addresses,
-// credentials, timeout, prefix and TLS.
+// credentials, timeout, prefix, TLS and leased quota (quota grants).
 func RedisOptions(sc config.Store) redisstore.Options {
 	ro := redisstore.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
-		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix}
+		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix,
+		Grant: redisstore.GrantOptions{Max: sc.Redis.Lease.Max, TTL: sc.Redis.Lease.TTL}}
 	if sc.Redis.TLS {
 		ro.TLS = TLSConfig(sc.Redis.TLSOptions)
 	}
