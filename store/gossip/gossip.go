@@ -10,8 +10,8 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,7 +85,7 @@ type Store struct {
 	clock       clock.Clock
 	logger      *slog.Logger
 
-	round atomic.Uint64       // the round the next message will be
+	round atomic.Uint64        // the round the next message will be
 	view  atomic.Pointer[view] // what the peers acknowledged, for Decide
 
 	mu    sync.Mutex
