@@ -146,11 +146,14 @@ func New(opts Options) (*Store, error) {
 	}
 	s.tab = newTable(maxKeys, shards)
 	s.name = opts.Name
-	if s.name == "" {
-		s.name = defaultName(host, port)
-	}
 	var inc [8]byte
 	_, _ = rand.Read(inc[:])
+	if s.name == "" {
+		s.name = defaultName(host, port)
+		if port == 0 { // the port is chosen at bind: tell instances apart by a random suffix
+			s.name += "-" + strconv.FormatUint(binary.LittleEndian.Uint64(inc[:])&0xffff, 16)
+		}
+	}
 	s.incarnation = binary.LittleEndian.Uint64(inc[:]) | 1 // never 0: 0 is "not heard yet"
 	s.round.Store(1)
 	s.view.Store(&view{alone: true})
@@ -365,3 +368,19 @@ func stateName(st memberlist.NodeStateType) string {
 	}
 	return "left"
 }
+
+// State is "shared" while the instance has peers, "alone" while it has
+// none (its counts are then the fleet's, as it knows it).
+func (s *Store) State() string {
+	if s.view.Load().alone {
+		return "alone"
+	}
+	return "shared"
+}
+
+// Interval returns how often the instance tells the others its counts.
+func (s *Store) Interval() time.Duration { return s.interval }
+
+// MaxUnsynced returns the most the instance admits for a key beyond what
+// the others acknowledged.
+func (s *Store) MaxUnsynced() int64 { return s.maxUnsynced }
