@@ -125,11 +125,16 @@ type File struct {
 // Store says where counters are kept and what happens when that place
 // cannot be reached.
 type Store struct {
-	// Type is "memory" (the default: counters in this process) or "redis"
-	// (counters shared by every instance).
+	// Type is "memory" (the default: counters in this process), "redis"
+	// (counters shared by every instance) or "gossip" (each instance's
+	// counters, spread to the others).
 	Type string
 	// Redis is how to reach Redis, with Type "redis".
 	Redis Redis
+	// Gossip is how the instances find each other and exchange their
+	// counts, with Type "gossip" (counters kept by each instance and
+	// spread to the others).
+	Gossip Gossip
 	// OnFailure is what happens to requests while the store cannot decide
 	// them, whatever the store. Default store.FailOpen.
 	OnFailure store.FailurePolicy
@@ -159,7 +164,7 @@ type Store struct {
 // Equal reports whether s and o are the same settings.
 func (s Store) Equal(o Store) bool {
 	return s.Type == o.Type && s.OnFailure == o.OnFailure && s.Instances == o.Instances && s.LeaseTTL == o.LeaseTTL &&
-		s.MaxKeys == o.MaxKeys && s.MaxLogEntries == o.MaxLogEntries && s.MaxRLSKeys == o.MaxRLSKeys && s.Redis.Equal(o.Redis)
+		s.MaxKeys == o.MaxKeys && s.MaxLogEntries == o.MaxLogEntries && s.MaxRLSKeys == o.MaxRLSKeys && s.Redis.Equal(o.Redis) && s.Gossip.Equal(o.Gossip)
 }
 
 // Redis is how to reach Redis.
@@ -255,6 +260,7 @@ func Parse(name string, data []byte) (*File, error) {
 			d.checkLocalShares(f)
 			d.checkLogBound(f)
 			d.checkLeaseMax(f)
+			d.checkGossipRules(f, c)
 		}
 	}
 	if len(d.errs) > 0 {
@@ -317,5 +323,6 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	d.certsUnverified(f)
 	d.checkDecideAddrs(f)
 	d.checkDecideRules(f)
+	d.checkGossipAddrs(f)
 	return f
 }

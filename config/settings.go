@@ -138,7 +138,7 @@ func (d *decoder) upstream(n *yaml.Node, path string) *url.URL {
 var onFailureNames = []string{store.FailOpen.String(), store.FailClosed.String(), store.FailLocal.String()}
 
 var (
-	storeFields  = []string{"type", "redis", "memory", "on_failure", "instances", "lease_ttl"}
+	storeFields  = []string{"type", "redis", "gossip", "memory", "on_failure", "instances", "lease_ttl"}
 	redisFields  = []string{"addrs", "timeout", "username", "password", "tls", "prefix", "lease"}
 	leaseFields  = []string{"max", "ttl"}
 	memoryFields = []string{"max_keys", "max_log_entries", "max_rls_keys"}
@@ -146,10 +146,11 @@ var (
 
 // store decodes the store block.
 func (d *decoder) store(n *yaml.Node, path string) Store {
-	m := d.fields(n, path, "a mapping (type, redis, memory, on_failure, instances, lease_ttl)", storeFields)
+	m := d.fields(n, path, "a mapping (type, redis, gossip, memory, on_failure, instances, lease_ttl)", storeFields)
 	var s Store
-	s.Type = d.oneOf(m["type"], join(path, "type"), DefaultStoreType, []string{"memory", "redis"})
+	s.Type = d.oneOf(m["type"], join(path, "type"), DefaultStoreType, []string{"memory", "redis", "gossip"})
 	s.Redis = d.redis(m["redis"], join(path, "redis"), s.Type == "redis")
+	s.Gossip = d.gossip(m["gossip"], join(path, "gossip"), s.Type == "gossip", m["type"])
 	mem := d.fields(m["memory"], join(path, "memory"), "a mapping (max_keys, max_log_entries, max_rls_keys)", memoryFields)
 	s.MaxKeys = int(d.integer(mem["max_keys"], join(path, "memory.max_keys"), 1, 1_000_000_000, DefaultMaxKeys,
 		fmt.Sprintf("1 to 1000000000; default %d", DefaultMaxKeys)))

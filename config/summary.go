@@ -262,6 +262,15 @@ func (s Store) summary() string {
 		}
 		where = fmt.Sprintf("redis %s (timeout %v, prefix %q%s)", strings.Join(s.Redis.Addrs, ", "), s.Redis.Timeout, s.Redis.Prefix, tls)
 	}
+	if s.Type == "gossip" {
+		enc := "in the clear"
+		if s.Gossip.Key != nil {
+			enc = "encrypted"
+		}
+		g := s.Gossip
+		return fmt.Sprintf("store: gossip on %s, joining %s, every %v, %s; at most limit + (instances - 1) x %d admitted per window; at most %d keys\n",
+			g.Bind, strings.Join(g.Join, ", "), g.Interval, enc, g.MaxUnsynced, s.MaxKeys)
+	}
 	fail := s.OnFailure.String()
 	if s.OnFailure == store.FailLocal {
 		fail += fmt.Sprintf(" (each of %d instances allows limit/%d)", s.Instances, s.Instances)

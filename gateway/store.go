@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
 	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/gossip"
 	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
@@ -35,7 +36,30 @@ func openStore(ctx context.Context, cfg *config.File, clk clock.Clock, m *metric
 			m.registerLeases(g.GrantStats())
 		}
 	}
+	if gs, ok := st.(*gossip.Store); ok {
+		m.registerGossip(gs)
+	}
 	return st, nil
+}
+
+// registerGossip exports the gossip store's members and counters.
+func (m *metrics) registerGossip(gs *gossip.Store) {
+	counter := func(name, help string, v func(gossip.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(v(gs.Stats())) })
+	}
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sluice_gossip_members",
+		Help: "Instances this one knows in the gossip fleet, itself included.",
+	}, func() float64 { return float64(len(gs.Members())) }),
+		counter("sluice_gossip_unsynced_denials_total", "Requests the fleet's counts allowed but refused to wait for the next exchange (max_unsynced).",
+			func(s gossip.Stats) uint64 { return s.Unsynced }),
+		counter("sluice_gossip_dropped_keys_total", "Keys other instances told of that found no room (store.memory.max_keys): their counts are missing here.",
+			func(s gossip.Stats) uint64 { return s.Dropped }),
+		counter("sluice_gossip_send_errors_total", "Counts messages that could not be sent to a peer.",
+			func(s gossip.Stats) uint64 { return s.SendErrors }),
+		counter("sluice_gossip_sent_bytes_total", "Bytes of counts messages sent, over every peer.",
+			func(s gossip.Stats) uint64 { return s.Bytes }))
 }
 
 // registerFailover exports the failover store's own state and counters, so
