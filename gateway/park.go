@@ -31,8 +31,8 @@ var errParked = errors.New("gateway: idle connection parked")
 // idle for parkAfter and serves them again when bytes arrive.
 type parking struct {
 	p     *idlepark.Parker
-	after time.Duration // parkAfter when it started
-	wait  time.Duration // stallConn's write wait
+	after time.Duration  // parkAfter when it started
+	wait  time.Duration  // stallConn's write wait
 	woken sync.WaitGroup // the goroutines serving woken connections
 
 	// Giving back the memory of connections gone idle (reclaim).

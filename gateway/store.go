@@ -13,8 +13,8 @@ import (
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
-	"github.com/sluice-rl/sluice/store/redisstore"
 	"github.com/sluice-rl/sluice/store/gossip"
+	"github.com/sluice-rl/sluice/store/redisstore"
 	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
