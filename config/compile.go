@@ -134,3 +134,33 @@ func atOnce(caller *policy.Caller, i int) int64 {
 	}
 	return caller.Limit(i).Burst()
 }
+
+// checkLeaseMax reports a store.redis.lease.max above every rate rule's
+// limit (its burst, or its rate for the windows), for any caller: no lease
+// could ever take it. A rule of a smaller limit is leased at most its
+// limit at a time.
+func (d *decoder) checkLeaseMax(f *File) {
+	lease := f.Store.Redis.Lease
+	if f.Store.Type != "redis" || lease.Max == 0 {
+		return
+	}
+	c := f.Compiled
+	callers := []*policy.Caller{c.Anonymous(), c.Unidentified()}
+	for _, cl := range f.Policy.Clients.List {
+		caller, _ := c.CallerByID(cl.ID)
+		callers = append(callers, caller)
+	}
+	largest := int64(0)
+	for i := 0; i < c.Rules(); i++ {
+		for _, caller := range callers {
+			if caller != nil && caller.Concurrency(i) == 0 {
+				largest = max(largest, caller.Limit(i).Burst())
+			}
+		}
+	}
+	if largest > 0 && lease.Max > largest {
+		path := "store.redis.lease.max"
+		d.fail(d.nodeAt(path, false), path, "%d is above the largest limit of a rule, %d: a lease takes at most a limit's units (1 to %d)",
+			lease.Max, largest, largest)
+	}
+}

@@ -125,11 +125,16 @@ type File struct {
 // Store says where counters are kept and what happens when that place
 // cannot be reached.
 type Store struct {
-	// Type is "memory" (the default: counters in this process) or "redis"
-	// (counters shared by every instance).
+	// Type is "memory" (the default: counters in this process), "redis"
+	// (counters shared by every instance) or "gossip" (each instance's
+	// counters, spread to the others).
 	Type string
 	// Redis is how to reach Redis, with Type "redis".
 	Redis Redis
+	// Gossip is how the instances find each other and exchange their
+	// counts, with Type "gossip" (counters kept by each instance and
+	// spread to the others).
+	Gossip Gossip
 	// OnFailure is what happens to requests while the store cannot decide
 	// them, whatever the store. Default store.FailOpen.
 	OnFailure store.FailurePolicy
@@ -159,7 +164,7 @@ type Store struct {
 // Equal reports whether s and o are the same settings.
 func (s Store) Equal(o Store) bool {
 	return s.Type == o.Type && s.OnFailure == o.OnFailure && s.Instances == o.Instances && s.LeaseTTL == o.LeaseTTL &&
-		s.MaxKeys == o.MaxKeys && s.MaxLogEntries == o.MaxLogEntries && s.MaxRLSKeys == o.MaxRLSKeys && s.Redis.Equal(o.Redis)
+		s.MaxKeys == o.MaxKeys && s.MaxLogEntries == o.MaxLogEntries && s.MaxRLSKeys == o.MaxRLSKeys && s.Redis.Equal(o.Redis) && s.Gossip.Equal(o.Gossip)
 }
 
 // Redis is how to reach Redis.
@@ -182,12 +187,35 @@ type Redis struct {
 	TLSOptions RedisTLS
 	// Prefix starts every key sluice writes. Default "sluice:".
 	Prefix string
+	// Lease is quota leased by the instance (store.redis.lease): the zero
+	// value leases nothing.
+	Lease RedisLease
 }
+
+// RedisLease is store.redis.lease: a hot key's quota taken Max units at a
+// time in one Redis call and admitted locally (not the concurrency
+// leases of store.lease_ttl).
+type RedisLease struct {
+	// Max is the most units one lease takes of a key: 1 to the largest
+	// limit of a rate rule. 0: no leases.
+	Max int64
+	// TTL is the longest a lease lives, and the longest between two
+	// decisions on a key for it to be leased: MinRedisLeaseTTL to
+	// MaxRedisLeaseTTL. Default DefaultRedisLeaseTTL.
+	TTL time.Duration
+}
+
+// Bounds of store.redis.lease.ttl, and its default.
+const (
+	DefaultRedisLeaseTTL = time.Second
+	MinRedisLeaseTTL     = 10 * time.Millisecond
+	MaxRedisLeaseTTL     = time.Minute
+)
 
 // Equal reports whether r and o are the same settings.
 func (r Redis) Equal(o Redis) bool {
 	return slices.Equal(r.Addrs, o.Addrs) && r.Timeout == o.Timeout && r.Username == o.Username &&
-		r.Password == o.Password && r.TLS == o.TLS && r.TLSOptions.Equal(o.TLSOptions) && r.Prefix == o.Prefix
+		r.Password == o.Password && r.TLS == o.TLS && r.TLSOptions.Equal(o.TLSOptions) && r.Prefix == o.Prefix && r.Lease == o.Lease
 }
 
 // Load reads and parses the file at path. A file that cannot be read gives
@@ -231,6 +259,8 @@ func Parse(name string, data []byte) (*File, error) {
 		if c != nil {
 			d.checkLocalShares(f)
 			d.checkLogBound(f)
+			d.checkLeaseMax(f)
+			d.checkGossipRules(f, c)
 		}
 	}
 	if len(d.errs) > 0 {
@@ -293,5 +323,6 @@ func (d *decoder) decodeFile(root *yaml.Node) *File {
 	d.certsUnverified(f)
 	d.checkDecideAddrs(f)
 	d.checkDecideRules(f)
+	d.checkGossipAddrs(f)
 	return f
 }

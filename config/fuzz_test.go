@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 		string(design),
 		minimal,
 		designSchedule,
+		minimal + "store: {type: redis, redis: {lease: {max: 10, ttl: 500ms}}}\n",
 		"",
 		"- a\n",
 		"listen: :80\x00\n",
@@ -29,6 +30,7 @@ func FuzzParse(f *testing.F) {
 		head + "rules: [{name: a, rate: 99999999999999999999/s, burst: 1e99, cost: 0x10}]\n",
 		head + "clients: {list: [{id: a, keys: [k], limits: {a: 1/ms}}]}\nplans: {p: {a: 5/d}}\nrules: [{name: a, key: client, algorithm: sliding_log, rate: 1/s, allow: [a, ::1]}]\n",
 		head + "clients: {list: [{id: a, certs: [\"dns:a.example\", \"uri:spiffe://p/a\", \"cn:A\"]}, {id: b, keys: [k], certs: [\"sha256:" + strings.Repeat("0f", 32) + "\"]}]}\nrules: [{name: a, key: client, rate: 1/s}]\n",
+		head + "store: {type: gossip, gossip: {bind: 127.0.0.1:7946, join: [127.0.0.1:7947, 'x:1'], interval: 50ms, max_unsynced: 3, key: MDEyMzQ1Njc4OWFiY2RlZg==}}\nrules: [{name: a, rate: 1/s, algorithm: fixed_window}]\n",
 		"a: &a [*a]\n",
 		"x: !!binary AAAA\n? [a]\n: b\n",
 	} {

@@ -138,17 +138,19 @@ func (d *decoder) upstream(n *yaml.Node, path string) *url.URL {
 var onFailureNames = []string{store.FailOpen.String(), store.FailClosed.String(), store.FailLocal.String()}
 
 var (
-	storeFields  = []string{"type", "redis", "memory", "on_failure", "instances", "lease_ttl"}
-	redisFields  = []string{"addrs", "timeout", "username", "password", "tls", "prefix"}
+	storeFields  = []string{"type", "redis", "gossip", "memory", "on_failure", "instances", "lease_ttl"}
+	redisFields  = []string{"addrs", "timeout", "username", "password", "tls", "prefix", "lease"}
+	leaseFields  = []string{"max", "ttl"}
 	memoryFields = []string{"max_keys", "max_log_entries", "max_rls_keys"}
 )
 
 // store decodes the store block.
 func (d *decoder) store(n *yaml.Node, path string) Store {
-	m := d.fields(n, path, "a mapping (type, redis, memory, on_failure, instances, lease_ttl)", storeFields)
+	m := d.fields(n, path, "a mapping (type, redis, gossip, memory, on_failure, instances, lease_ttl)", storeFields)
 	var s Store
-	s.Type = d.oneOf(m["type"], join(path, "type"), DefaultStoreType, []string{"memory", "redis"})
+	s.Type = d.oneOf(m["type"], join(path, "type"), DefaultStoreType, []string{"memory", "redis", "gossip"})
 	s.Redis = d.redis(m["redis"], join(path, "redis"), s.Type == "redis")
+	s.Gossip = d.gossip(m["gossip"], join(path, "gossip"), s.Type == "gossip", m["type"])
 	mem := d.fields(m["memory"], join(path, "memory"), "a mapping (max_keys, max_log_entries, max_rls_keys)", memoryFields)
 	s.MaxKeys = int(d.integer(mem["max_keys"], join(path, "memory.max_keys"), 1, 1_000_000_000, DefaultMaxKeys,
 		fmt.Sprintf("1 to 1000000000; default %d", DefaultMaxKeys)))
@@ -209,7 +211,28 @@ func (d *decoder) redis(n *yaml.Node, path string, used bool) Redis {
 			r.Prefix = DefaultRedisPrefix
 		}
 	}
+	r.Lease = d.redisLease(m["lease"], join(path, "lease"))
 	return r
+}
+
+// redisLease decodes store.redis.lease: {max: N, ttl: DURATION}.
+func (d *decoder) redisLease(n *yaml.Node, path string) RedisLease {
+	if isNull(n) {
+		return RedisLease{}
+	}
+	m := d.fields(n, path, "a mapping (max, ttl)", leaseFields)
+	l := RedisLease{TTL: DefaultRedisLeaseTTL}
+	if d.required(m, n, path, "max", "max: 10") {
+		l.Max = d.integer(m["max"], join(path, "max"), 1, limiter.MaxBurst, 0,
+			fmt.Sprintf("1 to %d: the most units one lease takes of a key", limiter.MaxBurst))
+	}
+	if v, ok := d.durationIn(m["ttl"], join(path, "ttl"),
+		func(v time.Duration) bool { return v >= MinRedisLeaseTTL && v <= MaxRedisLeaseTTL },
+		fmt.Sprintf("such as 500ms, 2s; default %v", DefaultRedisLeaseTTL),
+		fmt.Sprintf("%v to %v; default %v", MinRedisLeaseTTL, MaxRedisLeaseTTL, DefaultRedisLeaseTTL)); ok {
+		l.TTL = v
+	}
+	return l
 }
 
 // duration decodes the store timeout: a Go duration, more than 0 and at

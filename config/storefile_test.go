@@ -36,3 +36,26 @@ func TestParseStore(t *testing.T) {
 		t.Error("a list: no error")
 	}
 }
+
+// TestParseStoreGossip reads a gossip block with every field, its key a
+// secret in the environment.
+func TestParseStoreGossip(t *testing.T) {
+	t.Setenv("GOSSIP_TEST_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	s, err := ParseStore("s.yaml", []byte("store:\n  type: gossip\n  gossip:\n    bind: 127.0.0.1:7946\n    join: [127.0.0.1:7947, 127.0.0.1:7948]\n"+
+		"    interval: 50ms\n    max_unsynced: 3\n    key: env:GOSSIP_TEST_KEY\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := s.Gossip
+	if s.Type != "gossip" || g.Bind != "127.0.0.1:7946" || len(g.Join) != 2 || g.Interval != 50*time.Millisecond ||
+		g.MaxUnsynced != 3 || string(g.Key) != "0123456789abcdef0123456789abcdef" {
+		t.Errorf("got %+v", s)
+	}
+	s, err = ParseStore("s.yaml", []byte("store: {type: gossip, gossip: {join: [10.0.0.2:7946]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := s.Gossip; g.Bind != DefaultGossipBind || g.Interval != DefaultGossipInterval || g.MaxUnsynced != DefaultGossipMaxUnsynced || g.Key != nil {
+		t.Errorf("defaults: got %+v", g)
+	}
+}

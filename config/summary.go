@@ -257,7 +257,19 @@ func (s Store) summary() string {
 		if s.Redis.TLS {
 			tls = ", TLS" + s.Redis.TLSOptions.summary()
 		}
+		if l := s.Redis.Lease; l.Max > 0 {
+			tls += fmt.Sprintf(", a hot key's quota leased %d units at a time for at most %v", l.Max, l.TTL)
+		}
 		where = fmt.Sprintf("redis %s (timeout %v, prefix %q%s)", strings.Join(s.Redis.Addrs, ", "), s.Redis.Timeout, s.Redis.Prefix, tls)
+	}
+	if s.Type == "gossip" {
+		enc := "in the clear"
+		if s.Gossip.Key != nil {
+			enc = "encrypted"
+		}
+		g := s.Gossip
+		return fmt.Sprintf("store: gossip on %s, joining %s, every %v, %s; at most limit + (instances - 1) x %d admitted per window; at most %d keys\n",
+			g.Bind, strings.Join(g.Join, ", "), g.Interval, enc, g.MaxUnsynced, s.MaxKeys)
 	}
 	fail := s.OnFailure.String()
 	if s.OnFailure == store.FailLocal {

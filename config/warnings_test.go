@@ -24,6 +24,9 @@ func TestWarnings(t *testing.T) {
 			"t.yaml:3:17: admin.listen: 192.0.2.7:9090 is reachable from other machines and no admin.token is set: anyone who reaches it can reload the configuration and read the metrics (bind 127.0.0.1, or set admin: {listen: 192.0.2.7:9090, token: env:SLUICE_ADMIN_TOKEN})"}},
 		{"host name", head + "admin: gw.internal:9090\nrules: [{name: a, rate: 1/s}]\n", []string{
 			"t.yaml:3:8: admin: gw.internal:9090 is reachable from other machines and no admin.token is set: anyone who reaches it can reload the configuration and read the metrics (bind 127.0.0.1, or set admin: {listen: gw.internal:9090, token: env:SLUICE_ADMIN_TOKEN})"}},
+		{"gossip in the clear", head + "store: {type: gossip, gossip: {bind: 0.0.0.0:7946, join: [10.0.0.2:7946]}}\nrules: [{name: a, rate: 1/s}]\n", []string{
+			"t.yaml:3:38: store.gossip.bind: 0.0.0.0:7946 is reachable from other machines and no store.gossip.key is set: anyone who reaches it can read the counts and join the fleet with counts of its own (set key: env:SLUICE_GOSSIP_KEY, the base64 of 32 random bytes)"}},
+		{"gossip on loopback", head + "store: {type: gossip, gossip: {bind: 127.0.0.1:7946, join: [127.0.0.1:7947]}}\nrules: [{name: a, rate: 1/s}]\n", nil},
 		{"with a token", head + "admin: {listen: 0.0.0.0:9090, token: 0123456789abcdef}\nrules: [{name: a, rate: 1/s}]\n", nil},
 		{"short token", head + "admin: {listen: 0.0.0.0:9090, token: s3cret}\nrules: [{name: a, rate: 1/s}]\n", []string{
 			"t.yaml:3:38: admin.token: the token is 6 characters: easy to guess (at least 16 random characters, such as the output of `openssl rand -hex 16`)"}},

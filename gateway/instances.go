@@ -16,17 +16,19 @@ import (
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store/failover"
+	"github.com/sluice-rl/sluice/store/gossip"
 	"github.com/sluice-rl/sluice/store/redisstore"
 )
 
 // StoreInfo is the store as the overview and explain show it: where the
 // counters are and whether the instances share them now.
 type StoreInfo struct {
-	// Type is the configuration's store type, memory or redis; "custom"
+	// Type is the configuration's store type, memory, redis or gossip; "custom"
 	// for a store a program gave the gateway (Options.Store).
 	Type string `json:"type"`
 	// State is "local" (the memory store), "shared", or "degraded
-	// (open|closed|local)" while Redis cannot be reached.
+	// (open|closed|local)" while Redis cannot be reached; with gossip,
+	// "shared" or "alone" (no other instance reached).
 	State string `json:"state"`
 	// OnFailure is the configuration's on_failure.
 	OnFailure string `json:"on_failure"`
@@ -43,6 +45,16 @@ func (g *Gateway) storeInfo() StoreInfo {
 	info := StoreInfo{Type: cmp.Or(sc.Type, "memory"), State: storeState(g.store), OnFailure: sc.OnFailure.String()}
 	if !g.ownsStore {
 		info.Type = "custom"
+	}
+	if gs, ok := g.store.(*gossip.Store); ok {
+		n := len(gs.Members())
+		info.Shared = n > 1
+		info.Note = fmt.Sprintf("each instance counts on its own and tells the others every %v: %d instances, at most limit + %d x %d admitted per window",
+			gs.Interval(), n, max(n-1, 0), gs.MaxUnsynced())
+		if n == 1 {
+			info.Note = "gossip: no other instance reached yet; this instance's counters are its own (and what the others last told it)"
+		}
+		return info
 	}
 	fs, ok := g.store.(*failover.Store)
 	switch {
@@ -100,6 +112,9 @@ type InstanceInfo struct {
 	// Runtime is the version of the run-time overrides it applies
 	// (steering.go), as of its last announcement.
 	Runtime uint64 `json:"runtime_version"`
+	// Gossip is, with the gossip store, the member as the gossip sees it:
+	// its member name, address and state (alive or suspect).
+	Gossip *gossip.Member `json:"gossip,omitempty"`
 }
 
 // announcer is the Redis store's instance heartbeat, as the failover
@@ -133,11 +148,22 @@ func (g *Gateway) self() InstanceInfo {
 }
 
 // instances lists the instances that share this one's counters, this one
-// first: on Redis, those whose heartbeat has not expired; on the memory
+// first: on Redis, those whose heartbeat has not expired; with gossip,
+// the members this one knows (named by their member names); on the memory
 // store (or while Redis cannot be asked), this one alone.
 func (g *Gateway) instances(ctx context.Context) []InstanceInfo {
 	self := g.self()
 	out := []InstanceInfo{self}
+	if gs, ok := g.store.(*gossip.Store); ok {
+		for _, m := range gs.Members() {
+			if m.Self {
+				out[0].Gossip = &m
+			} else {
+				out = append(out, InstanceInfo{ID: m.Name, Gossip: &m})
+			}
+		}
+		return out
+	}
 	hb, ok := g.heartbeat()
 	if !ok {
 		return out

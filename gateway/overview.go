@@ -53,9 +53,11 @@ func (g *Gateway) overview(w http.ResponseWriter, r *http.Request) {
 	now := g.opts.Clock.Now()
 	cfg := g.config()
 	insts := g.instances(r.Context())
-	seen := make([]live.Instance, len(insts))
-	for i, in := range insts {
-		seen[i] = live.Instance{ID: in.ID, Version: in.Version, Rules: in.Rules}
+	seen := make([]live.Instance, 0, len(insts))
+	for _, in := range insts {
+		if in.Self || in.Gossip == nil { // gossip members announce no rules
+			seen = append(seen, live.Instance{ID: in.ID, Version: in.Version, Rules: in.Rules})
+		}
 	}
 	snap := g.live.Load().Snapshot(now, live.Inputs{OnFailure: cfg.Store.OnFailure.String(), Instances: seen})
 	self := g.self()

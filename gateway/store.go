@@ -13,6 +13,8 @@ import (
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
+	"github.com/sluice-rl/sluice/store/gossip"
+	"github.com/sluice-rl/sluice/store/redisstore"
 	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
@@ -30,8 +32,34 @@ func openStore(ctx context.Context, cfg *config.File, clk clock.Clock, m *metric
 	}
 	if fs, ok := st.(*failover.Store); ok {
 		m.registerFailover(fs)
+		if g, ok := fs.Shared().(interface{ GrantStats() *redisstore.GrantStats }); ok && cfg.Store.Redis.Lease.Max > 0 {
+			m.registerLeases(g.GrantStats())
+		}
+	}
+	if gs, ok := st.(*gossip.Store); ok {
+		m.registerGossip(gs)
 	}
 	return st, nil
+}
+
+// registerGossip exports the gossip store's members and counters.
+func (m *metrics) registerGossip(gs *gossip.Store) {
+	counter := func(name, help string, v func(gossip.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(v(gs.Stats())) })
+	}
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sluice_gossip_members",
+		Help: "Instances this one knows in the gossip fleet, itself included.",
+	}, func() float64 { return float64(len(gs.Members())) }),
+		counter("sluice_gossip_unsynced_denials_total", "Requests the fleet's counts allowed but refused to wait for the next exchange (max_unsynced).",
+			func(s gossip.Stats) uint64 { return s.Unsynced }),
+		counter("sluice_gossip_dropped_keys_total", "Keys other instances told of that found no room (store.memory.max_keys): their counts are missing here.",
+			func(s gossip.Stats) uint64 { return s.Dropped }),
+		counter("sluice_gossip_send_errors_total", "Counts messages that could not be sent to a peer.",
+			func(s gossip.Stats) uint64 { return s.SendErrors }),
+		counter("sluice_gossip_sent_bytes_total", "Bytes of counts messages sent, over every peer.",
+			func(s gossip.Stats) uint64 { return s.Bytes }))
 }
 
 // registerFailover exports the failover store's own state and counters, so
@@ -58,4 +86,17 @@ func (m *metrics) registerFailover(fs *failover.Store) {
 			Name: "sluice_store_degraded_decisions_total",
 			Help: "Decisions made by the failure policy (on_failure) while the shared store was unreachable.",
 		}, func() float64 { return float64(fs.Stats().Degraded.Load()) }))
+}
+
+// registerLeases exports the counters of leased quota (store.redis.lease:
+// the Redis store's quota grants).
+func (m *metrics) registerLeases(g *redisstore.GrantStats) {
+	counter := func(name, help string, read func() int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(read()) })
+	}
+	m.registry.MustRegister(
+		counter("sluice_redis_lease_grants_total", "Redis calls that leased a hot key's quota (store.redis.lease).", g.Grants.Load),
+		counter("sluice_redis_lease_calls_saved_total", "Decisions answered from quota leased by this instance, each a Redis call not made.", g.CallsSaved.Load),
+		counter("sluice_redis_lease_units_returned_total", "Unused leased units given back to Redis when their lease ended.", g.UnitsReturned.Load),
+		counter("sluice_redis_lease_units_expired_total", "Unused leased units that could not go back when their lease ended (their window had ended, or the bucket was spent since): counted, never admitted.", g.UnitsExpired.Load))
 }

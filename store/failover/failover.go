@@ -183,7 +183,11 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 		return orNew(out, len(reqs)), nil
 	}
 	if !s.mayCallShared(local) {
-		return s.fail(ctx, reqs, pending, orNew(out, len(reqs)), now, errCircuitOpen)
+		out = orNew(out, len(reqs))
+		if s.answerHeld(reqs, pending, out, now) {
+			return out, nil
+		}
+		return s.fail(ctx, reqs, pending, out, now, errCircuitOpen)
 	}
 	batch := reqs // the common case: no denial was remembered
 	if len(pending) < len(reqs) {
@@ -263,6 +267,28 @@ func (s *Store) takeShared(reqs []store.Request, pending []int, res []store.Resu
 		}
 	}
 	return failed, err
+}
+
+// answerHeld answers the pending requests from the quota the shared store
+// holds here (store.Holder: the Redis store's grants), all of them or
+// none, and reports whether it did.
+func (s *Store) answerHeld(reqs []store.Request, pending []int, out []store.Result, now time.Time) bool {
+	h, ok := s.opts.Shared.(store.Holder)
+	if !ok {
+		return false
+	}
+	batch := make([]store.Request, len(pending))
+	for k, i := range pending {
+		batch[k] = reqs[i]
+	}
+	res, ok := h.DecideHeld(batch, now)
+	if !ok {
+		return false
+	}
+	for k, i := range pending {
+		out[i] = res[k]
+	}
+	return true
 }
 
 var errCircuitOpen = errors.New("failover: shared store unreachable (circuit open)")
@@ -349,6 +375,11 @@ func (s *Store) decideAll(ctx context.Context, reqs []store.Request, now time.Ti
 		return out, nil
 	}
 	if !s.mayCallShared(local) {
+		if h, ok := s.opts.Shared.(store.Holder); ok {
+			if out, ok := h.DecideHeld(reqs, now); ok {
+				return out, nil
+			}
+		}
 		return s.failAll(ctx, reqs, now, errCircuitOpen)
 	}
 	res, err := shared.DecideAll(ctx, nil, reqs, now)

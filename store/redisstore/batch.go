@@ -26,6 +26,14 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
+	if s.grants != nil {
+		return s.grantBatch(ctx, reqs, now)
+	}
+	return s.batchDirect(ctx, reqs, now)
+}
+
+// batchDirect is DecideBatch without quota grants.
+func (s *Store) batchDirect(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	results := make([]store.Result, len(reqs))
 	if len(reqs) == 1 && !reqs[0].Limit.IsZero() && reqs[0].Cost >= 0 { // most calls: spare the calls slice
 		if err := s.Connect(ctx); err != nil {

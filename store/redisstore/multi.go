@@ -34,6 +34,14 @@ func (s *Store) DecideAll(ctx context.Context, dst []store.Result, reqs []store.
 	if s.closed.Load() {
 		return dst, store.ErrClosed
 	}
+	if s.grants != nil {
+		return s.grantAll(ctx, dst, reqs, now)
+	}
+	return s.decideAll(ctx, dst, reqs, now)
+}
+
+// decideAll is DecideAll without quota grants.
+func (s *Store) decideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	if err := s.Connect(ctx); err != nil {
 		return dst, err
 	}

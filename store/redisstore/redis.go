@@ -60,9 +60,15 @@ type Options struct {
 	// ErrNotConnected, except the one that makes a try, which waits for
 	// it. Default false: New connects before it returns.
 	Lazy bool
-	// Clock times a lazy store's tries to connect. Decisions never read
-	// it: they use Redis TIME. Default clock.Real{}.
+	// Clock times a lazy store's tries to connect and the sweeps that end
+	// quota grants. Decisions never read it: they use Redis TIME, and
+	// grants the now of decisions. Default clock.Real{}.
 	Clock clock.Clock
+	// Grant configures quota grants (grant.go): a hot key's units taken
+	// GrantOptions.Max at a time and admitted here. The zero value grants
+	// nothing: one script call per decision (or per batch of a hot key's
+	// concurrent decisions).
+	Grant GrantOptions
 }
 
 // Store is a store.Store on Redis or Redis Cluster. It is safe for
@@ -84,6 +90,11 @@ type Store struct {
 	flights map[string]*flight // keys with a call in flight (coalesce.go)
 	wg      sync.WaitGroup     // batch calls in flight
 	feed    resetFeed          // the reset channel (reset.go)
+
+	grants     *grantTable // nil without quota grants (grant.go)
+	clock      clock.Clock
+	stopSweeps context.CancelFunc // ends the grants' sweeper; nil without grants
+	sweepsDone chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -162,9 +173,21 @@ func newStore(client rueidis.Client, owns bool, opts Options) (*Store, error) {
 	if strings.ContainsAny(opts.Prefix, "{}") {
 		return nil, fmt.Errorf("redis store: prefix %q contains '{' or '}' (they would break the keys' cluster hash tags)", opts.Prefix)
 	}
+	if g := opts.Grant; g.Max < 0 || g.Max > 0 && g.TTL != 0 && (g.TTL < MinGrantTTL || g.TTL > MaxGrantTTL) {
+		return nil, fmt.Errorf("redis store: grant of %d units for %v (Max 0 or more, TTL %v to %v)", g.Max, g.TTL, MinGrantTTL, MaxGrantTTL)
+	}
 	s := &Store{client: client, ownsClient: owns, timeout: opts.Timeout, prefix: opts.Prefix, callerTime: opts.CallerTime,
-		flights: make(map[string]*flight)}
+		flights: make(map[string]*flight), clock: opts.Clock}
+	if s.clock == nil {
+		s.clock = clock.Real{}
+	}
 	s.ready.Store(client != nil)
+	if opts.Grant.Max > 0 {
+		s.grants = newGrantTable(opts.Grant)
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopSweeps, s.sweepsDone = cancel, make(chan struct{})
+		go s.sweepLoop(ctx, s.sweepsDone)
+	}
 	if s.timeout == 0 {
 		s.timeout = DefaultTimeout
 	}
@@ -182,6 +205,9 @@ func sendScripts(ctx context.Context, client rueidis.Client) error {
 		all = append(all, scripts[alg])
 		if b := scripts[alg].batch; b != nil {
 			all = append(all, b)
+		}
+		if g := grantScripts[alg]; g != nil {
+			all = append(all, g, returnScripts[alg])
 		}
 	}
 	for addr, node := range client.Nodes() {
@@ -208,6 +234,13 @@ func (s *Store) Decide(ctx context.Context, key string, limit limiter.Limit, now
 	}
 	if limit.IsZero() || cost < 0 {
 		return limiter.Decision{Limit: limit.Burst(), RetryAfter: limiter.Never}, nil
+	}
+	if s.grants != nil {
+		res, err := s.grantBatch(ctx, []store.Request{{Key: key, Limit: limit, Cost: cost}}, now)
+		if err != nil {
+			return limiter.Decision{}, err
+		}
+		return res[0].Decision, res[0].Err
 	}
 	if err := s.Connect(ctx); err != nil {
 		return limiter.Decision{}, err
@@ -285,6 +318,11 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	if already {
 		return nil
+	}
+	if s.grants != nil { // the grants end, their unused units going back, before the client closes
+		s.stopSweeps()
+		<-s.sweepsDone
+		s.sweepGrants(s.clock.Now(), true)
 	}
 	s.feed.close()     // before the client: the watcher uses it
 	if s.lazy != nil { // a try in progress ends first (it sets the client, or not)

@@ -1,13 +1,15 @@
 // Package storeopen opens the store that a sluice configuration's store
 // settings (config.Store, the file's store block) describe: the memory
-// store, or Redis behind the failover store that answers cheap rejections
-// locally and applies on_failure while Redis cannot be reached. It is how
+// store, Redis behind the failover store that answers cheap rejections
+// locally and applies on_failure while Redis cannot be reached, or the
+// gossip store (store/gossip). It is how
 // the gateway opens its store, exported so that a Go program reading the
 // same settings gets the same store:
 //
 //	st, err := storeopen.Open(ctx, cfg.Store, storeopen.Options{})
 //
-// Package config knows nothing of Redis; this package joins the two.
+// Package config knows nothing of Redis or memberlist; this package joins
+// them.
 package storeopen
 
 import (
@@ -22,6 +24,7 @@ import (
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
+	"github.com/sluice-rl/sluice/store/gossip"
 	"github.com/sluice-rl/sluice/store/memory"
 	"github.com/sluice-rl/sluice/store/redisstore"
 )
@@ -64,7 +67,9 @@ type Options struct {
 // down, the store then decides by sc.OnFailure until Redis answers, and
 // its background probe finds out when it does. With on_failure: local,
 // the fallback is a memory store as above, each instance allowing
-// limit/sc.Instances. The caller closes the store.
+// limit/sc.Instances. Type "gossip" gives a *gossip.Store on sc.Gossip,
+// which starts alone if no instance of Join answers yet and joins them
+// once one does. The caller closes the store.
 func Open(ctx context.Context, sc config.Store, opts Options) (store.Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
@@ -77,8 +82,14 @@ func Open(ctx context.Context, sc config.Store, opts Options) (store.Store, erro
 		return memory.New(memoryOptions(sc, opts)), nil
 	case "redis":
 		return openRedis(ctx, sc, opts)
+	case "gossip":
+		gs, err := gossip.New(GossipOptions(sc, opts))
+		if err != nil {
+			return nil, fmt.Errorf("storeopen: %w", err)
+		}
+		return gs, nil
 	}
-	return nil, fmt.Errorf("storeopen: store type %q (memory or redis)", sc.Type)
+	return nil, fmt.Errorf("storeopen: store type %q (memory, redis or gossip)", sc.Type)
 }
 
 // openRedis opens the lazy Redis store behind its failover store.
@@ -117,14 +128,23 @@ func openRedis(ctx context.Context, sc config.Store, opts Options) (store.Store,
 }
 
 // RedisOptions are the options of a Redis store on sc.Redis: addresses,
-// credentials, timeout, prefix and TLS.
+// credentials, timeout, prefix, TLS and leased quota (quota grants).
 func RedisOptions(sc config.Store) redisstore.Options {
 	ro := redisstore.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
-		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix}
+		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix,
+		Grant: redisstore.GrantOptions{Max: sc.Redis.Lease.Max, TTL: sc.Redis.Lease.TTL}}
 	if sc.Redis.TLS {
 		ro.TLS = TLSConfig(sc.Redis.TLSOptions)
 	}
 	return ro
+}
+
+// GossipOptions are the options of a gossip store on sc.Gossip, bounded
+// by max_keys, sweeping and logging as opts say.
+func GossipOptions(sc config.Store, opts Options) gossip.Options {
+	g := sc.Gossip
+	return gossip.Options{Bind: g.Bind, Join: g.Join, Interval: g.Interval, MaxUnsynced: g.MaxUnsynced, Key: g.Key,
+		MaxKeys: sc.MaxKeys, Clock: opts.Clock, Logger: opts.Logger}
 }
 
 // TLSConfig is the TLS configuration of connections to Redis with

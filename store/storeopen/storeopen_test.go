@@ -60,7 +60,7 @@ func TestOpenMemory(t *testing.T) {
 
 func TestOpenUnknownType(t *testing.T) {
 	_, err := storeopen.Open(context.Background(), config.Store{Type: "etcd"}, storeopen.Options{})
-	if err == nil || err.Error() != `storeopen: store type "etcd" (memory or redis)` {
+	if err == nil || err.Error() != `storeopen: store type "etcd" (memory, redis or gossip)` {
 		t.Fatalf("err = %v", err)
 	}
 }

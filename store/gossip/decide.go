@@ -1,0 +1,113 @@
+package gossip
+
+import (
+	"time"
+
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// overflowPrefix starts the key of a rule's overflow counter: a key of its
+// own (a store.Key starts with a digit, a store.GroupKey with '@'), the
+// same on every instance, so that the overflow counters are gossiped too.
+const overflowPrefix = "\x00overflow:"
+
+// decide decides on key (on its rule's overflow counter when the key finds
+// no room): compute on the fleet's counts, then commit to this instance's
+// only if allowed and within MaxUnsynced.
+func (s *Store) decide(key string, l limiter.Limit, now time.Time, cost int64, overflow bool) limiter.Decision {
+	t := limiter.UnixMicro(now)
+	sh := s.tab.shard(key)
+	sh.mu.Lock()
+	e := sh.keys[key]
+	if e == nil {
+		if cost == 0 { // a look at a key nobody counted: a fresh state, not stored
+			sh.mu.Unlock()
+			d, _ := limiter.Decide(l, limiter.State{}, now, cost)
+			return d
+		}
+		if !overflow && !sh.room(s.tab.max, t) {
+			sh.mu.Unlock()
+			return s.decide(overflowPrefix+store.Key(store.RuleOf(key), l.String()), l, now, cost, true)
+		}
+		e = &entry{limit: l}
+		sh.keys[key] = e
+	}
+	d := s.decideEntry(e, l, now, t, cost)
+	sh.mu.Unlock()
+	return d
+}
+
+// decideEntry decides on e with its shard locked.
+func (s *Store) decideEntry(e *entry, l limiter.Limit, now time.Time, t, cost int64) limiter.Decision {
+	if !e.limit.Same(&l) {
+		e.local = limiter.Reinterpret(e.limit, l, e.local, now)
+		e.sent = limiter.Reinterpret(e.limit, l, e.sent, now)
+		e.told = limiter.Reinterpret(e.limit, l, e.told, now)
+		e.limit = l
+	}
+	start := windowStart(t, int64(l.Period()/time.Microsecond))
+	if e.local.A > start { // the clock went back: keep counting in the newer window, as limiter does
+		start = e.local.A
+	}
+	local := align(&l, e.local, start)
+	fleet := local
+	for i := range e.peers {
+		p := &e.peers[i]
+		st := p.st
+		if !p.limit.Same(&l) {
+			st = limiter.Reinterpret(p.limit, l, st, now)
+		}
+		w := align(&l, st, start)
+		fleet.prev, fleet.cur = fleet.prev+w.prev, fleet.cur+w.cur
+	}
+	d, _ := limiter.Decide(l, state(&l, start, fleet), now, cost)
+	if !d.Allowed || cost == 0 {
+		return d
+	}
+	if v := s.view.Load(); !v.alone {
+		told := align(&l, e.toldState(v), start)
+		if unsynced := spent(&l, local) - spent(&l, told); unsynced > 0 && unsynced+cost > s.maxUnsynced {
+			s.stats.unsynced.Add(1)
+			return s.waitForExchange(l, state(&l, start, fleet), now)
+		}
+	}
+	local.cur += cost
+	e.local = state(&l, start, local)
+	e.changed = s.round.Load()
+	e.expires = max(e.expires, expiry(&l, start))
+	return d
+}
+
+// waitForExchange is the decision on a request that the fleet's counts
+// allow but that would take this instance more than MaxUnsynced beyond
+// what the others acknowledged: denied, to be retried after the next
+// exchange, with what the fleet's counts leave remaining.
+func (s *Store) waitForExchange(l limiter.Limit, fleet limiter.State, now time.Time) limiter.Decision {
+	d, _ := limiter.Decide(l, fleet, now, 0)
+	d.Allowed, d.Reservation = false, limiter.Reservation{}
+	d.RetryAfter = s.interval
+	if d.Refill == 0 || d.Refill > s.interval {
+		d.Refill = s.interval
+	}
+	d.Reset = max(d.Reset, d.Refill)
+	return d
+}
+
+// toldState returns what this instance has told every peer of e's key, by
+// v: the last message that carried it if every peer acknowledged that
+// round, else the one before if they acknowledged that, else nothing; and
+// nothing while some peer's own counts have not all arrived. Called with
+// e's shard locked.
+func (e *entry) toldState(v *view) limiter.State {
+	if !v.synced {
+		return limiter.State{}
+	}
+	if e.sentRound != 0 && e.sentRound <= v.minAcked {
+		e.told, e.toldRound = e.sent, e.sentRound
+	}
+	if e.toldRound != 0 && e.toldRound <= v.minAcked {
+		return e.told
+	}
+	return limiter.State{}
+}

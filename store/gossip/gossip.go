@@ -1,0 +1,386 @@
+package gossip
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultInterval      = 200 * time.Millisecond
+	DefaultMaxUnsynced   = 10
+	DefaultMaxKeys       = 1_000_000
+	DefaultSweepInterval = 10 * time.Second
+	shards               = 64
+)
+
+// Options configures a Store. Bind is required; every other field has a
+// default.
+type Options struct {
+	// Bind is the host:port the instance gossips on, over UDP and TCP.
+	Bind string
+	// Join are host:port addresses of other instances, tried at start and
+	// again every second while the instance has no peer (the first
+	// instance of a fleet starts alone and is joined by the others). The
+	// instance's own address is skipped.
+	Join []string
+	// Interval is how often the instance tells the others what it counted.
+	// Zero or less means DefaultInterval (200ms).
+	Interval time.Duration
+	// MaxUnsynced is the most one instance admits for a key beyond what
+	// every other instance has acknowledged hearing (one request more when
+	// a single request costs more). Zero or less means DefaultMaxUnsynced.
+	MaxUnsynced int64
+	// Key encrypts and authenticates the gossip (AES-GCM): 16, 24 or 32
+	// bytes, the same on every instance. Nil: the gossip is in the clear.
+	Key []byte
+	// Name is the instance's member name, unique in the fleet. Default:
+	// Bind, or the host name and Bind's port when Bind's host is
+	// unspecified (0.0.0.0, [::]).
+	Name string
+	// MaxKeys is the most keys the store holds, its own and those the
+	// others tell it of. Zero or less means DefaultMaxKeys (1,000,000).
+	MaxKeys int
+	// Clock drives the sweep of expired keys; decisions take the time as
+	// an argument, which should come from the same clock. Nil means
+	// clock.Real{}.
+	Clock clock.Clock
+	// SweepInterval is how often expired keys are removed. Zero or less
+	// means DefaultSweepInterval (10s).
+	SweepInterval time.Duration
+	// Logger receives the membership's warnings (and its debug lines at
+	// debug level). Nil discards them.
+	Logger *slog.Logger
+
+	// tune, in tests, adjusts the membership's timers.
+	tune func(*memberlist.Config)
+}
+
+// Store is the gossip store. See the package documentation.
+type Store struct {
+	tab         *table
+	ml          *memberlist.Memberlist
+	name        string
+	incarnation uint64
+	interval    time.Duration
+	maxUnsynced int64
+	join        []string
+	clock       clock.Clock
+	logger      *slog.Logger
+
+	round atomic.Uint64        // the round the next message will be
+	view  atomic.Pointer[view] // what the peers acknowledged, for Decide
+
+	mu    sync.Mutex
+	peers map[string]*peer
+	slots map[slotKey]uint32
+
+	stats     stats
+	stop      chan struct{}
+	wg        sync.WaitGroup // the loop and the sends
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// stats are the store's counters (Stats).
+type stats struct {
+	rounds, sendErrors, unsynced, bytes atomic.Uint64
+}
+
+// Stats are the gossip store's counters since it opened.
+type Stats struct {
+	Keys       int    // keys held now
+	Dropped    uint64 // keys others told of that found no room (MaxKeys)
+	Rounds     uint64 // messages built, one per Interval while there are peers
+	Bytes      uint64 // bytes sent in counts messages, over every peer
+	SendErrors uint64 // counts messages a peer could not be sent
+	Unsynced   uint64 // requests refused to wait for the next exchange (MaxUnsynced)
+}
+
+// New starts an instance: it binds opts.Bind, tries to join opts.Join and
+// starts exchanging counts. Close stops it.
+func New(opts Options) (*Store, error) {
+	host, port, err := splitBind(opts.Bind)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkKey(opts.Key); err != nil {
+		return nil, err
+	}
+	s := &Store{interval: opts.Interval, maxUnsynced: opts.MaxUnsynced, clock: opts.Clock, logger: opts.Logger,
+		peers: map[string]*peer{}, slots: map[slotKey]uint32{}, stop: make(chan struct{})}
+	if s.interval <= 0 {
+		s.interval = DefaultInterval
+	}
+	if s.maxUnsynced <= 0 {
+		s.maxUnsynced = DefaultMaxUnsynced
+	}
+	if s.clock == nil {
+		s.clock = clock.Real{}
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	maxKeys := opts.MaxKeys
+	if maxKeys <= 0 {
+		maxKeys = DefaultMaxKeys
+	}
+	s.tab = newTable(maxKeys, shards)
+	s.name = opts.Name
+	var inc [8]byte
+	_, _ = rand.Read(inc[:])
+	if s.name == "" {
+		s.name = defaultName(host, port)
+		if port == 0 { // the port is chosen at bind: tell instances apart by a random suffix
+			s.name += "-" + strconv.FormatUint(binary.LittleEndian.Uint64(inc[:])&0xffff, 16)
+		}
+	}
+	s.incarnation = binary.LittleEndian.Uint64(inc[:]) | 1 // never 0: 0 is "not heard yet"
+	s.round.Store(1)
+	s.view.Store(&view{alone: true})
+	for _, j := range opts.Join {
+		if j != opts.Bind {
+			s.join = append(s.join, j)
+		}
+	}
+	if err := s.startMembership(host, port, opts); err != nil {
+		return nil, err
+	}
+	sweep := opts.SweepInterval
+	if sweep <= 0 {
+		sweep = DefaultSweepInterval
+	}
+	s.wg.Add(1)
+	go s.loop(sweep)
+	return s, nil
+}
+
+// startMembership creates the memberlist and tries the join addresses once.
+func (s *Store) startMembership(host string, port int, opts Options) error {
+	c := memberlist.DefaultLANConfig()
+	c.Name, c.BindAddr, c.BindPort, c.AdvertisePort = s.name, host, port, port
+	c.SecretKey = opts.Key
+	c.Delegate, c.Events = delegate{s}, events{s}
+	c.Logger = newLogger(s.logger)
+	c.TCPTimeout = min(max(5*s.interval, time.Second), 10*time.Second)
+	if opts.tune != nil {
+		opts.tune(c)
+	}
+	ml, err := memberlist.Create(c)
+	if err != nil {
+		return fmt.Errorf("gossip store: listen on %s: %w", net.JoinHostPort(host, strconv.Itoa(port)), err)
+	}
+	s.ml = ml
+	s.tryJoin()
+	return nil
+}
+
+// tryJoin joins the join addresses if the instance has no peer yet.
+func (s *Store) tryJoin() {
+	if len(s.join) == 0 || s.ml.NumMembers() > 1 {
+		return
+	}
+	if _, err := s.ml.Join(s.join); err != nil {
+		s.logger.Debug("gossip store: no instance to join yet", "join", s.join, "err", err.Error())
+	}
+}
+
+// Addr returns the address the instance gossips on (with the port chosen
+// when Bind's port is 0).
+func (s *Store) Addr() string { return s.ml.LocalNode().Address() }
+
+// Name returns the instance's member name.
+func (s *Store) Name() string { return s.name }
+
+// Decide decides a request of cost on key under l at now, from this
+// instance's count and the others' last told counts: see the package
+// documentation. A limit of an algorithm other than fixed_window or
+// sliding_window is an error.
+func (s *Store) Decide(_ context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	if s.closed.Load() {
+		return limiter.Decision{}, store.ErrClosed
+	}
+	if l.IsZero() || cost < 0 {
+		d, _ := limiter.Decide(l, limiter.State{}, now, cost)
+		return d, nil
+	}
+	if !Supported(l.Algorithm()) {
+		return limiter.Decision{}, fmt.Errorf("gossip store: %v is not kept by gossip (%s)", l.Algorithm(), SupportedNames)
+	}
+	return s.decide(key, l, now, cost, false), nil
+}
+
+// DecideBatch decides each request in turn, as Decide.
+func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	res := make([]store.Result, len(reqs))
+	for i, r := range reqs {
+		res[i].Decision, res[i].Err = s.Decide(ctx, r.Key, r.Limit, now, r.Cost)
+	}
+	return res, nil
+}
+
+// Stats returns the store's counters.
+func (s *Store) Stats() Stats {
+	keys, dropped := s.tab.size()
+	return Stats{Keys: keys, Dropped: dropped, Rounds: s.stats.rounds.Load(), Bytes: s.stats.bytes.Load(),
+		SendErrors: s.stats.sendErrors.Load(), Unsynced: s.stats.unsynced.Load()}
+}
+
+// Close leaves the fleet (the others keep this instance's counts until
+// their windows end), stops the exchange and the sweep and closes the
+// sockets.
+func (s *Store) Close() error {
+	err := store.ErrClosed
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		close(s.stop)
+		err = s.ml.Leave(time.Second)
+		s.wg.Wait()
+		if e := s.ml.Shutdown(); e != nil && err == nil {
+			err = e
+		}
+		if err != nil {
+			err = fmt.Errorf("gossip store: close: %w", err)
+		}
+	})
+	return err
+}
+
+// loop exchanges counts every interval, sweeps expired keys and retries
+// joining while alone.
+func (s *Store) loop(sweepEvery time.Duration) {
+	defer s.wg.Done()
+	tick := time.NewTicker(s.interval)
+	defer tick.Stop()
+	sweep := s.clock.NewTicker(sweepEvery)
+	defer sweep.Stop()
+	lastJoin := time.Now()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+			s.exchange()
+			if time.Since(lastJoin) >= time.Second {
+				lastJoin = time.Now()
+				s.tryJoin()
+			}
+		case <-sweep.C():
+			s.tab.sweep(limiter.UnixMicro(s.clock.Now()))
+		}
+	}
+}
+
+// splitBind parses Bind.
+func splitBind(bind string) (string, int, error) {
+	host, p, err := net.SplitHostPort(bind)
+	if err != nil {
+		return "", 0, fmt.Errorf("gossip store: bind %q: %w (want host:port)", bind, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("gossip store: bind %q: port %q is not 0 to 65535", bind, p)
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return host, port, nil
+}
+
+// checkKey checks the length of an encryption key.
+func checkKey(k []byte) error {
+	switch len(k) {
+	case 0, 16, 24, 32:
+		return nil
+	}
+	return fmt.Errorf("gossip store: key of %d bytes (want 16, 24 or 32)", len(k))
+}
+
+// defaultName is Options.Name's default.
+func defaultName(host string, port int) string {
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil && h != "" {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// Member is an instance of the fleet as this one sees it.
+type Member struct {
+	Name  string `json:"name"`
+	Addr  string `json:"addr"`  // host:port it gossips on
+	State string `json:"state"` // alive or suspect (dead and departed members are not listed)
+	Self  bool   `json:"self,omitempty"`
+}
+
+// Members returns the instances this one knows to be in the fleet, itself
+// first, then by name.
+func (s *Store) Members() []Member {
+	nodes := s.ml.Members()
+	out := make([]Member, 0, len(nodes))
+	for _, n := range nodes {
+		m := Member{Name: n.Name, Addr: n.Address(), State: stateName(n.State), Self: n.Name == s.name}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Member) int {
+		if a.Self != b.Self {
+			if a.Self {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+func stateName(st memberlist.NodeStateType) string {
+	switch st {
+	case memberlist.StateAlive:
+		return "alive"
+	case memberlist.StateSuspect:
+		return "suspect"
+	case memberlist.StateDead:
+		return "dead"
+	}
+	return "left"
+}
+
+// State is "shared" while the instance has peers, "alone" while it has
+// none (its counts are then the fleet's, as it knows it).
+func (s *Store) State() string {
+	if s.view.Load().alone {
+		return "alone"
+	}
+	return "shared"
+}
+
+// Interval returns how often the instance tells the others its counts.
+func (s *Store) Interval() time.Duration { return s.interval }
+
+// MaxUnsynced returns the most the instance admits for a key beyond what
+// the others acknowledged.
+func (s *Store) MaxUnsynced() int64 { return s.maxUnsynced }
