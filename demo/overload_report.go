@@ -59,8 +59,9 @@ func (o *overloadScene) enter(phase int, at time.Duration, out *printer) int {
 // claims service's own count.
 func (o *overloadScene) sample(ctx context.Context, at time.Duration, phase int, out *printer) LimitSample {
 	m := scrape(ctx, o.classes[0].client, o.metrics)
-	s := LimitSample{At: at, Phase: phaseNames[phase], Limit: int(m["sluice_in_flight_limit"]),
-		InFlight: int(m["sluice_in_flight"]), Queue: int(m["sluice_queue_length"])}
+	const svc = `{upstream="default"}` // the one service of upstream
+	s := LimitSample{At: at, Phase: phaseNames[phase], Limit: int(m["sluice_in_flight_limit"+svc]),
+		InFlight: int(m["sluice_in_flight"+svc]), Queue: int(m["sluice_queue_length"+svc])}
 	p99 := o.classes[0].takeWindow()
 	out.printf("  %4.1fs  %-9s  limit %2d of %d   in flight %2d   queue %3d   at the service %2d   claim reads p99 (last %v) %s\n",
 		at.Seconds(), s.Phase, s.Limit, ceiling, s.InFlight, s.Queue, o.model.Stats().InFlight, o.progress, msText(p99))
