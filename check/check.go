@@ -101,7 +101,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.problem(w, http.StatusBadRequest, detail)
 		return
 	}
-	host, detail := pick(r.Header, OriginalHost, ForwardedHost)
+	host, detail := pickHost(r.Header)
 	if detail != "" {
 		h.problem(w, http.StatusBadRequest, detail)
 		return
@@ -234,6 +234,22 @@ func pick(h http.Header, a, b string) (string, string) {
 		return vb[0], ""
 	}
 	return "", ""
+}
+
+// pickHost is pick for the host headers, which agree when they name the
+// same host in any spelling the rules read as one (case, port, a trailing
+// dot: policy.CleanHost); nginx's $host is lower-case, Traefik's
+// X-Forwarded-Host as the caller wrote it.
+func pickHost(h http.Header) (string, string) {
+	va, vb := h[OriginalHost], h[ForwardedHost]
+	if len(va) == 1 && len(vb) == 1 && va[0] != vb[0] {
+		ca, errA := policy.CleanHost(va[0])
+		cb, errB := policy.CleanHost(vb[0])
+		if errA == nil && errB == nil && ca == cb {
+			return va[0], ""
+		}
+	}
+	return pick(h, OriginalHost, ForwardedHost)
 }
 
 // validMethod reports whether m is an HTTP token (RFC 9110 section 5.6.2).

@@ -258,6 +258,7 @@ func TestBadQuestions(t *testing.T) {
 		"URIs disagree":  {map[string]string{"X-Original-Method": "GET", "X-Original-URI": "/claims", "X-Forwarded-Uri": "/free", "X-API-Key": "key-a"}, "disagree"},
 		"bad path":       {nginxAsks("GET", "/claims/%2e%2e%2ffree", "key-a"), "cannot be read one way only"},
 		"methods differ": {map[string]string{"X-Original-Method": "GET", "X-Forwarded-Method": "POST", "X-Original-URI": "/claims", "X-API-Key": "key-a"}, "disagree"},
+		"hosts differ":   {map[string]string{"X-Original-Method": "GET", "X-Original-URI": "/claims", "X-Original-Host": "a.example", "X-Forwarded-Host": "b.example", "X-API-Key": "key-a"}, "disagree"},
 	} {
 		resp := ask(t, srv, tc.headers)
 		if resp.StatusCode != 400 || resp.Header.Get("Content-Type") != "application/problem+json" {
@@ -278,6 +279,17 @@ func TestBadQuestions(t *testing.T) {
 	}
 	if resp := ask(t, srv, nil); resp.StatusCode != 400 {
 		t.Errorf("nil headers: %d", resp.StatusCode)
+	}
+}
+
+// TestHostSpellingsAgree: X-Original-Host and X-Forwarded-Host naming one
+// host in two spellings (case, port, trailing dot) are one host.
+func TestHostSpellingsAgree(t *testing.T) {
+	srv := server(t, 429)
+	h := nginxAsks("GET", "/claims", "key-a")
+	h["X-Original-Host"], h["X-Forwarded-Host"] = "claims.example.com", "Claims.Example.COM.:443"
+	if resp := ask(t, srv, h); resp.StatusCode != 200 {
+		t.Errorf("one host in two spellings: %d, want 200", resp.StatusCode)
 	}
 }
 
