@@ -67,11 +67,11 @@ func TestErrors(t *testing.T) {
 			"t.yaml:5:11: upstreams[2].url: http://127.0.0.1:8080 is sluice's own listen address 127.0.0.1:8080: every request would come back to sluice (point it at a protected service)"}},
 		{"upstreams hosts", "listen: 127.0.0.1:8080\nupstreams:\n  - {url: http://127.0.0.1:9001, match: {host: \"a.*.example\"}}\n  - {url: http://127.0.0.1:9001, match: {host: \"x.example:80\"}}\n" +
 			"  - {url: http://127.0.0.1:9002, match: {host: \"*\"}}\n  - {url: http://127.0.0.1:9003, match: {host: \"bad host\"}}\n  - {url: http://127.0.0.1:9004, match: {}}\nrules: [{name: a, rate: 1/s}]\n", []string{
-			`t.yaml:3:48: upstreams[0].match.host: "a.*.example": '*' stands only as the first label, as in *.example.com (a host name such as claims.example.com, an IP address, or *.example.com for the names below example.com; without a port)`,
+			`t.yaml:3:48: upstreams[0].match.host: host "a.*.example" has a '*' other than a whole first label (a host name such as api.example.com, or *.example.com for every name below example.com)`,
 			`t.yaml:4:5: upstreams[1]: name "127.0.0.1:9001" is also upstreams[0]'s (each service needs its own name: give this one name: ...)`,
-			`t.yaml:4:48: upstreams[1].match.host: "x.example:80": the port is not part of the host (the request's port is ignored: a host name such as claims.example.com, an IP address, or *.example.com for the names below example.com; without a port)`,
-			`t.yaml:5:48: upstreams[2].match.host: "*" is not a host (a host name such as claims.example.com, an IP address, or *.example.com for the names below example.com; without a port; leave host out to match every host)`,
-			`t.yaml:6:48: upstreams[3].match.host: "bad host" is not a host (a host name such as claims.example.com, an IP address, or *.example.com for the names below example.com; without a port)`,
+			`t.yaml:4:48: upstreams[1].match.host: host "x.example:80" has a port, a path, a user or a space (a host name such as api.example.com, or *.example.com for every name below example.com; the port is never matched)`,
+			`t.yaml:5:48: upstreams[2].match.host: host "*" has a '*' other than a whole first label (a host name such as api.example.com, or *.example.com for every name below example.com)`,
+			`t.yaml:6:48: upstreams[3].match.host: host "bad host" has a port, a path, a user or a space (a host name such as api.example.com, or *.example.com for every name below example.com; the port is never matched)`,
 			"t.yaml:7:41: upstreams[4].match: empty (give host, path or both; an entry without match takes every request)"}},
 		{"upstreams paths, names, timeouts, protect", "listen: 127.0.0.1:8080\nupstreams:\n  - {url: http://127.0.0.1:9001, match: {path: reports}}\n" +
 			"  - {url: http://127.0.0.1:9002, match: {path: /a/./b}, name: \"bad name\"}\n  - {url: http://127.0.0.1:9003, match: {pth: /x}, timeout: 0s}\n" +

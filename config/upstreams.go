@@ -28,10 +28,10 @@ type Upstream struct {
 	// URL is where requests go: an http or https URL with a host, and
 	// optionally a path the request's path is appended to.
 	URL *url.URL
-	// Host, when not empty, is the host the request must be for (its Host,
-	// or the authority of an absolute-form target): a lower-case name or
+	// Host, when not empty, is the host the request must be for, as a
+	// rule's match.host (policy.ParseHostPattern's form): a name or
 	// address, or "*.example.com" for any name below example.com (not
-	// example.com itself), without a port.
+	// example.com itself).
 	Host string
 	// Path, when not empty, is a path prefix the request's cleaned path
 	// must have, on segment boundaries, as a rule's match.path.
@@ -159,31 +159,19 @@ func (d *decoder) upstreamName(n *yaml.Node, path string) string {
 	return s
 }
 
-// hostPattern decodes a match host: a name or address without a port, or
-// "*." and a name; returned lower-case, without a trailing dot.
+// hostPattern decodes a match host as a rule's match.host is read
+// (policy.ParseHostPattern): returned in the form it matches.
 func (d *decoder) hostPattern(n *yaml.Node, path string) string {
-	const want = "a host name such as claims.example.com, an IP address, or *.example.com for the names below example.com; without a port"
 	s, ok := d.scalar(n, path, "a host")
 	if !ok {
 		return ""
 	}
-	h := strings.TrimSuffix(strings.ToLower(s), ".")
-	name, wild := strings.CutPrefix(h, "*.")
-	switch {
-	case h == "" || h == "*":
-		d.fail(n, path, "%q is not a host (%s; leave host out to match every host)", clip(s), want)
-	case strings.Contains(name, "*"):
-		d.fail(n, path, "%q: '*' stands only as the first label, as in *.example.com (%s)", clip(s), want)
-	case strings.ContainsAny(name, ":[]") && !wild && validHost(strings.Trim(name, "[]")) && strings.Count(name, ":") > 1:
-		return strings.Trim(name, "[]") // an IPv6 address
-	case strings.Contains(name, ":"):
-		d.fail(n, path, "%q: the port is not part of the host (the request's port is ignored: %s)", clip(s), want)
-	case !validHost(name) || name == "":
-		d.fail(n, path, "%q is not a host (%s)", clip(s), want)
-	default:
-		return h
+	h, err := policy.ParseHostPattern(s)
+	if err != nil {
+		d.fail(n, path, "%s", strings.TrimPrefix(err.Error(), "policy: "))
+		return ""
 	}
-	return ""
+	return h
 }
 
 // upstreamPath decodes a match path: as a rule's, a clean prefix.
@@ -215,36 +203,6 @@ func cleanPathPrefix(p string) (string, bool) {
 		return clean, false
 	}
 	return "", true
-}
-
-// HostMatches reports whether host, a request's host as it came (any case,
-// perhaps with a port and a trailing dot), is for pattern, a match host
-// (Upstream.Host): equal, or below the name of a "*." pattern.
-func HostMatches(pattern, host string) bool {
-	host = requestHost(host)
-	if name, ok := strings.CutPrefix(pattern, "*."); ok {
-		return len(host) > len(name)+1 && strings.HasSuffix(host, name) && host[len(host)-len(name)-1] == '.'
-	}
-	return host == pattern
-}
-
-// requestHost is a Host value without its port and trailing dot, in lower
-// case; an IPv6 literal without its brackets.
-func requestHost(h string) string {
-	if strings.HasPrefix(h, "[") {
-		if end := strings.IndexByte(h, ']'); end > 0 {
-			h = h[1:end]
-		}
-	} else if i := strings.LastIndexByte(h, ':'); i >= 0 && strings.IndexByte(h, ':') == i {
-		h = h[:i]
-	}
-	h = strings.TrimSuffix(h, ".")
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; c >= 'A' && c <= 'Z' {
-			return strings.ToLower(h)
-		}
-	}
-	return h
 }
 
 // UpstreamNamed returns the service named name, nil if there is none.

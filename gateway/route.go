@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 // sluice_upstream_* metrics and, under protect, throttle.
 type route struct {
 	up       *config.Upstream
+	match    policy.Matcher // up's host and path, as a rule's match
 	proxy    *fastproxy.Proxy
 	throttle *throttle.Throttle // nil: no protect for this service
 
@@ -32,7 +34,10 @@ func (g *Gateway) newRoutes(cfg *config.File, old *snapshot) []*route {
 	routes := make([]*route, 0, len(cfg.Upstreams))
 	for i := range cfg.Upstreams {
 		up := &cfg.Upstreams[i]
-		rt := &route{up: up, proxy: g.newProxy(up, old), throttle: g.throttleOf(up.Name),
+		// Checked when the file was read: nothing is reported here.
+		match := policy.CompileMatch("", policy.Match{Host: up.Host, Path: up.Path}, cfg.Policy.CaseInsensitivePaths,
+			func(string, string, ...any) {})
+		rt := &route{up: up, match: match, proxy: g.newProxy(up, old), throttle: g.throttleOf(up.Name),
 			seconds:   g.metrics.upstreamSeconds.WithLabelValues(up.Name),
 			errors:    g.metrics.upstreamFails.WithLabelValues(up.Name),
 			responses: g.metrics.upstreamResponses.MustCurryWith(prometheus.Labels{"upstream": up.Name})}
@@ -49,26 +54,22 @@ func (s *snapshot) routeFor(ctx *fasthttp.RequestCtx) *route {
 	if len(s.routes) == 1 && s.routes[0].up.Host == "" && s.routes[0].up.Path == "" {
 		return s.routes[0] // upstream, or one service for every request: nothing to look at
 	}
-	host := b2s(ctx.Request.Header.Host()) // an absolute-form authority naming another host was refused
-	var path string
-	cleaned := false
+	// An absolute-form authority naming another host was refused
+	// (fastproxy.Refuse); a host or path that cannot be cleaned goes to the
+	// first service, whose decision core answers it 400.
+	host, err := policy.CleanHost(b2s(ctx.Request.Header.Host()))
+	if err != nil {
+		return s.routes[0]
+	}
+	_, path, err := policy.CleanPath(b2s(ctx.URI().PathOriginal()))
+	if err != nil {
+		return s.routes[0]
+	}
+	req := policy.Request{Host: host, Path: path}
 	for _, rt := range s.routes {
-		if rt.up.Host != "" && !config.HostMatches(rt.up.Host, host) {
-			continue
+		if rt.match.Matches(&req) {
+			return rt
 		}
-		if rt.up.Path != "" {
-			if !cleaned {
-				var err error
-				if _, path, err = policy.CleanPath(b2s(ctx.URI().PathOriginal())); err != nil {
-					return s.routes[0] // the decision core answers it 400: it goes nowhere
-				}
-				cleaned = true
-			}
-			if !policy.PathHasPrefix(rt.up.Path, path, s.cfg.Policy.CaseInsensitivePaths) {
-				continue
-			}
-		}
-		return rt
 	}
 	return nil
 }
@@ -80,25 +81,14 @@ func (g *Gateway) notRouted(ctx *fasthttp.RequestCtx, hasBody bool) {
 	g.answer(ctx, fasthttp.StatusNotFound, "no service of this gateway serves this host and path", hasBody)
 }
 
-// closeRoutes closes the proxies of old's routes that next does not use.
+// closeRoutes closes the proxies of old's routes that next (nil: none)
+// does not use.
 func closeRoutes(old, next *snapshot) {
 	for _, rt := range old.routes {
-		if !slicesContainsProxy(next, rt.proxy) {
+		if next == nil || !slices.ContainsFunc(next.routes, func(n *route) bool { return n.proxy == rt.proxy }) {
 			rt.proxy.Close() // another upstream: the old one's idle connections go; requests on it finish
 		}
 	}
-}
-
-func slicesContainsProxy(s *snapshot, p *fastproxy.Proxy) bool {
-	if s == nil {
-		return false
-	}
-	for _, rt := range s.routes {
-		if rt.proxy == p {
-			return true
-		}
-	}
-	return false
 }
 
 // upstreamNames lists the services, for logs.
