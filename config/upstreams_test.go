@@ -53,4 +53,3 @@ rules: [{name: a, rate: 1/s}]
 		t.Errorf("upstream as Upstreams: %+v", one.Upstreams)
 	}
 }
-
