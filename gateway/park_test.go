@@ -100,21 +100,29 @@ func TestIdleConnectionsParked(t *testing.T) {
 	}
 }
 
+// parkedOne serves parkConfig with server settings server, and returns
+// it with one keep-alive connection that has had one answer and is parked.
+func parkedOne(t *testing.T, server string) (*harness, *keepAlive) {
+	t.Helper()
+	h := startGateway(t, strings.Replace(parkConfig, "idle_timeout: 30s", server, 1))
+	k := dialKeepAlive(t, h.url)
+	k.send(t, getOne, 1)
+	eventually(t, "parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	return h, k
+}
+
 // TestParkedConnectionIdleTimeout: a parked connection is closed once the
 // idle timeout has passed since its last answer, as one in its goroutine.
 func TestParkedConnectionIdleTimeout(t *testing.T) {
 	defer gateway.SetParkAfter(50 * time.Millisecond)()
-	h := startGateway(t, strings.Replace(parkConfig, "idle_timeout: 30s", "idle_timeout: 400ms", 1))
-	k := dialKeepAlive(t, h.url)
-	k.send(t, getOne, 1)
-	start := time.Now()
-	eventually(t, "parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	h, k := parkedOne(t, "idle_timeout: 400ms")
+	parked := time.Now() // at least parkAfter (50ms) after its answer
 	_ = k.c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := k.br.ReadByte(); err != io.EOF {
 		t.Fatalf("read %v, want EOF once the idle timeout passed", err)
 	}
-	if d := time.Since(start); d < 300*time.Millisecond {
-		t.Errorf("closed %v after its answer, before the idle timeout", d)
+	if d := time.Since(parked); d < 250*time.Millisecond {
+		t.Errorf("closed %v after it was parked, before the idle timeout", d)
 	}
 	if got := metric(h.metrics(), "sluice_parked_connections"); got != 0 {
 		t.Errorf("sluice_parked_connections = %v, want 0", got)
@@ -125,10 +133,7 @@ func TestParkedConnectionIdleTimeout(t *testing.T) {
 // the connection was parked is still bound by the header timeout.
 func TestParkedConnectionSlowHeader(t *testing.T) {
 	defer gateway.SetParkAfter(50 * time.Millisecond)()
-	h := startGateway(t, strings.Replace(parkConfig, "idle_timeout: 30s", "idle_timeout: 30s, read_header_timeout: 300ms", 1))
-	k := dialKeepAlive(t, h.url)
-	k.send(t, getOne, 1)
-	eventually(t, "parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	_, k := parkedOne(t, "idle_timeout: 30s, read_header_timeout: 300ms")
 	if _, err := io.WriteString(k.c, "GET /claims/1 HTTP/1.1\r\n"); err != nil { // and no more
 		t.Fatal(err)
 	}
