@@ -8,13 +8,7 @@
 -- gone or under another limit.
 
 if changed then
-  local state
-  if alg == 2 then
-    state = struct.pack('>ddd', n1, n2, n3) .. tag
-  else
-    state = struct.pack('>dd', n1, n2) .. tag
-  end
-  redis.call('SET', key, state, 'KEEPTTL')
+  redis.call('SET', key, settled_state(alg, n1, n2, n3, tag), 'KEEPTTL')
   return 1
 end
 return 0

@@ -92,3 +92,13 @@ local function save(key, value, reset, expire)
     redis.call('SET', key, value)
   end
 end
+
+-- settled_state is a settled state (settle.lua's n1, n2, n3) as state.lua
+-- reads it back: three numbers for sliding_window (alg 2), two for the
+-- others, then the limit's tag.
+local function settled_state(alg, n1, n2, n3, tag)
+  if alg == 2 then
+    return struct.pack('>ddd', n1, n2, n3) .. tag
+  end
+  return struct.pack('>dd', n1, n2) .. tag
+end

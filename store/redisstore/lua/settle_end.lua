@@ -5,12 +5,7 @@
 -- look's Reset, like save.lua.
 
 if changed then
-  local state
-  if alg == 2 then
-    state = struct.pack('>ddd', n1, n2, n3) .. tag
-  else
-    state = struct.pack('>dd', n1, n2) .. tag
-  end
+  local state = settled_state(alg, n1, n2, n3, tag)
   if alg >= 4 and charge > 0 and expire and reset > 0 then
     save(key, state, reset, expire)
   else
