@@ -55,19 +55,9 @@ func (d *decoder) gossip(n *yaml.Node, path string, used bool, typeNode *yaml.No
 	if b := m["bind"]; !isNull(b) {
 		g.Bind = d.hostPort(b, join(path, "bind"), false)
 	}
-	seen := map[string]bool{}
-	joins := d.list(m["join"], join(path, "join"), "host:port addresses")
-	for i, a := range joins {
-		at := index(join(path, "join"), i)
-		addr := d.hostPort(a, at, true)
-		if seen[addr] {
-			d.fail(a, at, "duplicate address %q", addr)
-		} else if addr != "" {
-			seen[addr] = true
-			g.Join = append(g.Join, addr)
-		}
-	}
-	if used && len(joins) == 0 && !d.failed[join(path, "join")] {
+	var joins int
+	g.Join, joins = d.addrList(m["join"], join(path, "join"))
+	if used && joins == 0 && !d.failed[join(path, "join")] {
 		at := n
 		if at == nil {
 			at = typeNode

@@ -182,21 +182,29 @@ func (d *decoder) leaseTTL(n *yaml.Node, path string) time.Duration {
 	return v
 }
 
-// redis decodes the redis block; the default address applies when used.
-func (d *decoder) redis(n *yaml.Node, path string, used bool) Redis {
-	r := Redis{Timeout: DefaultRedisTimeout, Prefix: DefaultRedisPrefix}
-	m := d.fields(n, path, "a mapping ("+strings.Join(redisFields, ", ")+")", redisFields)
+// addrList decodes a list of host:port addresses, each once; items
+// reports how many the list had, written well or not.
+func (d *decoder) addrList(n *yaml.Node, path string) (addrs []string, items int) {
 	seen := map[string]bool{}
-	for i, a := range d.list(m["addrs"], join(path, "addrs"), "host:port addresses") {
-		at := index(join(path, "addrs"), i)
+	list := d.list(n, path, "host:port addresses")
+	for i, a := range list {
+		at := index(path, i)
 		addr := d.hostPort(a, at, true)
 		if seen[addr] {
 			d.fail(a, at, "duplicate address %q", addr)
 		} else if addr != "" {
 			seen[addr] = true
-			r.Addrs = append(r.Addrs, addr)
+			addrs = append(addrs, addr)
 		}
 	}
+	return addrs, len(list)
+}
+
+// redis decodes the redis block; the default address applies when used.
+func (d *decoder) redis(n *yaml.Node, path string, used bool) Redis {
+	r := Redis{Timeout: DefaultRedisTimeout, Prefix: DefaultRedisPrefix}
+	m := d.fields(n, path, "a mapping ("+strings.Join(redisFields, ", ")+")", redisFields)
+	r.Addrs, _ = d.addrList(m["addrs"], join(path, "addrs"))
 	if len(r.Addrs) == 0 && used {
 		r.Addrs = []string{DefaultRedisAddr}
 	}
