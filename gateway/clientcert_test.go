@@ -302,8 +302,9 @@ func TestClientCARotation(t *testing.T) {
 	}
 }
 
-// TestClientCertCurl: curl --cert is identified as the certificate's
-// client; without --cert under require it gets no answer.
+// TestClientCertCurl: curl --cert and openssl s_client -cert are
+// identified as the certificate's client; without --cert under require
+// curl gets no answer.
 func TestClientCertCurl(t *testing.T) {
 	p := startPartners(t, ", client_auth: require")
 	cert := p.certs["partner-cn"]
@@ -324,5 +325,22 @@ func TestClientCertCurl(t *testing.T) {
 	}
 	if out, err := exec.Command(curl, "-sS", "--cacert", filepath.Join(p.dir, "server.crt"), p.url+"/claims/1").CombinedOutput(); err == nil {
 		t.Errorf("curl without --cert under require: %q, want no answer", out)
+	}
+
+	// openssl s_client -cert: the same client, its second request of 2 a
+	// minute passes, the third is refused.
+	openssl := tool(t, "openssl")
+	addr := strings.TrimPrefix(p.url, "https://")
+	for _, want := range []string{"HTTP/1.1 200 ", "HTTP/1.1 429 "} {
+		cmd := exec.Command(openssl, "s_client", "-quiet", "-connect", addr, "-servername", "localhost",
+			"-CAfile", filepath.Join(p.dir, "server.crt"), "-verify_return_error", "-cert", certFile, "-key", keyFile)
+		cmd.Stdin = strings.NewReader("GET /claims/2 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("openssl s_client -cert: %v, want %q in:\n%s", err, want, out)
+		}
+	}
+	if who := p.up.lastSeen(t).Header.Get("X-Sluice-Client"); who != "partner-cn" {
+		t.Errorf("X-Sluice-Client %q after openssl s_client -cert, want partner-cn", who)
 	}
 }
