@@ -218,7 +218,8 @@ func TestClientCertRequire(t *testing.T) {
 
 // TestClientCertOptionalWrongCA: under client_auth: optional, a
 // certificate that does not verify still fails the handshake (a caller
-// that presents one must present a good one).
+// that presents one must present a good one); a Go client that would
+// send it only to its own authority sends none and is 401.
 func TestClientCertOptionalWrongCA(t *testing.T) {
 	p := startPartners(t, "")
 	other := testcert.NewAuthority(t, "Another CA").Client(t, testcert.Client{DNSNames: []string{"garage-a.partners.example"}})
@@ -228,6 +229,17 @@ func TestClientCertOptionalWrongCA(t *testing.T) {
 	eventually(t, "the failed client certificate counted", func() bool {
 		return metric(p.metrics(), "sluice_tls_handshake_errors_total", "listener=callers", "reason=client_certificate") == 1
 	})
+
+	// A Go client holding that certificate in tls.Config.Certificates
+	// sends none, as the listener names only its own authority: it is a
+	// caller without a certificate (and without a key, 401), as
+	// docs/security.md says.
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: p.server.Pool(), Certificates: []tls.Certificate{other.TLS(t)}}}}
+	t.Cleanup(c.CloseIdleConnections)
+	if status, body, err := send(t, c, p.url+"/claims/1", ""); err != nil || status != 401 {
+		t.Errorf("another authority's certificate in tls.Config.Certificates: %d %q, %v; want 401 (sent no certificate)", status, body, err)
+	}
 }
 
 // TestClientCertRevokedByReload: a reload that removes a client's
