@@ -187,8 +187,8 @@ func (l *Limiter) AllowOnError(err error) bool {
 	if l.opts.Store == nil { // the zero Limiter refuses
 		return false
 	}
-	var unavailable *store.UnavailableError // the store's own policy: refuse (failover, on_failure closed)
-	return !l.opts.OnFailure.Refuses() && !errors.As(err, &unavailable)
+	refused, _ := l.opts.OnFailure.Refused(err) // a *store.UnavailableError: the store's own policy, refuse
+	return !refused
 }
 
 // DecideN decides a request of cost n on key now, counting it if it is
