@@ -11,7 +11,7 @@ import (
 	"slices"
 	"sync"
 
-	checkhttp "github.com/sluice-rl/sluice/check" // /check; main has its own check command
+	"github.com/sluice-rl/sluice/check"
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/gateway"
 	"github.com/sluice-rl/sluice/internal/shutdown"
@@ -43,7 +43,7 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 	}
 	var svcs []service
 	if d.HTTP != "" {
-		h, err := checkhttp.New(checkhttp.Options{Decide: dec.Decide, DenyStatus: d.HTTPDenyStatus})
+		h, err := check.New(check.Options{Decide: dec.Decide, DenyStatus: d.HTTPDenyStatus})
 		if err != nil {
 			return nil, err
 		}
