@@ -312,11 +312,10 @@ func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domai
 	if err == nil {
 		err = results[sl.req].Err
 	}
-	var unavailable *store.UnavailableError
-	switch {
-	case errors.As(err, &unavailable):
+	switch refuse, unavailable := s.opts.OnStoreError.Refused(err); {
+	case unavailable != nil:
 		return s.over(r, refused(r, unavailable.RetryAfter))
-	case err != nil && s.opts.OnStoreError.Refuses():
+	case refuse:
 		dom.storeErrors.Inc()
 		return s.over(r, refused(r, storeErrorRetry))
 	case err != nil: // as on_failure: open: the request passes, uncounted
