@@ -93,6 +93,13 @@ type Store struct {
 	mu    sync.Mutex
 	peers map[string]*peer
 	slots map[slotKey]uint32
+	// heard is, per incarnation of another instance, the last round of it
+	// by which this instance holds every count it had: kept when the
+	// instance leaves the membership, so that one given up for dead (a
+	// partition, a stopped process) that comes back with the same
+	// incarnation, and goes on sending what changed since the round this
+	// one last acknowledged, is in sync again at its next message.
+	heard map[slotKey]uint64
 
 	// label marks the goroutines of this instance's membership; linger
 	// bounds how long they outlive its Shutdown (waitMembership).
@@ -134,7 +141,7 @@ func New(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{interval: opts.Interval, maxUnsynced: opts.MaxUnsynced, clock: opts.Clock, logger: opts.Logger,
-		peers: map[string]*peer{}, slots: map[slotKey]uint32{}, stop: make(chan struct{})}
+		peers: map[string]*peer{}, slots: map[slotKey]uint32{}, heard: map[slotKey]uint64{}, stop: make(chan struct{})}
 	if s.interval <= 0 {
 		s.interval = DefaultInterval
 	}
