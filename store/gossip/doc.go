@@ -73,6 +73,10 @@
 // one per rule and limit shared by the keys without room, gossiped like
 // any key; a key another instance tells of that finds no room is not kept
 // (Stats.Dropped), and its count is missing from this instance's
-// decisions. Each message carries the keys changed since the round every
+// decisions. A key longer than a message carries (64 KiB) is decided on its
+// rule's overflow counter too. A record no instance writes (a count above
+// any rate, a window beyond the year 146,000) is skipped on receipt; the
+// decoder is fuzzed (FuzzReadMessage, FuzzWireRoundTrip). Each message
+// carries the keys changed since the round every
 // peer acknowledged, about 30 bytes and the key's length each, over TCP.
 package gossip

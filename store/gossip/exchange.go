@@ -121,7 +121,7 @@ func (s *Store) build(round, since uint64) []byte {
 		sh := &s.tab.shards[i]
 		sh.mu.Lock()
 		for k, e := range sh.keys {
-			if e.changed <= since {
+			if e.changed <= since || len(k) > maxKeyLen { // (only the overflow counter of a rule named so long)
 				continue
 			}
 			e.toldState(v) // keep what the peers acknowledged before sent moves on

@@ -168,6 +168,9 @@ func New(opts Options) (*Store, error) {
 			s.name += "-" + strconv.FormatUint(binary.LittleEndian.Uint64(inc[:])&0xffff, 16)
 		}
 	}
+	if len(s.name) > maxKeyLen {
+		return nil, fmt.Errorf("gossip store: name of %d bytes (at most %d)", len(s.name), maxKeyLen)
+	}
 	s.incarnation = binary.LittleEndian.Uint64(inc[:]) | 1 // never 0: 0 is "not heard yet"
 	s.round.Store(1)
 	s.view.Store(&view{alone: true})
