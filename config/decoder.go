@@ -30,6 +30,9 @@ type decoder struct {
 	// storeType, in an envoyproxy/ratelimit rule file, is the type of the
 	// store that will decide it ("": not known), whose algorithms it keeps.
 	storeType string
+	// running, in a configuration file read for a reload, is the store in
+	// force, which stays until a restart (nil: none yet).
+	running *Store
 }
 
 func newDecoder(file string) *decoder {

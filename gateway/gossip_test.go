@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/sluice-rl/sluice/store/gossip"
 )
 
 // gossipConfig is a gateway on the gossip store at bind, joining join: one
@@ -100,4 +102,47 @@ func freeGossipAddr(t *testing.T) string {
 	}
 	t.Fatal("no loopback port free for TCP and UDP")
 	return ""
+}
+
+// TestReloadGossipStore: a changed store.gossip block takes effect after a
+// restart, as any store change: the reload logs so and the running store
+// keeps its address and timers. A reload that changes the store to another
+// type is checked against the gossip store still running, so a rule it
+// does not keep (token_bucket) is refused, not failed at each request.
+func TestReloadGossipStore(t *testing.T) {
+	bind, join := freeGossipAddr(t), freeGossipAddr(t)
+	h := startGateway(t, fmt.Sprintf(gossipConfig, bind, join, "fixed_window"))
+	gs, ok := h.g.Store().(*gossip.Store)
+	if !ok {
+		t.Fatalf("the store is a %T, want *gossip.Store", h.g.Store())
+	}
+	h.writeConfig(fmt.Sprintf("listen: 127.0.0.1:18080\nupstream: {{UPSTREAM}}\n"+
+		"store: {type: gossip, gossip: {bind: %s, join: [%s], interval: 40ms, max_unsynced: 7}}\n"+
+		"rules:\n  - { name: hourly, algorithm: fixed_window, rate: 60/h }\n", freeGossipAddr(t), join))
+	if err := h.g.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.logs.count(t, "listen, admin, server, store, runtime and access_log changes take effect after a restart"); n != 1 {
+		t.Errorf("%d restart warnings, want 1:\n%s", n, h.logs)
+	}
+	if gs.Addr() != bind || gs.Interval() != 20*time.Millisecond || gs.MaxUnsynced() != 5 {
+		t.Errorf("after the reload the store gossips on %s every %v, max_unsynced %d; want %s, 20ms, 5 until a restart",
+			gs.Addr(), gs.Interval(), gs.MaxUnsynced(), bind)
+	}
+
+	h.writeConfig("listen: 127.0.0.1:18080\nupstream: {{UPSTREAM}}\nstore: {type: memory}\n" +
+		"rules:\n  - { name: hourly, algorithm: token_bucket, rate: 60/h }\n")
+	err := h.g.Reload()
+	if want := "rules[0].algorithm: rule hourly: token_bucket is not kept by store type gossip, running until a restart,"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("reload to memory with token_bucket: %v; want an error with %q", err, want)
+	}
+	admitted := 0
+	for range 100 {
+		if r := h.get("/claims", ""); r.Status == http.StatusOK {
+			admitted++
+		}
+	}
+	if admitted != 60 {
+		t.Errorf("after the refused reload %d of 100 admitted, want the 60 of the rule in force", admitted)
+	}
 }
