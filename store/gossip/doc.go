@@ -55,8 +55,9 @@
 // admits at most limit + (k − 1) × max_unsynced per window, counting what
 // the other side had told it before the partition; p sides together at
 // most p × limit + (n − p) × max_unsynced. A member stopped (SIGSTOP)
-// rather than cut off admits nothing while stopped, and once it resumes
-// at most max_unsynced per key before it hears the others. When the
+// rather than cut off admits nothing while stopped; once it resumes it
+// admits, as any member, at most max_unsynced per key beyond what the
+// others acknowledged, until it hears their counts. When the
 // partition heals the members find each other again: each sends what
 // changed since the round the other last acknowledged (an instance
 // remembers, per incarnation of another, up to which round it holds all
