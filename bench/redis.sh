@@ -29,7 +29,8 @@
 # Environment: REDIS_ROUNDS (default 5), REDIS_DURATION (seconds per
 # redisbench run, default 3), REDIS_WRK_DURATION (seconds per wrk run,
 # default 4), REDIS_CONCURRENCY (redisbench callers, default 64),
-# REDIS_CONNS (wrk -c, default 64). About 3 minutes with the defaults.
+# REDIS_CONNS (wrk -c, default 64; the gossip instances take half each). About
+# 4 minutes with the defaults.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
