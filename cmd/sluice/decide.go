@@ -76,7 +76,7 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 // their number.
 func listenGRPC(cfg *config.File, g *gateway.Gateway, dec *gateway.Decider, log *slog.Logger) (service, error) {
 	d := cfg.Decide
-	rules, err := loadEnvoyRules(d.EnvoyConfig)
+	rules, err := loadEnvoyRules(d.EnvoyConfig, cfg.Store)
 	if err != nil {
 		return service{}, err
 	}
@@ -94,7 +94,7 @@ func listenGRPC(cfg *config.File, g *gateway.Gateway, dec *gateway.Decider, log 
 	}
 	ln = gateway.CapConnections(ln, cfg.Server.MaxConnections)
 	reload := func() error {
-		rules, err := loadEnvoyRules(d.EnvoyConfig)
+		rules, err := loadEnvoyRules(d.EnvoyConfig, cfg.Store)
 		if err != nil {
 			log.Error("envoy rule files refused; the old rules stay", "err", err.Error())
 			return err
@@ -107,9 +107,10 @@ func listenGRPC(cfg *config.File, g *gateway.Gateway, dec *gateway.Decider, log 
 }
 
 // loadEnvoyRules reads and compiles envoyproxy/ratelimit's rule files
-// (none: no rules, every domain unknown).
-func loadEnvoyRules(paths []string) (*rls.Rules, error) {
-	doms, err := config.LoadEnvoy(paths)
+// (none: no rules, every domain unknown), refusing the limits st does not
+// keep.
+func loadEnvoyRules(paths []string, st config.Store) (*rls.Rules, error) {
+	doms, err := config.LoadEnvoyFor(paths, st)
 	if err != nil {
 		return nil, err
 	}

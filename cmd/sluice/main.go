@@ -188,7 +188,7 @@ func loadChecked(path string) (*config.File, error) {
 		return nil, err
 	}
 	if cfg.Decide != nil && len(cfg.Decide.EnvoyConfig) > 0 {
-		if _, err := config.LoadEnvoy(cfg.Decide.EnvoyConfig); err != nil {
+		if _, err := config.LoadEnvoyFor(cfg.Decide.EnvoyConfig, cfg.Store); err != nil {
 			return nil, err
 		}
 	}
