@@ -65,7 +65,7 @@ func (s *Store) grantDecide(ctx context.Context, r store.Request, now time.Time)
 			d, err := s.fillGrant(ctx, r, now)
 			return d, true, err
 		case wait:
-			d, st, err := s.queueGrant(ctx, r)
+			d, st, err := s.queueGrant(ctx, r, now)
 			if st != retry {
 				return d, st == served, err
 			}
@@ -77,12 +77,11 @@ func (s *Store) grantDecide(ctx context.Context, r store.Request, now time.Time)
 }
 
 // queueGrant queues r for the next grant call on its key and waits for
-// it, as long as Options.Timeout from now at most: as its own call would,
-// waiting must not take longer.
-func (s *Store) queueGrant(ctx context.Context, r store.Request) (limiter.Decision, step, error) {
-	wctx, cancel := s.withTimeout(ctx)
-	defer cancel()
-	w, again := s.grants.join(wctx, r)
+// it. The wait is bounded by the calls, each by Options.Timeout: the call
+// in flight, then the one r goes in (no timer of its own per request: a
+// hot key queues many).
+func (s *Store) queueGrant(ctx context.Context, r store.Request, now time.Time) (limiter.Decision, step, error) {
+	w, again := s.grants.join(ctx, r, now)
 	switch {
 	case w == nil && again:
 		return limiter.Decision{}, retry, nil
@@ -92,11 +91,11 @@ func (s *Store) queueGrant(ctx context.Context, r store.Request) (limiter.Decisi
 	select {
 	case o := <-w.done:
 		if o.err == errGone {
-			o.err = s.failed(ctx, grantScripts[r.Limit.Algorithm()], wctx.Err())
+			o.err = s.failed(ctx, grantScripts[r.Limit.Algorithm()], ctx.Err())
 		}
 		return o.d, o.step, o.err
-	case <-wctx.Done():
-		return limiter.Decision{}, served, s.failed(ctx, grantScripts[r.Limit.Algorithm()], wctx.Err())
+	case <-ctx.Done():
+		return limiter.Decision{}, served, s.failed(ctx, grantScripts[r.Limit.Algorithm()], ctx.Err())
 	}
 }
 

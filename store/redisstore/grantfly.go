@@ -24,7 +24,8 @@ import (
 
 // grantWaiter is a request queued for the next grant call on its key.
 type grantWaiter struct {
-	ctx  context.Context // the caller's, bounded by Options.Timeout from its arrival
+	ctx  context.Context // the caller's
+	now  time.Time       // the request's
 	cost int64
 	done chan grantOutcome // buffered: delivering never blocks
 }
@@ -44,7 +45,7 @@ type grantOutcome struct {
 // join queues r for the next grant call on its key, if one is still in
 // flight under r's limit; else it returns nil and whether to take again
 // (false: decide r without grants).
-func (g *grantTable) join(ctx context.Context, r store.Request) (*grantWaiter, bool) {
+func (g *grantTable) join(ctx context.Context, r store.Request, now time.Time) (*grantWaiter, bool) {
 	sh := g.shard(r.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -55,7 +56,7 @@ func (g *grantTable) join(ctx context.Context, r store.Request) (*grantWaiter, b
 	case e.flyLimit != r.Limit:
 		return nil, false
 	}
-	w := &grantWaiter{ctx: ctx, cost: r.Cost, done: make(chan grantOutcome, 1)}
+	w := &grantWaiter{ctx: ctx, now: now, cost: r.Cost, done: make(chan grantOutcome, 1)}
 	e.queue = append(e.queue, w)
 	e.busy = true
 	return w, false
@@ -118,7 +119,8 @@ func (g *grantTable) ask(key string, l limiter.Limit, now time.Time, batch []*gr
 // answers those of batch that cost need, the cheapest; the others are
 // decided without grants), and returns the waiters of the next call, and
 // whether there is one (with no waiter: a busy key's refill ahead), to be
-// asked at the key's last decision's now.
+// asked at the now of its first waiter (the oldest), or with none of the
+// key's last decision.
 func (g *grantTable) landBatch(key string, l limiter.Limit, now time.Time, batch []*grantWaiter, need int64,
 	d limiter.Decision, granted int64, err error) ([]*grantWaiter, time.Time, bool) {
 	sh := g.shard(key)
@@ -158,8 +160,11 @@ func (g *grantTable) landBatch(key string, l limiter.Limit, now time.Time, batch
 	}
 	next := append(rest, g.serveQueued(e, e.queue, now, true)...)
 	e.queue = nil
-	if len(next) > 0 || granted > 0 && e.busy && e.units <= g.want(l)/2 {
-		return next, e.last, true
+	switch {
+	case len(next) > 0:
+		return next, next[0].now, true
+	case granted > 0 && e.busy && e.units <= g.want(l)/2:
+		return nil, e.last, true
 	}
 	e.flying = false
 	return nil, now, false
@@ -169,7 +174,7 @@ func (g *grantTable) landBatch(key string, l limiter.Limit, now time.Time, batch
 // call spends r's cost and a grant's units at once. The requests that
 // queued meanwhile go in the next call, made on a goroutine of its own.
 func (s *Store) fillGrant(ctx context.Context, r store.Request, now time.Time) (limiter.Decision, error) {
-	w := &grantWaiter{ctx: ctx, cost: r.Cost, done: make(chan grantOutcome, 1)}
+	w := &grantWaiter{ctx: ctx, now: now, cost: r.Cost, done: make(chan grantOutcome, 1)}
 	next, at, more := s.grantCall(ctx, r.Key, r.Limit, now, []*grantWaiter{w})
 	if more {
 		s.flyGrants(r.Key, r.Limit, at, next)

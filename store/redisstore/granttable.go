@@ -44,6 +44,7 @@ type grantEntry struct {
 	granted   int64 // the last grant's size, as reserved in Redis
 	res       limiter.Reservation
 	at        time.Time // when the last grant was asked
+	asked     time.Time // when the oldest of its units was: no decision before it is served
 	expires   time.Time // the grant ends: TTL after it was asked, or its window's end
 	windowEnd time.Time // the end of the window its units count in; zero for a bucket
 	remaining int64     // the key's Remaining in Redis after the grant
@@ -185,14 +186,14 @@ func (g *grantTable) takeAll(reqs []store.Request, now time.Time) ([]store.Resul
 // held here as remaining; the grant's reservation, which limiter.Settle
 // settles a request by.
 func (e *grantEntry) served(now time.Time) limiter.Decision {
-	since := now.Sub(e.at)
+	since := max(now.Sub(e.at), 0)
 	return limiter.Decision{Allowed: true, Limit: e.limit.Burst(), Remaining: min(e.remaining+e.units, e.limit.Burst()),
 		Reset: max(e.reset-since, 0), Refill: max(e.refill-since, 0), Reservation: e.res}
 }
 
 // held is the units of e usable at now under l: 0 once its grant ended.
 func (e *grantEntry) held(l limiter.Limit, now time.Time) int64 {
-	if e.limit != l || !now.Before(e.expires) || now.Before(e.at) {
+	if e.limit != l || !now.Before(e.expires) || now.Before(e.asked) {
 		return 0
 	}
 	return e.units
@@ -209,6 +210,9 @@ func (g *grantTable) merge(e *grantEntry, l limiter.Limit, now time.Time, old in
 	}
 	ends := e.expires
 	window := windowLeft(l, d)
+	if old == 0 || now.Before(e.asked) {
+		e.asked = now
+	}
 	e.limit, e.granted, e.res, e.at = l, granted, d.Reservation, now
 	e.remaining, e.reset, e.refill = d.Remaining, d.Reset, d.Refill
 	e.units = old + granted
