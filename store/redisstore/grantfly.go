@@ -163,7 +163,7 @@ func (g *grantTable) landBatch(key string, l limiter.Limit, now time.Time, batch
 	switch {
 	case len(next) > 0:
 		return next, next[0].now, true
-	case granted > 0 && e.busy && e.units <= g.want(l)/2:
+	case granted > 0 && e.busy && e.units <= g.low(l):
 		return nil, e.last, true
 	}
 	e.flying = false

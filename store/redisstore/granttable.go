@@ -128,7 +128,7 @@ func (g *grantTable) take(r store.Request, now time.Time, mode takeMode) (limite
 	if e.held(r.Limit, now) >= r.Cost {
 		g.spend(e, r.Cost, true)
 		d := e.served(now)
-		if mode == mayAhead && e.busy && !e.flying && hot && e.units <= g.want(e.limit)/2 {
+		if mode == mayAhead && e.busy && !e.flying && hot && e.units <= g.low(e.limit) {
 			e.flying, e.flyLimit = true, e.limit
 			return d, ahead
 		}
@@ -310,3 +310,7 @@ func (g *grantTable) sweep(now time.Time, all bool) []grantBack {
 	}
 	return backs
 }
+
+// low is the units at or below which a busy key under l refills ahead:
+// half a grant.
+func (g *grantTable) low(l limiter.Limit) int64 { return g.want(l) / 2 }
