@@ -17,7 +17,8 @@ import (
 // flight most would wait again, one call for every Max of them): it
 // queues, and the next call spends, besides the next grant, the cost of
 // every request queued, which it then admits, as coalesce.go's batches do
-// without grants. A key on which requests have queued is busy: from then
+// without grants; in Redis that is one decision of their total cost,
+// however many they are. A key on which requests have queued is busy: from then
 // on its next grant is taken when its units fall to half a grant (ahead),
 // while they still serve. Either way a key never holds more than Max
 // units, and every unit is spent in Redis before it is admitted.
