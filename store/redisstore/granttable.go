@@ -24,7 +24,7 @@ type grantTable struct {
 
 	mu      sync.Mutex     // orders closing against flights.Add
 	closing bool           // Close has begun: no flight starts
-	flights sync.WaitGroup // fly's goroutines
+	flights sync.WaitGroup // flyGrants' goroutines
 }
 
 type grantShard struct {
@@ -66,7 +66,7 @@ type step int
 const (
 	direct step = iota // decide it one call per decision, as without grants
 	served             // answered from the key's grant
-	ahead              // served, and its caller takes the key's next grant (refillAhead)
+	ahead              // served, and its caller starts the key's next grant call (flyGrants)
 	fill               // take a grant: this request's caller does (fillGrant)
 	wait               // a grant call is in flight on the key: join it (join)
 	retry              // (a waiter's outcome) take again
