@@ -77,7 +77,7 @@ func (m *metrics) registerLeases(g *redisstore.GrantStats) {
 	}
 	m.registry.MustRegister(
 		counter("sluice_redis_lease_grants_total", "Redis calls that leased a hot key's quota (store.redis.lease).", g.Grants.Load),
-		counter("sluice_redis_lease_calls_saved_total", "Decisions answered from quota leased by this instance, each a Redis call not made.", g.CallsSaved.Load),
+		counter("sluice_redis_lease_calls_saved_total", "Decisions answered without a Redis call of their own: from quota leased by this instance, or in the lease call of another request on the key.", g.CallsSaved.Load),
 		counter("sluice_redis_lease_units_returned_total", "Unused leased units given back to Redis when their lease ended.", g.UnitsReturned.Load),
 		counter("sluice_redis_lease_units_expired_total", "Unused leased units that could not go back when their lease ended (their window had ended, or the bucket was spent since): counted, never admitted.", g.UnitsExpired.Load))
 }

@@ -25,7 +25,10 @@ import (
 // admitted twice); its unused units then go back (lua/grant_return.lua,
 // limiter.Settle's refund) if their window is still open, or for a bucket
 // if no other request spent on the key since. Units that cannot go back
-// stay spent: the key admits less, never more.
+// stay spent: the key admits less, never more. Concurrent requests on a
+// hot key (grantfly.go): one grant call at a time is in flight on it, the
+// units held serve meanwhile, and a request they cannot serve goes in the
+// next call, which spends its cost with the next grant.
 //
 // These are not the concurrency leases of lease.go (slots of requests in
 // flight): a grant is quota spent ahead of its requests.
@@ -71,8 +74,9 @@ type GrantOptions struct {
 type GrantStats struct {
 	// Grants counts script calls that took a grant.
 	Grants atomic.Int64
-	// CallsSaved counts decisions answered from a grant held here, each a
-	// script call that was not made.
+	// CallsSaved counts decisions answered without a script call of their
+	// own: from a grant held here, or in the grant call of another request
+	// on the key (grantfly.go).
 	CallsSaved atomic.Int64
 	// UnitsReturned counts unused units given back when their grant ended.
 	UnitsReturned atomic.Int64

@@ -53,19 +53,21 @@ func (s *Store) grantBatch(ctx context.Context, reqs []store.Request, now time.T
 // grantDecide decides r from a grant, taking one if its key is hot, and
 // reports whether it did (false: decide r without grants).
 func (s *Store) grantDecide(ctx context.Context, r store.Request, now time.Time) (limiter.Decision, bool, error) {
-	for range 3 { // a grant too small for the requests that waited for it: they try again
-		d, st, landed := s.grants.take(r, now, true)
+	for range 3 { // the call r queued for could not serve it: it tries again
+		d, st := s.grants.take(r, now, mayAhead)
 		switch st {
 		case served:
+			return d, true, nil
+		case ahead:
+			s.flyGrants(r.Key, r.Limit, now, nil)
 			return d, true, nil
 		case fill:
 			d, err := s.fillGrant(ctx, r, now)
 			return d, true, err
 		case wait:
-			select {
-			case <-landed:
-			case <-ctx.Done():
-				return limiter.Decision{}, true, s.failed(ctx, grantScripts[r.Limit.Algorithm()], ctx.Err())
+			d, st, err := s.queueGrant(ctx, r, now)
+			if st != retry {
+				return d, st == served, err
 			}
 		default:
 			return limiter.Decision{}, false, nil
@@ -74,25 +76,27 @@ func (s *Store) grantDecide(ctx context.Context, r store.Request, now time.Time)
 	return limiter.Decision{}, false, nil
 }
 
-// fillGrant takes a grant for r's key, which take marked as filling: up
-// to GrantOptions.Max units with what the key's grant still holds, at
-// least enough for r.
-func (s *Store) fillGrant(ctx context.Context, r store.Request, now time.Time) (limiter.Decision, error) {
-	g := s.grants
-	sh := g.shard(r.Key)
-	sh.mu.Lock()
-	e := sh.keys[r.Key]
-	old := e.held(r.Limit, now) // fewer than r.Cost, or take would have served r
-	e.units -= old
-	sh.mu.Unlock()
-	var d limiter.Decision
-	var granted int64
-	err := s.Connect(ctx)
-	if err == nil {
-		d, granted, err = s.takeGrant(ctx, r.Key, r.Limit, now, g.want(r.Limit)-old, r.Cost-old)
+// queueGrant queues r for the next grant call on its key and waits for
+// it. The wait is bounded by the calls, each by Options.Timeout: the call
+// in flight, then the one r goes in (no timer of its own per request: a
+// hot key queues many).
+func (s *Store) queueGrant(ctx context.Context, r store.Request, now time.Time) (limiter.Decision, step, error) {
+	w, again := s.grants.join(ctx, r, now)
+	switch {
+	case w == nil && again:
+		return limiter.Decision{}, retry, nil
+	case w == nil:
+		return limiter.Decision{}, direct, nil
 	}
-	d = g.land(r.Key, r.Limit, now, old, r.Cost, d, granted)
-	return d, err
+	select {
+	case o := <-w.done:
+		if o.err == errGone {
+			o.err = s.failed(ctx, grantScripts[r.Limit.Algorithm()], ctx.Err())
+		}
+		return o.d, o.step, o.err
+	case <-ctx.Done():
+		return limiter.Decision{}, served, s.failed(ctx, grantScripts[r.Limit.Algorithm()], ctx.Err())
+	}
 }
 
 // grantAll is DecideAll with quota grants: every request answered from
@@ -143,11 +147,12 @@ func resultDecision(res []store.Result, i int) limiter.Decision {
 }
 
 // fillAll marks every key of reqs as filling, with the units its grant
-// still holds taken out, if every one is hot and grantable and none has a grant call in flight; else it marks none.
+// still holds taken out, if every one is hot and grantable and none has a
+// grant call in flight; else it marks none.
 func (g *grantTable) fillAll(reqs []store.Request, now time.Time) ([]int64, bool) {
 	olds := make([]int64, len(reqs))
 	for i, r := range reqs {
-		_, st, _ := g.take(r, now, true)
+		_, st := g.take(r, now, mayFill)
 		if st == served { // enough of this one, not of another
 			g.untake(r)
 		}

@@ -21,6 +21,10 @@ type grantTable struct {
 	seed     maphash.Seed
 	shards   [grantShards]grantShard
 	stats    GrantStats
+
+	mu      sync.Mutex     // orders closing against flights.Add
+	closing bool           // Close has begun: no flight starts
+	flights sync.WaitGroup // flyGrants' goroutines
 }
 
 type grantShard struct {
@@ -35,17 +39,25 @@ type grantShard struct {
 type grantEntry struct {
 	last      time.Time // the last decision asked here
 	limit     limiter.Limit
-	units     int64 // left to admit
+	units     int64 // left to admit, at most the grant size (want)
 	back      int64 // of units, those the last grant's reservation can give back
 	granted   int64 // the last grant's size, as reserved in Redis
 	res       limiter.Reservation
 	at        time.Time // when the last grant was asked
+	asked     time.Time // when the oldest of its units was: no decision before it is served
 	expires   time.Time // the grant ends: TTL after it was asked, or its window's end
 	windowEnd time.Time // the end of the window its units count in; zero for a bucket
 	remaining int64     // the key's Remaining in Redis after the grant
 	reset     time.Duration
 	refill    time.Duration
-	filling   chan struct{} // closed when the grant call in flight lands; nil: none
+	// A grant call is in flight (flying) under flyLimit. Requests under
+	// that limit that the units cannot serve meanwhile queue (grantfly.go)
+	// and go in the next call; having had to is what makes the key busy,
+	// and a busy key takes its next grant before its units run out.
+	flying   bool
+	flyLimit limiter.Limit
+	queue    []*grantWaiter
+	busy     bool
 }
 
 // step is what take found a request should do.
@@ -54,8 +66,19 @@ type step int
 const (
 	direct step = iota // decide it one call per decision, as without grants
 	served             // answered from the key's grant
+	ahead              // served, and its caller starts the key's next grant call (flyGrants)
 	fill               // take a grant: this request's caller does (fillGrant)
-	wait               // a grant call is in flight on the key: wait for it, then take again
+	wait               // a grant call is in flight on the key: join it (join)
+	retry              // (a waiter's outcome) take again
+)
+
+// takeMode is what take may do besides serving.
+type takeMode int
+
+const (
+	heldOnly takeMode = iota // serve or nothing (DecideHeld, takeAll)
+	mayFill                  // a decision: note hotness; a hot key may fill
+	mayAhead                 // as mayFill, and a busy key may refill ahead
 )
 
 func newGrantTable(opts GrantOptions) *grantTable {
@@ -80,41 +103,55 @@ func (g *grantTable) shard(key string) *grantShard {
 func (g *grantTable) want(l limiter.Limit) int64 { return min(g.opts.Max, l.Burst()) }
 
 // take answers r from its key's grant if it holds enough, else says what
-// to do. Only with mayFill does it note the decision for the key's
-// hotness, and a hot key (decided here within TTL before) with no
-// grant call in flight gets one (fill), which the caller then makes.
-func (g *grantTable) take(r store.Request, now time.Time, mayFill bool) (limiter.Decision, step, <-chan struct{}) {
+// to do. With mayFill or mayAhead it notes the decision for the key's
+// hotness, and a hot key with no grant call in flight gets one (fill),
+// which the caller then makes; with mayAhead a busy key whose units fall
+// to half a grant or fewer gets one too (ahead), while its units serve on.
+func (g *grantTable) take(r store.Request, now time.Time, mode takeMode) (limiter.Decision, step) {
 	if !grantable(r.Limit) || r.Cost < 1 || r.Cost > g.want(r.Limit) {
-		return limiter.Decision{}, direct, nil
+		return limiter.Decision{}, direct
 	}
 	sh := g.shard(r.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.keys[r.Key]
 	if e == nil {
-		if mayFill && (len(sh.keys) < g.perShard || sh.evict(now, g.opts.TTL)) {
+		if mode != heldOnly && (len(sh.keys) < g.perShard || sh.evict(now, g.opts.TTL)) {
 			sh.keys[r.Key] = &grantEntry{last: now}
 		}
-		return limiter.Decision{}, direct, nil
+		return limiter.Decision{}, direct
 	}
 	hot := !now.Before(e.last) && now.Sub(e.last) <= g.opts.TTL
-	if mayFill && now.After(e.last) { // a decision: the key's hotness is judged once per decision
+	if mode != heldOnly && now.After(e.last) { // a decision: the key's hotness is judged once per decision
 		e.last = now
 	}
-	if e.limit == r.Limit && e.units >= r.Cost && now.Before(e.expires) && !now.Before(e.at) {
-		e.units -= r.Cost
-		e.back = min(e.back, e.units)
-		g.stats.CallsSaved.Add(1)
-		return e.served(now), served, nil
+	if e.held(r.Limit, now) >= r.Cost {
+		g.spend(e, r.Cost, true)
+		d := e.served(now)
+		if mode == mayAhead && e.busy && !e.flying && hot && e.units <= g.low(e.limit) {
+			e.flying, e.flyLimit = true, e.limit
+			return d, ahead
+		}
+		return d, served
 	}
 	switch {
-	case e.filling != nil:
-		return limiter.Decision{}, wait, e.filling
-	case !hot || !mayFill:
-		return limiter.Decision{}, direct, nil
+	case e.flying:
+		return limiter.Decision{}, wait
+	case !hot || mode == heldOnly:
+		return limiter.Decision{}, direct
 	}
-	e.filling = make(chan struct{})
-	return limiter.Decision{}, fill, nil
+	e.flying, e.flyLimit = true, r.Limit
+	return limiter.Decision{}, fill
+}
+
+// spend admits cost units of e's grant, counted as a call saved with
+// saved.
+func (g *grantTable) spend(e *grantEntry, cost int64, saved bool) {
+	e.units -= cost
+	e.back = min(e.back, e.units)
+	if saved {
+		g.stats.CallsSaved.Add(1)
+	}
 }
 
 // untake gives back to r's grant what take took for it.
@@ -132,7 +169,7 @@ func (g *grantTable) untake(r store.Request) {
 func (g *grantTable) takeAll(reqs []store.Request, now time.Time) ([]store.Result, bool) {
 	out := make([]store.Result, len(reqs))
 	for i, r := range reqs {
-		d, st, _ := g.take(r, now, false)
+		d, st := g.take(r, now, heldOnly)
 		if st != served {
 			for _, t := range reqs[:i] {
 				g.untake(t)
@@ -149,44 +186,36 @@ func (g *grantTable) takeAll(reqs []store.Request, now time.Time) ([]store.Resul
 // held here as remaining; the grant's reservation, which limiter.Settle
 // settles a request by.
 func (e *grantEntry) served(now time.Time) limiter.Decision {
-	since := now.Sub(e.at)
+	since := max(now.Sub(e.at), 0)
 	return limiter.Decision{Allowed: true, Limit: e.limit.Burst(), Remaining: min(e.remaining+e.units, e.limit.Burst()),
 		Reset: max(e.reset-since, 0), Refill: max(e.refill-since, 0), Reservation: e.res}
 }
 
 // held is the units of e usable at now under l: 0 once its grant ended.
 func (e *grantEntry) held(l limiter.Limit, now time.Time) int64 {
-	if e.limit != l || !now.Before(e.expires) || now.Before(e.at) {
+	if e.limit != l || !now.Before(e.expires) || now.Before(e.asked) {
 		return 0
 	}
 	return e.units
 }
 
-// land ends the grant call in flight on key, which asked at now under l
-// with old units of its own grant in hand (taken out of it) and was
-// answered d, granting granted units (0: none, or the call failed). The
-// request that asked costs cost; land returns its decision.
-func (g *grantTable) land(key string, l limiter.Limit, now time.Time, old, cost int64, d limiter.Decision, granted int64) limiter.Decision {
-	sh := g.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.keys[key]
-	close(e.filling)
-	e.filling = nil
-	if granted == 0 {
-		e.units += old
-		return d
-	}
+// merge adds a grant of granted units under l, asked at now and answered
+// d, to e, whose own units under l at now are old (0: what e holds is of
+// another limit or ended, and never serves again).
+func (g *grantTable) merge(e *grantEntry, l limiter.Limit, now time.Time, old int64, d limiter.Decision, granted int64) {
 	g.stats.Grants.Add(1)
-	if e.limit != l || old == 0 { // what is left of another limit's grant never serves again
+	if old == 0 {
 		g.stats.UnitsExpired.Add(e.units)
 		e.units, e.back = 0, 0
 	}
 	ends := e.expires
 	window := windowLeft(l, d)
+	if old == 0 || now.Before(e.asked) {
+		e.asked = now
+	}
 	e.limit, e.granted, e.res, e.at = l, granted, d.Reservation, now
 	e.remaining, e.reset, e.refill = d.Remaining, d.Reset, d.Refill
-	e.units += old + granted - cost
+	e.units = old + granted
 	e.back = min(e.units, granted)
 	e.expires, e.windowEnd = now.Add(g.opts.TTL), time.Time{}
 	if window > 0 {
@@ -195,6 +224,30 @@ func (g *grantTable) land(key string, l limiter.Limit, now time.Time, old, cost 
 	if old > 0 && ends.Before(e.expires) { // the older units end no later than they did
 		e.expires = ends
 	}
+}
+
+// land ends the multi-rule grant call in flight on key (grantAll), which
+// asked at now under l with old units of its own grant in hand (taken out
+// of it) and was answered d, granting granted units (0: none, or the call
+// failed). The request that asked costs cost; land returns its decision.
+// Requests that queued meanwhile are served from what is left, or take
+// again.
+func (g *grantTable) land(key string, l limiter.Limit, now time.Time, old, cost int64, d limiter.Decision, granted int64) limiter.Decision {
+	sh := g.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.keys[key]
+	defer g.release(e, now)
+	if granted == 0 {
+		e.units += old
+		return d
+	}
+	if e.limit != l {
+		old = 0
+	}
+	g.merge(e, l, now, old, d, granted)
+	e.units -= cost
+	e.back = min(e.back, e.units)
 	return e.served(now)
 }
 
@@ -215,7 +268,7 @@ func windowLeft(l limiter.Limit, d limiter.Decision) time.Duration {
 func (sh *grantShard) evict(now time.Time, ttl time.Duration) bool {
 	n := len(sh.keys)
 	for k, e := range sh.keys {
-		if e.units == 0 && e.filling == nil && now.Sub(e.last) > ttl {
+		if e.units == 0 && !e.flying && now.Sub(e.last) > ttl {
 			delete(sh.keys, k)
 		}
 	}
@@ -240,7 +293,7 @@ func (g *grantTable) sweep(now time.Time, all bool) []grantBack {
 		sh := &g.shards[i]
 		sh.mu.Lock()
 		for k, e := range sh.keys {
-			if e.units > 0 && e.filling == nil && (all || !now.Before(e.expires)) {
+			if e.units > 0 && !e.flying && (all || !now.Before(e.expires)) {
 				expired := e.units
 				if e.back > 0 && (e.windowEnd.IsZero() || now.Before(e.windowEnd)) {
 					backs = append(backs, grantBack{key: k, limit: e.limit, res: e.res, granted: e.granted, unused: e.back})
@@ -249,7 +302,7 @@ func (g *grantTable) sweep(now time.Time, all bool) []grantBack {
 				g.stats.UnitsExpired.Add(expired)
 				e.units, e.back = 0, 0
 			}
-			if e.units == 0 && e.filling == nil && now.Sub(e.last) > g.opts.TTL {
+			if e.units == 0 && !e.flying && now.Sub(e.last) > g.opts.TTL {
 				delete(sh.keys, k)
 			}
 		}
@@ -257,3 +310,7 @@ func (g *grantTable) sweep(now time.Time, all bool) []grantBack {
 	}
 	return backs
 }
+
+// low is the units at or below which a busy key under l refills ahead:
+// half a grant.
+func (g *grantTable) low(l limiter.Limit) int64 { return g.want(l) / 2 }

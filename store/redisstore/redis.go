@@ -324,6 +324,10 @@ func (s *Store) Close() error {
 	if s.grants != nil { // the grants end, their unused units going back, before the client closes
 		s.stopSweeps()
 		<-s.sweepsDone
+		s.grants.mu.Lock()
+		s.grants.closing = true
+		s.grants.mu.Unlock()
+		s.grants.flights.Wait() // grant calls in flight land (within Options.Timeout) before their units go back
 		s.sweepGrants(s.clock.Now(), true)
 	}
 	s.feed.close()     // before the client: the watcher uses it

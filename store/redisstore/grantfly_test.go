@@ -1,0 +1,117 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/internal/redistest"
+	"github.com/sluice-rl/sluice/limiter"
+)
+
+// TestGrantConcurrent: 64 goroutines decide on one key over three stores
+// with grants of 10 on one Redis (Redis TIME), far more than the limit:
+// exactly the limit is admitted, requests that found no units while a
+// grant call was in flight went in the next call (so fewer calls were
+// made than one per 10 decisions), and the stores hold no more than a
+// grant when it is over.
+func TestGrantConcurrent(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	const limit, max, workers, each = 3000, 10, 64, 60
+	for _, alg := range []limiter.Algorithm{limiter.FixedWindow, limiter.GCRA} {
+		t.Run(alg.String(), func(t *testing.T) {
+			prefix := redistest.KeyPrefix(t)
+			var stores [3]*Store
+			for i := range stores {
+				stores[i] = openGrants(t, []string{srv.Addr}, prefix, false, max, time.Minute, clock.Real{})
+			}
+			burst := int64(0)
+			if alg.HasBurst() {
+				burst = limit
+			}
+			l := mustLimit(t, alg, limit, 24*time.Hour, burst)
+			before := redistest.ScriptCalls(t, srv.Addr)
+			var admitted, denied, failed atomic.Int64
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() {
+					s := stores[w%3]
+					for range each {
+						d, err := s.Decide(context.Background(), "k", l, time.Now(), 1)
+						switch {
+						case err != nil:
+							failed.Add(1)
+						case d.Allowed:
+							admitted.Add(1)
+						default:
+							denied.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			calls := redistest.ScriptCalls(t, srv.Addr) - before
+			var held, saved int64
+			for _, s := range stores {
+				held += s.heldTotal("k")
+				saved += s.GrantStats().CallsSaved.Load()
+			}
+			if failed.Load() != 0 || admitted.Load()+held > limit || admitted.Load() < limit-3*max {
+				t.Fatalf("admitted %d, held %d, denied %d, failed %d: want %d admitted or held", admitted.Load(), held,
+					denied.Load(), failed.Load(), limit)
+			}
+			// Drain what the stores hold: admitted then is the limit exactly.
+			for _, s := range stores {
+				for s.heldTotal("k") > 0 {
+					if d := decide(t, s, "k", l, time.Now(), 1); d.Allowed {
+						admitted.Add(1)
+					}
+				}
+			}
+			if admitted.Load() != limit {
+				t.Fatalf("admitted %d, want %d", admitted.Load(), limit)
+			}
+			if decisions := int64(workers * each); saved == 0 || calls > int(decisions) {
+				t.Fatalf("%d script calls, %d saved for %d decisions", calls, saved, decisions)
+			}
+			t.Logf("%s: %d script calls for %d decisions, %d saved", alg, calls, workers*each, saved)
+		})
+	}
+}
+
+// heldTotal is what s's grant on key holds, whatever its limit.
+func (s *Store) heldTotal(key string) int64 { return held(s, key) }
+
+// BenchmarkGrantHotKey: 64 goroutines on one key allowed everything,
+// without grants and with grants of 10 and 100; script calls per decision
+// are reported as calls/op.
+//
+//	go test -run '^$' -bench GrantHotKey -cpu 2 ./store/redisstore/
+func BenchmarkGrantHotKey(b *testing.B) {
+	srv := redistest.StartServer(b)
+	l := benchLimit(b, limiter.GCRA)
+	for _, max := range []int64{0, 10, 100} {
+		b.Run(fmt.Sprintf("max_%d", max), func(b *testing.B) {
+			s := openGrants(b, []string{srv.Addr}, redistest.KeyPrefix(b), false, max, time.Second, clock.Real{})
+			decide(b, s, "hot", l, time.Now(), 1)
+			before := redistest.ScriptCalls(b, srv.Addr)
+			b.SetParallelism(benchParallelism)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := s.Decide(context.Background(), "hot", l, time.Now(), 1); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(redistest.ScriptCalls(b, srv.Addr)-before)/float64(b.N), "calls/op")
+		})
+	}
+}
