@@ -51,19 +51,18 @@
 // dead after its suspicion timeout (seconds); until then an instance that
 // misses an acknowledgement admits no more than max_unsynced beyond what
 // was acknowledged. Afterwards each side decides as a fleet of its own,
-// still counting what the other side had told it: a side of k instances
-// admits at most limit + (k − 1) × max_unsynced per window, counting what
-// the other side had told it before the partition; p sides together at
-// most p × limit + (n − p) × max_unsynced. A member stopped (SIGSTOP)
-// rather than cut off admits nothing while stopped; once it resumes it
-// admits, as any member, at most max_unsynced per key beyond what the
-// others acknowledged, until it hears their counts. When the
-// partition heals the members find each other again: each sends what
-// changed since the round the other last acknowledged (an instance
-// remembers, per incarnation of another, up to which round it holds all
-// of its counts, and acknowledges only a message that leaves no gap), and
-// each side's unacknowledged room is reset until the other acknowledges,
-// one exchange later.
+// still counting what the other side had told it before the partition: a
+// side of k instances admits at most limit + (k − 1) × max_unsynced per
+// window, that counted too; p sides together at most p × limit + (n − p)
+// × max_unsynced. A member stopped (SIGSTOP) rather than cut off admits
+// nothing while stopped; once it resumes it admits, as any member, at most
+// max_unsynced per key beyond what the others acknowledged, until it hears
+// their counts. When the partition heals the members find each other
+// again: each sends what changed since the round the other last
+// acknowledged (an instance remembers, per incarnation of another, up to
+// which round it holds all of its counts, and acknowledges only a message
+// that leaves no gap), and each side's unacknowledged room is reset until
+// the other acknowledges, one exchange later.
 //
 // # Bounds
 //
