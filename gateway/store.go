@@ -9,13 +9,13 @@ import (
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/config/storeopen"
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/promlimit"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
 	"github.com/sluice-rl/sluice/store/gossip"
 	"github.com/sluice-rl/sluice/store/redisstore"
-	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
 // openStore opens the store the configuration describes (storeopen.Open),

@@ -35,7 +35,7 @@ type Options struct {
 	// ConstLabels are added to every series (such as the service's name).
 	// Default none.
 	ConstLabels prometheus.Labels
-	// Store, if it is a *failover.Store (store/storeopen opens one for
+	// Store, if it is a *failover.Store (config/storeopen opens one for
 	// store type redis), has its state and counters exported too:
 	// store_degraded, store_shared_errors_total,
 	// store_cached_rejections_total, store_degraded_decisions_total.

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/config/storeopen"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store/gossip"
-	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
 // TestOpenGossip: store type gossip opens a gossip store, alone while the
