@@ -41,7 +41,9 @@
 // most max_unsynced per key, and the peers' own unacknowledged room is
 // reset until it acknowledges their full counts, one exchange later. A
 // member that leaves or dies keeps its counts counted by the others until
-// their windows end, so killing one resets nothing. The clocks of the
+// their windows end, so killing one resets nothing; one that is closed
+// first tells them what they had not acknowledged (Close), so that leaving
+// on purpose loses nothing. The clocks of the
 // instances must agree to well within a period, as they choose the window
 // of each request by their own clocks.
 //

@@ -220,13 +220,16 @@ type delegate struct{ s *Store }
 func (delegate) NodeMeta(int) []byte { return nil }
 
 func (d delegate) NotifyMsg(b []byte) {
-	if len(b) == 0 || d.s.closed.Load() {
+	if len(b) == 0 {
 		return
 	}
 	switch b[0] {
 	case kindCounts:
-		d.s.receiveCounts(b[1:])
-	case kindAck:
+		if !d.s.closed.Load() {
+			d.s.receiveCounts(b[1:])
+		}
+	case kindAck: // also once closed: Close's flush waits for them
+
 		d.s.receiveAck(b[1:])
 	}
 }

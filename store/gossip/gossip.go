@@ -273,8 +273,10 @@ func (s *Store) Stats() Stats {
 		SendErrors: s.stats.sendErrors.Load(), Unsynced: s.stats.unsynced.Load()}
 }
 
-// Close leaves the fleet (the others keep this instance's counts until
-// their windows end), stops the exchange and the sweep, closes the sockets
+// Close stops admitting, tells the peers what it admitted that they have
+// not acknowledged (flush, for up to four intervals), leaves the fleet
+// (the others keep this instance's counts until their windows end), stops
+// the exchange and the sweep, closes the sockets
 // and returns once every goroutine the store started has ended: a probe
 // of a member that stopped answering ends when its probe interval does,
 // up to 8 ProbeIntervals and a TCPTimeout (9s at the defaults).
@@ -283,6 +285,8 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		close(s.stop)
+		s.wg.Wait() // the loop and the messages on their way
+		s.flush(flushWait(s.interval))
 		err = s.ml.Leave(time.Second)
 		s.wg.Wait()
 		if e := s.ml.Shutdown(); e != nil && err == nil {
@@ -296,6 +300,37 @@ func (s *Store) Close() error {
 		}
 	})
 	return err
+}
+
+// flushWait is how long Close waits for the peers to acknowledge this
+// instance's last counts: four intervals, at least half a second and at
+// most five seconds.
+func flushWait(interval time.Duration) time.Duration {
+	return min(max(4*interval, 500*time.Millisecond), 5*time.Second)
+}
+
+// flush tells the peers, before this instance leaves, what it admitted
+// that they have not acknowledged (up to MaxUnsynced a key), so that an
+// instance stopped on purpose (a rolling deploy, a scale-in) leaves its
+// admissions counted by every peer, not only up to what they last heard:
+// it sends a message every few milliseconds until every peer acknowledged
+// one built after the last admission (the store is closed: there is none
+// after), for at most wait. A peer that does not answer in time is left
+// with what it has, as when an instance dies.
+func (s *Store) flush(wait time.Duration) {
+	last := s.round.Load() // the next message is built after the last admission
+	deadline := time.Now().Add(wait)
+	for {
+		if v := s.view.Load(); v.alone || v.minAcked >= last {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.logger.Warn("gossip store: left before every peer acknowledged its last counts", "waited", wait)
+			return
+		}
+		s.exchange() // to each peer not still receiving the last message
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // labelKey is the goroutine label of a store's membership (runtime/pprof).

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -136,6 +137,46 @@ func TestLeaveKeepsCounts(t *testing.T) {
 	n := admit(t, ss[0], "k", l, now, 1000)
 	if n != 70 {
 		t.Errorf("i0 admitted %d after i2 left, want the 70 left", n)
+	}
+}
+
+// TestCloseTellsLastCounts: an instance closed before its next exchange
+// tells the others what it admitted beyond what they acknowledged (its
+// max_unsynced) before it leaves, so that none of it is lost to them.
+func TestCloseTellsLastCounts(t *testing.T) {
+	// No exchange of their own (an interval of an hour): the test makes
+	// them until all know each other, then only Close's are left.
+	var ss []*Store
+	for i := range 3 {
+		o := Options{MaxUnsynced: 5, Interval: time.Hour}
+		if i > 0 {
+			o.Join = []string{ss[0].Addr()}
+		}
+		ss = append(ss, start(t, fmt.Sprintf("i%d", i), o))
+	}
+	eventually(t, "all know each other and have their counts", func() bool {
+		for _, s := range ss {
+			s.exchange()
+		}
+		for _, s := range ss {
+			if v := s.view.Load(); len(s.Members()) != 3 || !v.synced {
+				return false
+			}
+		}
+		return true
+	})
+	l := limiter.MustNew(limiter.FixedWindow, 100, time.Hour, 0)
+	now := time.Now()
+	if n := admit(t, ss[2], "k", l, now, 5); n != 5 {
+		t.Fatalf("i2 admitted %d, want its max_unsynced 5", n)
+	}
+	if err := ss[2].Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss[:2] {
+		if r := remaining(t, s, "k", l, now); r != 95 {
+			t.Errorf("%s: remaining %d once i2 closed, want 95 (its 5 told before it left)", s.name, r)
+		}
 	}
 }
 
