@@ -2,7 +2,7 @@
 // of golang.org/x/time/rate (Allow, AllowN, Wait, Reserve) over any store:
 // a limit counted per key (a caller, a tenant, a partner's API), in this
 // process (the memory store, the default) or shared by every instance in
-// Redis (store/redisstore, or store/storeopen from a configuration's
+// Redis (store/redisstore, or config/storeopen from a configuration's
 // settings).
 //
 //	lim := sluice.New(limiter.MustNew(limiter.GCRA, 100, time.Minute, 20), sluice.Options{})
@@ -21,6 +21,7 @@
 package sluice
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -73,10 +74,11 @@ type Options struct {
 
 // Limiter limits each key to one limit, or to a limit of the key's own
 // (Options.LimitFor). It is safe for concurrent use. The zero Limiter
-// holds the zero Limit and no store: every method refuses without error
-// (Allow reports false, Reserve grants no turn, Wait returns ErrNever), so
-// a Limiter left unset fails closed rather than panicking. Use New for a
-// limiter that allows anything.
+// holds the zero Limit and no store: every method refuses (Allow and
+// AllowOnError report false, DecideN and Peek deny for ever, Reserve
+// grants no turn, Wait returns ErrNever, Reset ErrNoReset; Close does
+// nothing), so a Limiter left unset fails closed rather than panicking.
+// Use New for a limiter that allows anything.
 type Limiter struct {
 	opts     Options
 	ownStore bool
@@ -144,7 +146,7 @@ func (l *Limiter) Close() error {
 
 // Name returns the name the limiter counts its keys under in the store
 // (Options.Name, "default" when it was empty).
-func (l *Limiter) Name() string { return l.opts.Name }
+func (l *Limiter) Name() string { return cmp.Or(l.opts.Name, "default") }
 
 // Limit returns the limit each key is held to (without a delay), but for
 // the keys Options.LimitFor gives one of their own (LimitOf).
@@ -173,7 +175,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) bool {
 
 // AllowOnError is what AllowN answers when the store could not decide
 // and returned err: Options.OnFailure's answer, or a refusal whatever it
-// says when err is a *store.UnavailableError. It hands err to
+// says when err is a *store.UnavailableError or the Limiter is the zero
+// one. It hands err to
 // Options.OnError. A front that calls DecideN for the whole decision (the
 // middleware of httplimit.PerKey) answers store failures with it, as Allow
 // does.
@@ -181,8 +184,11 @@ func (l *Limiter) AllowOnError(err error) bool {
 	if l.opts.OnError != nil {
 		l.opts.OnError(err)
 	}
-	var unavailable *store.UnavailableError // the store's own policy: refuse (failover, on_failure closed)
-	return !l.opts.OnFailure.Refuses() && !errors.As(err, &unavailable)
+	if l.opts.Store == nil { // the zero Limiter refuses
+		return false
+	}
+	refused, _ := l.opts.OnFailure.Refused(err) // a *store.UnavailableError: the store's own policy, refuse
+	return !refused
 }
 
 // DecideN decides a request of cost n on key now, counting it if it is

@@ -206,18 +206,37 @@ func TestStoreUnavailableRefuses(t *testing.T) {
 func TestZeroLimiterRefuses(t *testing.T) {
 	var l sluice.Limiter
 	ctx := context.Background()
-	if l.Allow(ctx, "k") || l.AllowN(ctx, "k", 0) {
+	if l.Allow(ctx, "k") || l.AllowN(ctx, "k", 0) || l.AllowOnError(errors.New("down")) {
 		t.Error("the zero Limiter allowed")
 	}
-	if d, err := l.DecideN(ctx, "k", 1); err != nil || d.Allowed || d.RetryAfter != limiter.Never {
-		t.Errorf("DecideN: %+v, %v; want denied for ever, no error", d, err)
+	for name, decide := range map[string]func() (limiter.Decision, error){
+		"DecideN": func() (limiter.Decision, error) { return l.DecideN(ctx, "k", 1) },
+		"Peek":    func() (limiter.Decision, error) { return l.Peek(ctx, "k") },
+	} {
+		if d, err := decide(); err != nil || d.Allowed || d.RetryAfter != limiter.Never {
+			t.Errorf("%s: %+v, %v; want denied for ever, no error", name, d, err)
+		}
 	}
-	r, err := l.Reserve(ctx, "k")
-	if err != nil || r.OK() || r.Delay() != limiter.Never || r.Cancel(ctx) != nil {
-		t.Errorf("Reserve: %+v, %v; want no turn, no error", r, err)
+	for name, reserve := range map[string]func() (*sluice.Reservation, error){
+		"Reserve":  func() (*sluice.Reservation, error) { return l.Reserve(ctx, "k") },
+		"ReserveN": func() (*sluice.Reservation, error) { return l.ReserveN(ctx, "k", 0) },
+	} {
+		r, err := reserve()
+		if err != nil || r.OK() || r.Delay() != limiter.Never || r.Decision().RetryAfter != limiter.Never || r.Cancel(ctx) != nil {
+			t.Errorf("%s: %+v, %v; want no turn, no error", name, r, err)
+		}
 	}
 	if err := l.Wait(ctx, "k"); !errors.Is(err, sluice.ErrNever) {
 		t.Errorf("Wait: %v, want sluice.ErrNever", err)
+	}
+	if err := l.WaitN(ctx, "k", 0); !errors.Is(err, sluice.ErrNever) {
+		t.Errorf("WaitN: %v, want sluice.ErrNever", err)
+	}
+	if err := l.Reset(ctx, "k"); !errors.Is(err, sluice.ErrNoReset) {
+		t.Errorf("Reset: %v, want sluice.ErrNoReset", err)
+	}
+	if !l.Limit().IsZero() || !l.LimitOf("k").IsZero() || l.Name() != "default" {
+		t.Errorf("Limit %v, LimitOf %v, Name %q; want the zero Limit and default", l.Limit(), l.LimitOf("k"), l.Name())
 	}
 	if err := l.Close(); err != nil {
 		t.Errorf("Close: %v", err)

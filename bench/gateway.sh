@@ -34,8 +34,11 @@
 # Environment: GATEWAY_ROUNDS (default 3), GATEWAY_DURATION (seconds per
 # wrk run, default 5), GATEWAY_THREADS and GATEWAY_CONNS (wrk -t and -c,
 # default 2 and 64), GATEWAY_TARGETS (the targets to run, such as
-# "sluice_tls nginx_tls"; then only their table is printed). About 125
-# seconds with the defaults.
+# "sluice_tls nginx_tls"; then only their table is printed), GATEWAY_BASE
+# (a git revision: its sluice is built too and measured on the allowed and
+# rejected paths as the rows base and base_rej, in the same rounds, to
+# show what a change did to them; a second closing line, gateway: base=REV
+# base_allowed= ratio_base_allowed= base_rejected= ratio_base_rejected=). About 125 seconds with the defaults.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -51,6 +54,12 @@ nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 echo "gateway: building sluice and the upstream" >&2
 go build -o "$tmp/sluice" ./cmd/sluice
 go build -o "$tmp/upstream" ./bench/tools/upstream
+if [[ -n ${GATEWAY_BASE:-} ]]; then
+	echo "gateway: building sluice at $GATEWAY_BASE" >&2
+	git worktree add -q --detach "$tmp/base-src" "$GATEWAY_BASE"
+	(cd "$tmp/base-src" && go build -o "$tmp/sluice-base" ./cmd/sluice)
+	git worktree remove --force "$tmp/base-src"
+fi
 
 free_port && up_port=$port
 "$tmp/upstream" -addr "127.0.0.1:$up_port" 2>"$tmp/upstream.log" &
@@ -85,6 +94,18 @@ for cfg in allowed rejected protected tls; do
 	"$tmp/sluice" serve --config "$tmp/$cfg.yaml" 2>"$tmp/sluice-$cfg.log" &
 	pids+=($!)
 done
+base_ports=()
+if [[ -n ${GATEWAY_BASE:-} ]]; then
+	sluice_config base gcra 1000000000/s
+	base_port=$listen
+	sluice_config base_rej fixed_window 1/d
+	base_rej_port=$listen
+	base_ports=("$base_port" "$base_rej_port")
+	for cfg in base base_rej; do
+		"$tmp/sluice-base" serve --config "$tmp/$cfg.yaml" 2>"$tmp/sluice-$cfg.log" &
+		pids+=($!)
+	done
+fi
 
 free_port && ng_port=$port
 free_port && ngrej_port=$port
@@ -127,7 +148,7 @@ start_nginx 4096 <<EOF
     }
 EOF
 
-for p in "$up_port" "$sl_port" "$rej_port" "$prot_port" "$ng_port" "$ngrej_port" "$tls_port" "$ngtls_port"; do wait_port "$p"; done
+for p in "$up_port" "$sl_port" "$rej_port" "$prot_port" "$ng_port" "$ngrej_port" "$tls_port" "$ngtls_port" "${base_ports[@]}"; do wait_port "$p"; done
 
 # exhaust PORT sends requests until one is answered 429 (20 at most).
 exhaust() {
@@ -140,7 +161,8 @@ exhaust() {
 }
 exhaust "$rej_port"
 exhaust "$ngrej_port"
-for p in "$sl_port" "$prot_port" "$ng_port"; do
+[[ -z ${GATEWAY_BASE:-} ]] || exhaust "$base_rej_port"
+for p in "$sl_port" "$prot_port" "$ng_port" ${GATEWAY_BASE:+"$base_port"}; do
 	code=$(status "$p")
 	[[ $code == 200 ]] || { echo "gateway: 127.0.0.1:$p answered $code, want 200" >&2; exit 1; }
 done
@@ -152,6 +174,10 @@ done
 targets=(direct sluice sluice_prot nginx sluice_rej nginx_rej sluice_tls nginx_tls)
 declare -A ports=([direct]=$up_port [sluice]=$sl_port [sluice_prot]=$prot_port [nginx]=$ng_port [sluice_rej]=$rej_port
 	[nginx_rej]=$ngrej_port [sluice_tls]=$tls_port [nginx_tls]=$ngtls_port)
+if [[ -n ${GATEWAY_BASE:-} ]]; then
+	targets+=(base base_rej)
+	ports[base]=$base_port ports[base_rej]=$base_rej_port
+fi
 all=true
 if [[ -n ${GATEWAY_TARGETS:-} ]]; then
 	read -ra targets <<<"$GATEWAY_TARGETS"
@@ -188,4 +214,8 @@ awk -v a="$(median "$tmp/sluice.rps")" -v na="$(median "$tmp/nginx.rps")" \
 	-v tp="$(median "$tmp/sluice_tls.p99")" -v ntp="$(median "$tmp/nginx_tls.p99")" 'BEGIN {
 	printf "gateway: allowed=%.0f nginx_allowed=%.0f ratio_allowed=%.2f rejected=%.0f nginx_rejected=%.0f ratio_rejected=%.2f direct=%.0f p99_ms=%.2f nginx_p99_ms=%.2f protect=%.0f ratio_protect=%.2f protect_p99_ms=%.2f tls=%.0f nginx_tls=%.0f ratio_tls=%.2f tls_p99_ms=%.2f nginx_tls_p99_ms=%.2f\n",
 		a, na, a / na, j, nj, j / nj, d, p, np, pr, pr / na, pp, t, nt, t / nt, tp, ntp
+}'
+[[ -z ${GATEWAY_BASE:-} ]] || awk -v a="$(median "$tmp/sluice.rps")" -v b="$(median "$tmp/base.rps")" \
+	-v j="$(median "$tmp/sluice_rej.rps")" -v bj="$(median "$tmp/base_rej.rps")" -v rev="$GATEWAY_BASE" 'BEGIN {
+	printf "gateway: base=%s base_allowed=%.0f ratio_base_allowed=%.2f base_rejected=%.0f ratio_base_rejected=%.2f\n", rev, b, a / b, bj, j / bj
 }'

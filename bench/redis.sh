@@ -13,7 +13,9 @@
 # with the Redis store against the memory store, and with the Redis store
 # leasing a hot caller's quota (store.redis.lease, max 10 and 100), each
 # with the script calls Redis ran per request (INFO commandstats), wrk, the
-# same alternation.
+# same alternation. Then the gossip store (gossip_bench): two `sluice serve`
+# instances on store type gossip, wrk on both at once, and what two others
+# admit of a limit of 100/h against limit + (instances − 1) × max_unsynced.
 # It prints a table of medians and, as its last line,
 #
 #   redis: decisions=<dps> floor=<dps> ratio=<r> keys100k=<dps> p99_ms=<ms> gateway_redis_vs_memory=<r>
@@ -27,7 +29,8 @@
 # Environment: REDIS_ROUNDS (default 5), REDIS_DURATION (seconds per
 # redisbench run, default 3), REDIS_WRK_DURATION (seconds per wrk run,
 # default 4), REDIS_CONCURRENCY (redisbench callers, default 64),
-# REDIS_CONNS (wrk -c, default 64). About 3 minutes with the defaults.
+# REDIS_CONNS (wrk -c, default 64; the gossip instances take half each). About
+# 4 minutes with the defaults.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -141,6 +144,90 @@ if [[ ${degraded:-0} != 0 ]]; then
 	grep -m 3 '"store failed"' "$tmp/sluice-redis.log" >&2 || true
 fi
 
+# gossip_config FILE LISTEN ADMIN BIND JOIN INTERVAL MAX_UNSYNCED RATE writes
+# an instance on store type gossip gossiping on 127.0.0.1:BIND and joining
+# 127.0.0.1:JOIN, with sluice_yaml's client and one fixed_window rule.
+gossip_config() {
+	sluice_yaml "$1" "$2" "$3" "$up_port" \
+		"{type: gossip, gossip: {bind: 127.0.0.1:$4, join: [127.0.0.1:$5], interval: $6, max_unsynced: $7}}" fixed_window "$8"
+}
+
+# low_port is free_port below Linux's ephemeral ports (32768 on): the
+# gossip's own connections take many of those, and one taken between
+# free_port and a bind makes the bind fail.
+low_port() {
+	until free_port && ((port < 32768)); do :; done
+}
+
+# gossip_pair NAME INTERVAL MAX_UNSYNCED RATE starts two instances on the
+# gossip store joining each other, sets gp (their listen ports) and waits
+# until each counts both as members.
+gossip_pair() {
+	local i g=() a=()
+	gp=()
+	for i in 0 1; do
+		low_port && gp+=("$port")
+		low_port && a+=("$port")
+		low_port && g+=("$port")
+	done
+	for i in 0 1; do
+		gossip_config "$tmp/$1$i.yaml" "${gp[i]}" "${a[i]}" "${g[i]}" "${g[1 - i]}" "$2" "$3" "$4"
+		"$tmp/sluice" serve --config "$tmp/$1$i.yaml" 2>"$tmp/sluice-$1$i.log" &
+		pids+=($!)
+	done
+	for i in 0 1; do
+		wait_port "${gp[i]}"
+		local n
+		for ((n = 0; n < 200; n++)); do
+			[[ $(curl -s "http://127.0.0.1:${a[i]}/metrics" | awk '$1 == "sluice_gossip_members" {print $2}') == 2 ]] && break
+			sleep 0.05
+		done
+		((n < 200)) || {
+			echo "redis: gossip instance $1$i never saw its peer:" >&2
+			tail -n 5 "$tmp/sluice-$1$i.log" >&2
+			exit 1
+		}
+	done
+}
+
+# wrk_both SECONDS runs wrk (1 thread, conns/2 connections) on both
+# instances of gp at once and sets rps (the sum), total and ok (2xx
+# answers), over both.
+wrk_both() {
+	local i w=()
+	for i in 0 1; do
+		wrk -t1 -c"$((conns / 2))" -d"$1s" -H 'X-API-Key: key-a' "http://127.0.0.1:${gp[i]}/" >"$tmp/wrk-gossip$i.out" &
+		w+=($!)
+	done
+	wait "${w[@]}"
+	rps=$(awk '/^Requests\/sec:/ {s += $2} END {print s}' "$tmp"/wrk-gossip[01].out)
+	total=$(awk '/requests in/ {s += $1} END {print s}' "$tmp"/wrk-gossip[01].out)
+	ok=$(awk '/requests in/ {s += $1} /Non-2xx or 3xx responses:/ {s -= $NF} END {print s}' "$tmp"/wrk-gossip[01].out)
+}
+
+# gossip_bench measures the gateway on the gossip store: two instances,
+# one caller on both at once, a rate nothing reaches (interval 50ms,
+# max_unsynced 1000: an instance admits a burst of up to 1000 beyond what
+# the other acknowledged), REDIS_ROUNDS runs of wrk; then two others with a
+# limit of 100/h and max_unsynced 5, hammered for REDIS_WRK_DURATION
+# seconds: admitted against the limit and the bound 100 + 1 × 5.
+gossip_bench() {
+	local r
+	gossip_pair gossip 50ms 1000 1000000000/s
+	for ((r = 1; r <= rounds; r++)); do
+		wrk_both "$wrk_duration"
+		echo "$rps" >>"$tmp/gw_gossip.rps"
+		awk -v o="$ok" -v n="$total" 'BEGIN { printf "%.4f\n", o / n }' >>"$tmp/gw_gossip.ok"
+		printf 'redis: gateway on gossip %10.0f req/s (2 instances), %d of %d admitted\n' "$rps" "$ok" "$total" >&2
+		sleep 1
+	done
+	gossip_pair bound 50ms 5 100/h
+	wrk_both "$wrk_duration"
+	gossip_admitted=$ok gossip_asked=$total
+	printf 'redis: gossip, limit 100/h, max_unsynced 5: %d of %d admitted (bound 105)\n' "$ok" "$total" >&2
+}
+gossip_bench
+
 printf '%-14s %14s %12s %12s\n' benchmark "median dec/s" "p50 ms" "p99 ms"
 for m in "${modes[@]}"; do
 	printf '%-14s %14.0f %12.3f %12.3f\n' "$m" "$(median "$tmp/$m.decisions")" "$(median "$tmp/$m.p50")" "$(median "$tmp/$m.p99")"
@@ -149,6 +236,8 @@ printf '%-14s %14s %18s\n' gateway "median req/s" "script calls/req"
 for st in "${stores[@]}"; do
 	printf '%-14s %14.0f %18.4f\n' "$st" "$(median "$tmp/gw_$st.rps")" "$(median "$tmp/gw_$st.calls")"
 done
+printf '%-14s %14.0f %18s   (2 instances; %.0f%% admitted; of a limit of 100/h: %d admitted of %d, bound 105)\n' gossip \
+	"$(median "$tmp/gw_gossip.rps")" - "$(median "$tmp/gw_gossip.ok" | awk '{print $1 * 100}')" "$gossip_admitted" "$gossip_asked"
 echo "(gateway on redis: ${degraded:-0} of $requests decisions made without Redis)"
 awk -v d="$(median "$tmp/hot.decisions")" -v f="$(median "$tmp/floor.decisions")" \
 	-v k="$(median "$tmp/keys.decisions")" -v p="$(median "$tmp/hot.p99")" \

@@ -9,7 +9,7 @@
 #   gateway  sluice serve against nginx limit_req with wrk, plain and on TLS
 #            (bench/gateway.sh), about 125 s
 #   redis    the Redis store against a bare Lua script, and the gateway on
-#            Redis against memory (bench/redis.sh), about 2 minutes
+#            Redis against memory and on gossip (bench/redis.sh), about 4 minutes
 #   protect  sluice's protect block against nginx limit_conn in front of a
 #            service of fixed capacity at 3x its capacity (bench/protect.sh),
 #            about 70 s

@@ -1,7 +1,9 @@
 // Package check answers /check: nginx's auth_request and Traefik's
 // forwardAuth ask it whether a request they received may pass, and it
 // decides under the same policy, store and counters as sluice's gateway:
-// it is one more transport over package decision, as httplimit is.
+// it is one more transport over package decision, as httplimit is, and
+// shares httplimit's net/http side (internal/nethttp: the header adapter,
+// the Verdict's fields, the problem+json answer).
 //
 // The request asked about is rebuilt from the headers the proxy adds to
 // its question: its method from X-Original-Method (nginx) or
@@ -32,6 +34,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/internal/nethttp"
 	"github.com/sluice-rl/sluice/policy"
 )
 
@@ -107,7 +110,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	peer, _ := netip.ParseAddrPort(r.RemoteAddr) // the zero AddrPort if not an address: no caller address
-	v := h.decide(r.Context(), decision.Request{Method: method, Path: path, Host: host, Peer: peer, Header: header(r.Header), Origin: r})
+	v := h.decide(r.Context(), decision.Request{Method: method, Path: path, Host: host, Peer: peer, Header: nethttp.Header(r.Header), Origin: r})
 	if v.Pass {
 		h.allowed(w, v)
 		// The request goes on without sluice: its end is never known,
@@ -122,7 +125,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // allowed answers 200 with the RateLimit headers and the caller's id.
 func (h *Handler) allowed(w http.ResponseWriter, v *decision.Verdict) {
 	out := w.Header()
-	setFields(out, v.Header)
+	nethttp.SetFields(out, v.Header)
 	if v.Client != "" {
 		out[policy.ClientHeader] = []string{v.Client}
 	}
@@ -142,7 +145,7 @@ func (h *Handler) refused(w http.ResponseWriter, v *decision.Verdict) {
 		status = h.deny
 	}
 	out := w.Header()
-	setFields(out, v.Header)
+	nethttp.SetFields(out, v.Header)
 	if h.deny == http.StatusForbidden && len(v.Body) > 0 {
 		out[ProblemHeader] = []string{headerSafe(v.Body)}
 	}
@@ -150,37 +153,14 @@ func (h *Handler) refused(w http.ResponseWriter, v *decision.Verdict) {
 	_, _ = w.Write(v.Body)
 }
 
-// setFields sets the Verdict's fields on h, a later one replacing an
-// earlier one of the same name. The values are copied: the Verdict's
-// bytes are not valid after Finish.
-func setFields(h http.Header, fields []decision.Field) {
-	for _, f := range fields {
-		h[f.Name] = []string{string(f.Value)}
-	}
-}
-
-// problem answers a question /check cannot take with a problem+json body.
+// problem answers a question /check cannot take with a problem+json body
+// (also in ProblemHeader with DenyStatus 403).
 func (h *Handler) problem(w http.ResponseWriter, status int, detail string) {
-	body := decision.AppendProblem(make([]byte, 0, 256), status, http.StatusText(status), detail)
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("Cache-Control", "no-store")
+	body := nethttp.Problem(status, detail)
 	if h.deny == http.StatusForbidden {
 		w.Header().Set(ProblemHeader, headerSafe(body))
 	}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
-
-// header reads an http.Header for the decision Engine.
-type header http.Header
-
-func (h header) Values(dst []string, name string) []string { return append(dst, h[name]...) }
-
-func (h header) Names(dst []string) []string {
-	for name := range h {
-		dst = append(dst, name)
-	}
-	return dst
+	nethttp.WriteProblem(w, status, body)
 }
 
 // original reads the method and escaped path of the request the proxy

@@ -247,10 +247,30 @@ func readFile(path string) ([]byte, error) {
 // name used in errors. It reports every problem it finds, as Errors sorted
 // by position.
 func Parse(name string, data []byte) (*File, error) {
+	return parse(name, data, nil)
+}
+
+// LoadOnStore reads and parses the file at path as Load does, for a
+// gateway whose store stays running (a reload: a store change takes effect
+// after a restart): the rules must also be ones running keeps. With store
+// type gossip running, a file that changes the store to another type and
+// adds a token_bucket rule is refused, as it would be refused at each
+// request.
+func LoadOnStore(path string, running Store) (*File, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parse(path, data, &running)
+}
+
+// parse is Parse, for rules decided on running too when it is not nil.
+func parse(name string, data []byte, running *Store) (*File, error) {
 	root, d, err := parseRoot(name, data, "listen, upstream, rules")
 	if err != nil {
 		return nil, err
 	}
+	d.running = running
 	f := d.decodeFile(root)
 	if !d.failed[""] {
 		c, err := policy.Compile(f.Policy)

@@ -355,3 +355,23 @@ func mustParse(t *testing.T, text string) *File {
 	}
 	return f
 }
+
+// TestLoadOnStore: a file read for a reload is checked against the store
+// still running as well as its own: with gossip running, a token_bucket
+// rule is refused even when the file says memory.
+func TestLoadOnStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	text := "listen: 127.0.0.1:8080\nupstream: http://127.0.0.1:9000\nstore: {type: memory}\nrules:\n  - {name: a, algorithm: token_bucket, rate: 10/s}\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := path + ":5:26: rules[0].algorithm: rule a: token_bucket is not kept by store type gossip, running until a restart, whose bound"
+	if _, err := LoadOnStore(path, Store{Type: "gossip"}); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("on gossip: %v\nwant %s", err, want)
+	}
+	for _, st := range []Store{{Type: "memory"}, {Type: "redis"}} {
+		if _, err := LoadOnStore(path, st); err != nil {
+			t.Errorf("on %s: %v", st.Type, err)
+		}
+	}
+}

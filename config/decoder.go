@@ -27,6 +27,12 @@ type decoder struct {
 	// decoded, by path ("rules[0]") to name: what policy.Compile then says
 	// of their overrides and limits follows from that one problem.
 	rateless map[string]string
+	// storeType, in an envoyproxy/ratelimit rule file, is the type of the
+	// store that will decide it ("": not known), whose algorithms it keeps.
+	storeType string
+	// running, in a configuration file read for a reload, is the store in
+	// force, which stays until a restart (nil: none yet).
+	running *Store
 }
 
 func newDecoder(file string) *decoder {

@@ -95,6 +95,19 @@ func EnvoyUnit(unit string) (time.Duration, bool) {
 // one domain are an error, as envoyproxy/ratelimit's default
 // (MERGE_DOMAIN_CONFIG=false) has it.
 func LoadEnvoy(paths []string) ([]EnvoyDomain, error) {
+	return loadEnvoy(paths, "")
+}
+
+// LoadEnvoyFor reads the rule files as LoadEnvoy does, for a service
+// deciding them on st: it also refuses, at FILE:line:col, a rate_limit
+// whose algorithm st does not keep (with store type gossip, any but
+// fixed_window and sliding_window, as the gateway's rules).
+func LoadEnvoyFor(paths []string, st Store) ([]EnvoyDomain, error) {
+	return loadEnvoy(paths, st.Type)
+}
+
+// loadEnvoy is LoadEnvoy for a store of type storeType ("": any).
+func loadEnvoy(paths []string, storeType string) ([]EnvoyDomain, error) {
 	files, err := envoyFiles(paths)
 	if err != nil {
 		return nil, err
@@ -106,7 +119,7 @@ func LoadEnvoy(paths []string) ([]EnvoyDomain, error) {
 		if err != nil {
 			return nil, err
 		}
-		dom, err := ParseEnvoy(f, data)
+		dom, err := parseEnvoy(f, data, storeType)
 		var es Errors
 		switch {
 		case errors.As(err, &es):
@@ -160,10 +173,16 @@ func envoyFiles(paths []string) ([]string, error) {
 // an algorithm (any of sluice's six; default fixed_window) and a burst for
 // the bucket algorithms.
 func ParseEnvoy(name string, data []byte) (*EnvoyDomain, error) {
+	return parseEnvoy(name, data, "")
+}
+
+// parseEnvoy is ParseEnvoy for a store of type storeType ("": any).
+func parseEnvoy(name string, data []byte, storeType string) (*EnvoyDomain, error) {
 	root, d, err := parseRoot(name, data, "domain, descriptors")
 	if err != nil {
 		return nil, err
 	}
+	d.storeType = storeType
 	dom := &EnvoyDomain{File: name, Line: root.Line, Col: root.Column}
 	if root.Kind != yaml.MappingNode {
 		d.fail(root, "", "the file must be a mapping with domain and descriptors, not %s", kindName(root))
@@ -284,6 +303,10 @@ func (d *decoder) envoyLimit(m map[string]*yaml.Node, path string, rpu int64, pe
 		if err != nil {
 			names := algorithmNames()
 			d.fail(m["algorithm"], join(path, "algorithm"), "unknown algorithm %q (%saccepted: %s)", clip(s), didYouMean(s, names), strings.Join(names, ", "))
+			return limiter.Limit{}
+		}
+		if d.storeType == "gossip" && !gossipAlgorithm(a) {
+			d.fail(m["algorithm"], join(path, "algorithm"), "%v is not kept by store type gossip, whose bound holds for counts that add up across instances (accepted: fixed_window or sliding_window; or store type redis for any algorithm)", a)
 			return limiter.Limit{}
 		}
 		alg = a

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,5 +195,39 @@ func TestDecideDocRuleFile(t *testing.T) {
 	_, err = ParseEnvoy("edge.yaml", []byte(bad))
 	if err == nil || !strings.Contains(string(doc), err.Error()) {
 		t.Errorf("the misspelt unit gives %v, which docs/decide.md does not show", err)
+	}
+}
+
+// TestLoadEnvoyForGossip: rule files decided on the gossip store refuse,
+// at file:line:col, the algorithms it does not keep, naming those it does;
+// the same files load for any store with LoadEnvoy.
+func TestLoadEnvoyForGossip(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "edge.yaml")
+	text := "domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: minute, requests_per_unit: 10, algorithm: %s}\n" +
+		"  - key: path\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"
+	gossip := Store{Type: "gossip"}
+	for _, tc := range []struct{ alg, err string }{
+		{"fixed_window", ""},
+		{"sliding_window", ""},
+		{"token_bucket", path + ":4:66: descriptors[0].rate_limit.algorithm: token_bucket is not kept by store type gossip, whose bound holds for counts that add up across instances (accepted: fixed_window or sliding_window; or store type redis for any algorithm)"},
+		{"sliding_log", path + ":4:66: descriptors[0].rate_limit.algorithm: sliding_log is not kept by store type gossip"},
+	} {
+		if err := os.WriteFile(path, fmt.Appendf(nil, text, tc.alg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadEnvoyFor([]string{dir}, gossip)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.alg, err)
+		case tc.err != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.err)):
+			t.Errorf("%s: %v\nwant %s", tc.alg, err, tc.err)
+		}
+		if _, err := LoadEnvoy([]string{dir}); err != nil {
+			t.Errorf("%s for any store: %v", tc.alg, err)
+		}
+		if _, err := LoadEnvoyFor([]string{dir}, Store{Type: "redis"}); err != nil {
+			t.Errorf("%s on redis: %v", tc.alg, err)
+		}
 	}
 }

@@ -307,7 +307,8 @@ func TestErrors(t *testing.T) {
 			"  - {name: g, rate: 1/s, match: {headers: {X-Env: \" prod\"}}}\n" +
 			"  - {name: h, rate: 1/s, match: {headers: [X-Env]}}\n" +
 			"  - {name: i, rate: 1/s, match: {headers: {Connection: close}}}\n" +
-			"  - {name: j, rate: 1/s, match: {headers: {X-Env: [prod]}}}\n", []string{
+			"  - {name: j, rate: 1/s, match: {headers: {X-Env: [prod]}}}\n" +
+			"  - {name: k, rate: 1/s, match: {headers: {Proxy-Authorization: x}}}\n", []string{
 			`t.yaml:4:44: rules[0].match.headers.X-Env: missing value (a value such as prod, or { present: true } for any value)`,
 			`t.yaml:5:51: rules[1].match.headers.X-Env: an empty value never matches (a value such as prod, or {present: true} for any value)`,
 			`t.yaml:6:53: rules[2].match.headers.X Env: "X Env" is not a valid HTTP header name`,
@@ -318,7 +319,8 @@ func TestErrors(t *testing.T) {
 			`t.yaml:10:51: rules[6].match.headers.X-Env: " prod" has spaces around it, which a request's value never has (write "prod")`,
 			`t.yaml:11:43: rules[7].match.headers: want a mapping of header names to values, such as { X-Env: prod, X-Debug: { present: true } }, not a list`,
 			`t.yaml:12:56: rules[8].match.headers.Connection: Connection describes the connection, not the request, and never reaches the upstream (name a header the caller sends, such as X-Tenant)`,
-			`t.yaml:13:51: rules[9].match.headers.X-Env: want a value such as prod, or { present: true }, not a list`}},
+			`t.yaml:13:51: rules[9].match.headers.X-Env: want a value such as prod, or { present: true }, not a list`,
+			`t.yaml:14:65: rules[10].match.headers.Proxy-Authorization: Proxy-Authorization describes the connection, not the request, and never reaches the upstream (name a header the caller sends, such as X-Tenant)`}},
 		{"allow", head + "clients: {list: [{id: p, keys: [k]}]}\nrules: [{name: a, rate: 1/s, allow: [p, q, 10.0.0.0/8]}]\n",
 			[]string{`t.yaml:4:41: rules[0].allow[1]: "q" is neither a listed client id nor an IP address or CIDR (client ids: p; or networks such as 10.0.0.0/8, 192.0.2.7)`}},
 		{"allow without clients", head + "rules: [{name: a, rate: 1/s, allow: [p]}]\n",

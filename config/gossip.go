@@ -127,8 +127,16 @@ func gossipAlgorithm(alg limiter.Algorithm) bool {
 // checkGossipRules refuses, with store type gossip, the rules the gossip
 // store cannot keep within its bound: an algorithm other than
 // fixed_window or sliding_window, and concurrency limits (leases).
+// With a running store of type gossip (a reload), the same rules are
+// refused whatever the file's store says, as the running store decides
+// them until a restart.
 func (d *decoder) checkGossipRules(f *File, c *policy.Compiled) {
-	if f.Store.Type != "gossip" {
+	running := ""
+	switch {
+	case f.Store.Type == "gossip":
+	case d.running != nil && d.running.Type == "gossip":
+		running = ", running until a restart"
+	default:
 		return
 	}
 	for i := range c.Rules() {
@@ -136,10 +144,10 @@ func (d *decoder) checkGossipRules(f *File, c *policy.Compiled) {
 		switch {
 		case r.Concurrency > 0:
 			path := index("rules", i) + ".concurrency"
-			d.errorf(d.nodeAt(path, false), path, "rule %s: concurrency limits are not kept by store type gossip (use store type redis for a count in flight shared by the instances, or memory for one per instance)", r.Name)
+			d.errorf(d.nodeAt(path, false), path, "rule %s: concurrency limits are not kept by store type gossip%s (use store type redis for a count in flight shared by the instances, or memory for one per instance)", r.Name, running)
 		case r.Algorithm != 0 && !gossipAlgorithm(r.Algorithm):
 			path := index("rules", i) + ".algorithm"
-			d.errorf(d.nodeAt(path, false), path, "rule %s: %v is not kept by store type gossip, whose bound holds for counts that add up across instances (fixed_window or sliding_window; or store type redis for any algorithm)", r.Name, r.Algorithm)
+			d.errorf(d.nodeAt(path, false), path, "rule %s: %v is not kept by store type gossip%s, whose bound holds for counts that add up across instances (fixed_window or sliding_window; or store type redis for any algorithm)", r.Name, r.Algorithm, running)
 		}
 	}
 }

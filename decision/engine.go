@@ -268,8 +268,8 @@ func (e *Engine) report(v *Verdict, start time.Time) {
 func (e *Engine) storeFailed(v *Verdict, err error) bool {
 	rep := &v.Report
 	rep.Err = err
-	var u *store.UnavailableError
-	if !errors.As(err, &u) && !e.opts.OnFailure.Refuses() {
+	refused, u := e.opts.OnFailure.Refused(err)
+	if !refused {
 		return true
 	}
 	retry := time.Second

@@ -100,7 +100,7 @@ func (e *Engine) explainRules(ex *Explanation, v *Verdict, pol *policy.Compiled,
 		}
 		ex.Rules = append(ex.Rules, res)
 		switch {
-		case res.Err != nil && (ex.Status == 0 || ex.Status == statusTooManyRequests) && e.opts.OnFailure.Refuses():
+		case res.Err != nil && (ex.Status == 0 || ex.Status == statusTooManyRequests) && e.refusesOnError(res.Err):
 			ex.Status, ex.Detail = statusUnavailable, "the rate limiter cannot read rule "+res.Rule+"'s counter: "+res.Err.Error()
 		case res.Err != nil && ex.Status == 0:
 			ex.Detail = "the rate limiter cannot read rule " + res.Rule + "'s counter (" + res.Err.Error() + "); on_failure: open lets it pass"
@@ -112,4 +112,11 @@ func (e *Engine) explainRules(ex *Explanation, v *Verdict, pol *policy.Compiled,
 			ex.Status = statusTooManyRequests
 		}
 	}
+}
+
+// refusesOnError reports whether a request whose look at a rule's counter
+// failed with err is refused, as storeFailed answers it.
+func (e *Engine) refusesOnError(err error) bool {
+	refused, _ := e.opts.OnFailure.Refused(err)
+	return refused
 }

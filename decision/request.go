@@ -50,8 +50,18 @@ type Request struct {
 	// 9112 section 3.2.2), else its Host field (HTTP/2's :authority);
 	// with or without a port. "" when it names none. The Engine matches
 	// rules by its clean form (policy.CleanHost) and refuses, 400, a host
-	// that has none, or none at all when a rule matches on the host.
+	// that has none, or none at all when a rule matches on the host
+	// (unless HostOptional).
 	Host string
+	// HostOptional makes a request with no Host one that rules matching
+	// on the host (match.host) do not match, while every other rule still
+	// applies, instead of a 400. A transport sets it when a request's host
+	// is only known if its sender chose to pass it on, as Envoy's rate
+	// limit service gets it from a descriptor entry: there the service's
+	// own request always had a host, which sluice was not told. A gateway
+	// leaves it unset, since its upstream would serve a request without a
+	// host as some host no rule saw.
+	HostOptional bool
 	// Peer is the address of the connection's other end, parsed once by
 	// the transport; the zero value when it has none or cannot read it
 	// (the caller is then counted as "caller", with no address).

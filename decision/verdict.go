@@ -223,7 +223,8 @@ func respelled(k, name string) bool {
 // receives them (policy.CanonicalMethod, policy.CleanPath), and Host
 // when a rule of pol matches on it (policy.CleanHost). It fails with a
 // *policy.PathError when the path has no one reading, a
-// *policy.HostError when the host has none (or there is none to match).
+// *policy.HostError when the host has none (or there is none to match,
+// unless Request.HostOptional).
 func (v *Verdict) clean(pol *policy.Compiled) error {
 	v.Method = policy.CanonicalMethod(v.req.Method)
 	esc, dec, err := policy.CleanPath(v.req.Path)
@@ -237,7 +238,7 @@ func (v *Verdict) clean(pol *policy.Compiled) error {
 		if v.Host, err = policy.CleanHost(v.req.Host); err != nil {
 			return err
 		}
-		if v.Host == "" {
+		if v.Host == "" && !v.req.HostOptional {
 			return errNoHost
 		}
 	}

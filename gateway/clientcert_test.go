@@ -218,7 +218,8 @@ func TestClientCertRequire(t *testing.T) {
 
 // TestClientCertOptionalWrongCA: under client_auth: optional, a
 // certificate that does not verify still fails the handshake (a caller
-// that presents one must present a good one).
+// that presents one must present a good one); a Go client that would
+// send it only to its own authority sends none and is 401.
 func TestClientCertOptionalWrongCA(t *testing.T) {
 	p := startPartners(t, "")
 	other := testcert.NewAuthority(t, "Another CA").Client(t, testcert.Client{DNSNames: []string{"garage-a.partners.example"}})
@@ -228,6 +229,17 @@ func TestClientCertOptionalWrongCA(t *testing.T) {
 	eventually(t, "the failed client certificate counted", func() bool {
 		return metric(p.metrics(), "sluice_tls_handshake_errors_total", "listener=callers", "reason=client_certificate") == 1
 	})
+
+	// A Go client holding that certificate in tls.Config.Certificates
+	// sends none, as the listener names only its own authority: it is a
+	// caller without a certificate (and without a key, 401), as
+	// docs/security.md says.
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: p.server.Pool(), Certificates: []tls.Certificate{other.TLS(t)}}}}
+	t.Cleanup(c.CloseIdleConnections)
+	if status, body, err := send(t, c, p.url+"/claims/1", ""); err != nil || status != 401 {
+		t.Errorf("another authority's certificate in tls.Config.Certificates: %d %q, %v; want 401 (sent no certificate)", status, body, err)
+	}
 }
 
 // TestClientCertRevokedByReload: a reload that removes a client's
@@ -302,8 +314,9 @@ func TestClientCARotation(t *testing.T) {
 	}
 }
 
-// TestClientCertCurl: curl --cert is identified as the certificate's
-// client; without --cert under require it gets no answer.
+// TestClientCertCurl: curl --cert and openssl s_client -cert are
+// identified as the certificate's client; without --cert under require
+// curl gets no answer.
 func TestClientCertCurl(t *testing.T) {
 	p := startPartners(t, ", client_auth: require")
 	cert := p.certs["partner-cn"]
@@ -324,5 +337,22 @@ func TestClientCertCurl(t *testing.T) {
 	}
 	if out, err := exec.Command(curl, "-sS", "--cacert", filepath.Join(p.dir, "server.crt"), p.url+"/claims/1").CombinedOutput(); err == nil {
 		t.Errorf("curl without --cert under require: %q, want no answer", out)
+	}
+
+	// openssl s_client -cert: the same client, its second request of 2 a
+	// minute passes, the third is refused.
+	openssl := tool(t, "openssl")
+	addr := strings.TrimPrefix(p.url, "https://")
+	for _, want := range []string{"HTTP/1.1 200 ", "HTTP/1.1 429 "} {
+		cmd := exec.Command(openssl, "s_client", "-quiet", "-connect", addr, "-servername", "localhost",
+			"-CAfile", filepath.Join(p.dir, "server.crt"), "-verify_return_error", "-cert", certFile, "-key", keyFile)
+		cmd.Stdin = strings.NewReader("GET /claims/2 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("openssl s_client -cert: %v, want %q in:\n%s", err, want, out)
+		}
+	}
+	if who := p.up.lastSeen(t).Header.Get("X-Sluice-Client"); who != "partner-cn" {
+		t.Errorf("X-Sluice-Client %q after openssl s_client -cert, want partner-cn", who)
 	}
 }

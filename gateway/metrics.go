@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/sluice-rl/sluice/internal/buildinfo"
 	"github.com/sluice-rl/sluice/live"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/promlimit"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/throttle"
 )
@@ -23,25 +22,22 @@ import (
 // the configuration (rule names, client ids) and a few fixed words, so no
 // caller can create new series: unknown callers are all "unknown".
 type metrics struct {
-	registry      *prometheus.Registry
-	requests      *prometheus.CounterVec
-	rejected      *prometheus.CounterVec
-	decision      prometheus.Histogram
+	registry *prometheus.Registry
+	// decisions are the series every front exports (requests, responses,
+	// decision and delay times, store errors and latency, queue waits),
+	// declared once in package promlimit.
+	decisions     *promlimit.Series
 	reloads       *prometheus.CounterVec
-	lastReload    prometheus.Gauge // when the configuration in force was loaded
-	storeErrors   prometheus.Counter
+	lastReload    prometheus.Gauge       // when the configuration in force was loaded
 	upstreamFails *prometheus.CounterVec // by upstream
 	notRouted     prometheus.Counter
 	callerErrors  *prometheus.CounterVec
 	loops         prometheus.Counter
 	unknownKeys   prometheus.Counter
-	storeLatency  prometheus.Histogram
 	renewals      *prometheus.CounterVec
 
-	queueWait         *prometheus.HistogramVec
 	upstreamSeconds   *prometheus.HistogramVec // by upstream
 	upstreamResponses *prometheus.CounterVec   // by upstream, code
-	held              prometheus.Histogram
 
 	// pressured counts the requests refused under the gateway's Pressure
 	// (the degrade switch, a signal above its line), by priority and
@@ -51,23 +47,13 @@ type metrics struct {
 
 func newMetrics() *metrics {
 	m := &metrics{
-		registry: prometheus.NewRegistry(),
-		requests: counterVec("sluice_requests_total",
-			"Rule decisions by rule, client id and decision (allowed, limited, shadow_limited, exempt, store_error, not_spent: had room, spent nothing as another rule rejected the request; delayed: allowed after being held for its turn by a rule with a delay).",
-			"rule", "client", "decision"),
-		rejected: counterVec("sluice_responses_total",
-			"Requests by what sluice did: passed, or answered itself with 400, 401, 403 (the client or its address is blocked: nothing counted), 429 or 503, or 499 (the caller went away while it waited in protect's queue).",
-			"client", "code"),
-		decision: histogram("sluice_decision_seconds",
-			"Time to decide one request (identify, match, store).",
-			[]float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1}),
+		registry:  prometheus.NewRegistry(),
+		decisions: promlimit.NewSeries(promlimit.Options{}),
 		reloads: counterVec("sluice_reloads_total",
 			"Configuration reloads by result (ok, failed).",
 			"result"),
 		lastReload: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sluice_config_last_reload_success_timestamp_seconds",
 			Help: "When the configuration in force was loaded, at start or by the last successful reload, in seconds since the Unix epoch."}),
-		storeErrors: counter("sluice_store_errors_total",
-			"Requests the store could not decide (passed with on_failure open, 503 with closed)."),
 		upstreamFails: counterVec("sluice_upstream_errors_total",
 			"Requests answered 502 (upstream unreachable) or 504 (no answer within server.upstream_timeout), by upstream (the service's name).",
 			"upstream"),
@@ -80,18 +66,9 @@ func newMetrics() *metrics {
 			"Requests that sent an access key that is no listed client's and were counted as anonymous (clients.unknown: anonymous)."),
 		loops: counter("sluice_loops_total",
 			"Requests answered 508 because they came back from the upstream (upstream leads to sluice itself)."),
-		held: histogram("sluice_delay_seconds",
-			"Time a request was held for its turn by rules with a delay, one observation per held request (its caller may have left meanwhile).",
-			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600}),
-		storeLatency: histogram("sluice_store_seconds",
-			"Latency of the shared store (Redis), one observation per batch of decisions.",
-			[]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1}),
 		renewals: counterVec("sluice_lease_renewals_total",
 			"Periodic renewal of the concurrency leases of requests in flight: leases renewed, leases lost (expired before it, so their slots may have gone to other requests), and renewals failed (the store could not be asked; its leases are tried again next time).",
 			"result"),
-		queueWait: histogramVec("sluice_queue_wait_seconds",
-			"Time each request protect admitted waited in its queue (0 for one admitted at once), by priority.",
-			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "priority"),
 		upstreamSeconds: histogramVec("sluice_upstream_seconds",
 			"The upstream's time to its response headers, by upstream: from passing a request on, less the time it waited for the caller's body (however fast the caller sends the body, or then reads the answer).",
 			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "upstream"),
@@ -105,8 +82,8 @@ func newMetrics() *metrics {
 		Help: "Always 1; the labels say which sluice runs: module version, VCS revision (\"\" when not recorded) and Go version.",
 	}, []string{"version", "revision", "goversion"})
 	build.WithLabelValues(bi.Version, bi.Revision, bi.GoVersion).Set(1)
-	m.registry.MustRegister(build, m.requests, m.rejected, m.decision, m.reloads, m.lastReload, m.storeErrors, m.upstreamFails, m.notRouted,
-		m.callerErrors, m.loops, m.unknownKeys, m.storeLatency, m.renewals, m.queueWait, m.upstreamSeconds, m.upstreamResponses, m.held,
+	m.registry.MustRegister(build, m.decisions, m.reloads, m.lastReload, m.upstreamFails, m.notRouted,
+		m.callerErrors, m.loops, m.unknownKeys, m.renewals, m.upstreamSeconds, m.upstreamResponses,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")
@@ -124,18 +101,14 @@ func (m *metrics) loaded(t time.Time) {
 	m.lastReload.Set(float64(t.UnixNano()) / 1e9)
 }
 
-// counter, counterVec, histogram and histogramVec make the series newMetrics
-// registers, the options written once.
+// counter, counterVec and histogramVec make the gateway's own series, the
+// options written once.
 func counter(name, help string) prometheus.Counter {
 	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 }
 
 func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-}
-
-func histogram(name, help string, buckets []float64) prometheus.Histogram {
-	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
 }
 
 func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
@@ -151,44 +124,17 @@ func (m *metrics) observeRenewal(rep store.RenewReport) {
 	}
 }
 
-// observe records one request's report.
+// observe records one request's report: the decisions' series, and the
+// gateway's own (unknown keys, refusals under its Pressure).
 func (m *metrics) observe(rep *decision.Report) {
-	m.decision.Observe(rep.Latency.Seconds())
+	m.decisions.Observe(rep)
 	if rep.UnknownKey {
 		m.unknownKeys.Inc()
-	}
-	if rep.Held > 0 {
-		m.held.Observe(rep.Held.Seconds())
-	}
-	for _, r := range rep.Rules {
-		m.requests.WithLabelValues(r.Rule, rep.Client, r.Outcome.String()).Inc()
-	}
-	code := "passed"
-	switch rep.Status {
-	case http.StatusBadRequest:
-		code = "400"
-	case http.StatusUnauthorized:
-		code = "401"
-	case http.StatusForbidden:
-		code = "403"
-	case http.StatusTooManyRequests:
-		code = "429"
-	case http.StatusServiceUnavailable:
-		code = "503"
-	case decision.StatusClientGone:
-		code = "499"
-	}
-	m.rejected.WithLabelValues(rep.Client, code).Inc()
-	if rep.Throttled && rep.Status == 0 {
-		m.queueWait.WithLabelValues(rep.Priority.String()).Observe(rep.QueueWait.Seconds())
 	}
 	if !rep.Throttled && rep.Status == http.StatusServiceUnavailable {
 		if n := m.pressure(rep.Priority, rep.Refusal); n != nil {
 			n.Add(1)
 		}
-	}
-	if rep.Err != nil && !errors.Is(rep.Err, context.Canceled) { // a caller that left is no store failure
-		m.storeErrors.Inc()
 	}
 }
 

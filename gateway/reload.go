@@ -29,12 +29,13 @@ import (
 // starts it afresh; changed signals (protect.signals) are read anew,
 // keeping what was read of those kept. Listen, admin, server, store,
 // access_log and decide settings, and adding or removing the upstream, need a restart; a
-// change of them is logged and otherwise ignored.
+// change of them is logged and otherwise ignored. The rules are checked
+// against the running store as well as the file's (config.LoadOnStore).
 func (g *Gateway) Reload() error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	old := g.config()
-	cfg, err := config.Load(old.Path)
+	cfg, err := config.LoadOnStore(old.Path, old.Store) // the rules are decided on the store in force
 	if err != nil {
 		g.metrics.reloads.WithLabelValues("failed").Inc()
 		LogConfigErrors(g.log, "reload refused; previous configuration stays", old.Path, err)

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluice-rl/sluice/internal/fastproxy"
+	"github.com/sluice-rl/sluice/internal/shutdown"
 )
 
 // errDraining cancels the requests still running when the drain timeout
@@ -22,7 +22,7 @@ var errDraining = errors.New("gateway: shutting down")
 
 // Run serves callers on ln (the fast data path: fasthttp, serveFast) and
 // the admin endpoints on admin (net/http) until ctx ends, then shuts down
-// gracefully. /readyz answers 503 at once; for server.shutdown_delay the
+// gracefully (the sequence of package internal/shutdown). /readyz answers 503 at once; for server.shutdown_delay the
 // gateway keeps serving (closing each connection after its response), so
 // that load balancers take it out of rotation before connections are
 // refused. Then it stops accepting callers and lets the requests in flight
@@ -87,40 +87,31 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	}
 	g.startSignals() // protect.signals (signals.go)
 	defer g.stopSignals()
-	var err error
-	running := 2
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-		running--
-	}
-	g.closing.Store(err == nil && g.server.ShutdownDelay > 0) // before /readyz says so
-	g.ready.Store(false)
-	if err == nil && g.server.ShutdownDelay > 0 {
-		g.log.Info("shutting down: still serving while load balancers notice", "delay", g.server.ShutdownDelay.String())
-		select {
-		case <-time.After(g.server.ShutdownDelay):
-		case err = <-errc:
-			running--
-		}
-	}
-	park.close() // idle: closed, as the server's Shutdown closes its idle connections
-	shutErr := g.drain(srv, &conns, cut)
-	park.wait4Woken()
-	// fasthttp's Shutdown closes the listeners its Serve has taken up: one
-	// whose Serve had not begun yet would accept for ever. Closing it
-	// here ends that Serve too (a closed listener is no error).
-	_ = ln.Close()
-	actx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	shutErr = errors.Join(shutErr, adm.Shutdown(actx)) // admin (readyz 503) last
-	for ; running > 0; running-- {
-		err = cmp.Or(err, <-errc) // the first error, if any
-	}
-	if err == nil && shutErr != nil {
-		err = fmt.Errorf("gateway: shutdown: %w", shutErr)
-	}
-	return err
+	return shutdown.Sequence{Name: "gateway", Delay: g.server.ShutdownDelay,
+		Stopping: func(_, delaying bool) {
+			g.closing.Store(delaying) // before /readyz says so
+			g.ready.Store(false)
+			if delaying {
+				g.log.Info("shutting down: still serving while load balancers notice", "delay", g.server.ShutdownDelay.String())
+			}
+		},
+		Drain: func() error {
+			park.close() // idle: closed, as the server's Shutdown closes its idle connections
+			err := g.drain(srv, &conns, cut)
+			park.wait4Woken()
+			// fasthttp's Shutdown closes the listeners its Serve has taken
+			// up: one whose Serve had not begun yet would accept for ever.
+			// Closing it here ends that Serve too (a closed listener is no
+			// error).
+			_ = ln.Close()
+			return err
+		},
+		Last: func() error { // admin (readyz 503) last
+			actx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			return adm.Shutdown(actx)
+		},
+	}.Run(ctx, errc, 2)
 }
 
 // drain stops accepting callers and waits for the requests in flight, for

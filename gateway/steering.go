@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/config/storeopen"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/steering"
 	"github.com/sluice-rl/sluice/store/failover"
 	"github.com/sluice-rl/sluice/store/redisstore"
-	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
 // The operators' run-time changes (package steering): overrides and blocks

@@ -4,18 +4,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/config/storeopen"
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/promlimit"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
 	"github.com/sluice-rl/sluice/store/gossip"
 	"github.com/sluice-rl/sluice/store/redisstore"
-	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
 // openStore opens the store the configuration describes (storeopen.Open),
@@ -26,7 +26,7 @@ import (
 // gateway's clock.
 func openStore(ctx context.Context, cfg *config.File, clk clock.Clock, m *metrics, log *slog.Logger) (store.Store, error) {
 	st, err := storeopen.Open(ctx, cfg.Store, storeopen.Options{Clock: clk, Reserved: decision.ListedKey, Guest: decision.ForeignKey, Logger: log,
-		ObserveShared: func(d time.Duration) { m.storeLatency.Observe(d.Seconds()) }})
+		ObserveShared: m.decisions.ObserveShared})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -62,30 +62,11 @@ func (m *metrics) registerGossip(gs *gossip.Store) {
 			func(s gossip.Stats) uint64 { return s.Bytes }))
 }
 
-// registerFailover exports the failover store's own state and counters, so
-// that the metrics never disagree with what the store does.
+// registerFailover exports the failover store's own state and counters
+// (promlimit.FailoverSeries, as a Go program's), so that the metrics never
+// disagree with what the store does.
 func (m *metrics) registerFailover(fs *failover.Store) {
-	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "sluice_store_degraded",
-		Help: "1 while the shared store is unreachable and on_failure decides, 0 while counting is shared.",
-	}, func() float64 {
-		if fs.Degraded() {
-			return 1
-		}
-		return 0
-	}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "sluice_store_shared_errors_total",
-			Help: "Calls to the shared store (Redis) that failed or timed out (a caller that left is none).",
-		}, func() float64 { return float64(fs.Stats().SharedErrors.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "sluice_store_cached_rejections_total",
-			Help: "Rejections answered locally from the shared store's earlier denial, without asking it.",
-		}, func() float64 { return float64(fs.Stats().CachedRejections.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "sluice_store_degraded_decisions_total",
-			Help: "Decisions made by the failure policy (on_failure) while the shared store was unreachable.",
-		}, func() float64 { return float64(fs.Stats().Degraded.Load()) }))
+	m.registry.MustRegister(promlimit.FailoverSeries(promlimit.Options{}, fs)...)
 }
 
 // registerLeases exports the counters of leased quota (store.redis.lease:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/internal/nethttp"
 )
 
 // Response is what the handler behind the Limiter answered, seen after it
@@ -108,7 +109,7 @@ func (l *Limiter) finish(r *http.Request, v *decision.Verdict, rc *record) {
 		resp.Status = http.StatusOK
 	}
 	*rec = recorder{}
-	rc.d = decision.Response{Passed: true, Status: resp.Status, Header: header(resp.Header), Latency: resp.Latency,
+	rc.d = decision.Response{Passed: true, Status: resp.Status, Header: nethttp.Header(resp.Header), Latency: resp.Latency,
 		FirstByte: resp.FirstByte, Aborted: resp.Aborted, Unanswered: unanswered, Failure: resp.Failure}
 	defer l.recycle(rc)
 	v.Finish(&rc.d)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/internal/nethttp"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
 )
@@ -76,7 +77,7 @@ func (w *refusalWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // status written.
 func (l *Limiter) reject(w http.ResponseWriter, r *http.Request, ref *Refusal, fields []decision.Field) int {
 	h := w.Header()
-	setFields(h, fields)
+	nethttp.SetFields(h, fields)
 	delete(h, "Content-Type")
 	rw := &refusalWriter{ResponseWriter: w}
 	l.opts.Reject(rw, r, ref)

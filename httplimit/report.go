@@ -2,10 +2,10 @@ package httplimit
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/internal/nethttp"
 )
 
 // Outcome is what one rule decided for one request (decision.Outcome).
@@ -42,13 +42,7 @@ type CostError = decision.CostError
 // WriteProblem writes an application/problem+json answer with Cache-Control:
 // no-store. Headers already set on w (Retry-After, RateLimit) are kept.
 func WriteProblem(w http.ResponseWriter, status int, detail string) {
-	body := decision.AppendProblem(make([]byte, 0, 256), status, http.StatusText(status), detail)
-	h := w.Header()
-	h["Content-Type"] = []string{"application/problem+json"}
-	h["Cache-Control"] = []string{"no-store"}
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	nethttp.WriteProblem(w, status, nethttp.Problem(status, detail))
 }
 
 // FormatPeriod writes a period the way people say it: 1m, 30s, 1h, 1d;

@@ -4,24 +4,11 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/internal/nethttp"
 	"github.com/sluice-rl/sluice/policy"
 )
-
-// header is an http.Header as the decision Engine reads fields: its keys
-// are canonical, as the Engine asks for them.
-type header http.Header
-
-func (h header) Values(dst []string, name string) []string { return append(dst, h[name]...) }
-
-func (h header) Names(dst []string) []string {
-	for k := range h {
-		dst = append(dst, k)
-	}
-	return dst
-}
 
 // peerCert is the client certificate r's TLS handshake verified (a
 // server whose tls.Config has ClientAuth VerifyClientCertIfGiven or
@@ -46,7 +33,7 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, set *Settings, n
 	}
 	peer, _ := netip.ParseAddrPort(r.RemoteAddr) // the zero AddrPort when it cannot be read: counted as "caller"
 	// r.Host: net/http's server puts an absolute-form target's authority there, and refuses a second Host
-	req := decision.Request{Method: r.Method, Path: r.URL.EscapedPath(), Host: r.Host, Peer: peer, Header: header(r.Header), Origin: r}
+	req := decision.Request{Method: r.Method, Path: r.URL.EscapedPath(), Host: r.Host, Peer: peer, Header: nethttp.Header(r.Header), Origin: r}
 	if set.Policy.IdentifiesByCert() {
 		req.Cert = peerCert(r)
 	}
@@ -73,7 +60,7 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, set *Settings, n
 		l.finishRefused(w, r, v, &Response{Status: status, Header: w.Header()})
 		return
 	}
-	setFields(w.Header(), v.Header)
+	nethttp.SetFields(w.Header(), v.Header)
 	if v.Client != "" {
 		r.Header[ClientHeader] = []string{v.Client}
 	}
@@ -105,25 +92,6 @@ func cleaned(r *http.Request, v *decision.Verdict) *http.Request {
 	return &c
 }
 
-// setFields sets the Verdict's fields on h, copied (h outlives the
-// Verdict) into one string that their values share.
-func setFields(h http.Header, fields []decision.Field) {
-	n := 0
-	for _, f := range fields {
-		n += len(f.Value)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, f := range fields {
-		b.Write(f.Value)
-	}
-	all := b.String()
-	for _, f := range fields {
-		h[f.Name] = []string{all[:len(f.Value)]}
-		all = all[len(f.Value):]
-	}
-}
-
 // writeAnswer writes the Verdict's refusal, by Options.Reject when it is
 // set, and returns the status written: nothing for a caller that went
 // away.
@@ -136,7 +104,7 @@ func (l *Limiter) writeAnswer(w http.ResponseWriter, r *http.Request, v *decisio
 		return l.reject(w, r, &ref, v.Header)
 	}
 	h := w.Header()
-	setFields(h, v.Header)
+	nethttp.SetFields(h, v.Header)
 	h["Content-Length"] = []string{strconv.Itoa(len(v.Body))}
 	w.WriteHeader(v.Status)
 	_, _ = w.Write(v.Body)
@@ -146,7 +114,7 @@ func (l *Limiter) writeAnswer(w http.ResponseWriter, r *http.Request, v *decisio
 // finishRefused finishes a request the handler never saw: the Verdict's
 // after steps, then Options.OnResponse with resp.
 func (l *Limiter) finishRefused(w http.ResponseWriter, r *http.Request, v *decision.Verdict, resp *Response) {
-	d := decision.Response{Status: resp.Status, Header: header(w.Header()), Aborted: resp.Aborted}
+	d := decision.Response{Status: resp.Status, Header: nethttp.Header(w.Header()), Aborted: resp.Aborted}
 	v.Finish(&d)
 	if l.opts.OnResponse != nil {
 		l.opts.OnResponse(r, resp)

@@ -78,8 +78,22 @@ func (c *Compiled) Match(method, path string, dst []int) []int {
 // MatchRequest appends to dst the indexes of the rules that match r and
 // returns it.
 func (c *Compiled) MatchRequest(r *Request, dst []int) []int {
+	path, method := r.Path, r.Method
 	for i := range c.matchers {
-		if c.matchers[i].Matches(r) {
+		m := &c.matchers[i]
+		if m.more != nil || m.fold {
+			if m.Matches(r) {
+				dst = append(dst, i)
+			}
+			continue
+		}
+		// A case-sensitive path prefix and methods, the common case, is
+		// decided here, without a call per rule: prefixMatches and
+		// methodMatches written out.
+		if p := m.prefix; p != "" && (!strings.HasPrefix(path, p) || len(path) > len(p) && path[len(p)] != '/') {
+			continue
+		}
+		if methodMatches(m.methods, method) {
 			dst = append(dst, i)
 		}
 	}

@@ -2,7 +2,7 @@ package policy
 
 import (
 	"net/textproto"
-	"slices"
+	"strings"
 )
 
 // validName reports whether s is a usable rule, client or plan name: 1 to 64
@@ -56,9 +56,26 @@ func isTokenPunct(c byte) bool {
 	return false
 }
 
-// connectionFields are the fields that describe one connection, not the
-// request (RFC 9110 section 7.6.1): a proxy never passes them on.
-var connectionFields = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade"}
+// hopByHop are the fields that describe one connection, never the request
+// (RFC 9110 section 7.6.1, with the Proxy-Connection and Keep-Alive of
+// older proxies, as net/http's ReverseProxy removes them): a proxy passes
+// none of them on, neither to the upstream nor back to the caller. The one
+// list every part of sluice reads (HopByHop).
+var hopByHop = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// HopByHop reports whether name (in any case) is a hop-by-hop header, which
+// a proxy removes: a caller's never reaches the upstream, and the
+// upstream's would never reach sluice. It allocates nothing, so the
+// gateway calls it for every field it passes on.
+func HopByHop(name string) bool {
+	for _, h := range hopByHop {
+		if len(h) == len(name) && strings.EqualFold(h, name) {
+			return true
+		}
+	}
+	return false
+}
 
 // uncountedHeader says why requests cannot be told apart by the header
 // name, or returns "": net/http holds Host and Transfer-Encoding apart
@@ -69,7 +86,7 @@ func uncountedHeader(name string) string {
 	switch name = textproto.CanonicalMIMEHeaderKey(name); {
 	case name == "Host" || name == "Transfer-Encoding":
 		return name + " is never among a request's header fields as sluice reads them (net/http holds it apart): every request would lack it (name a header the caller sends, such as X-Tenant)"
-	case slices.Contains(connectionFields, name):
+	case HopByHop(name):
 		return name + " describes the connection, not the request, and never reaches the upstream (name a header the caller sends, such as X-Tenant)"
 	case RemovedHeader(name):
 		return name + " is removed from every request before anything reads it: sluice writes " + ClientHeader + " itself, and an override header would make the upstream serve another method or path than the one counted (name a header the caller sends, such as X-Tenant)"

@@ -49,18 +49,6 @@ func (r *Rule) Settles() bool {
 	return !r.Classifies() && !r.LimitsInFlight() && (r.Count != CountAll || r.CostHeader != "")
 }
 
-// HopByHop reports whether name (in any case) is a hop-by-hop header (RFC
-// 9110 7.6.1, and the Proxy-Connection and Keep-Alive of older proxies),
-// which a proxy removes: the upstream's value would never reach sluice.
-func HopByHop(name string) bool {
-	switch http.CanonicalHeaderKey(name) {
-	case "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection",
-		"Te", "Trailer", "Transfer-Encoding", "Upgrade":
-		return true
-	}
-	return false
-}
-
 // sluiceWrites reports whether name (in any case) is a header sluice sets
 // on the responses it passes on (the RateLimit headers, and the legacy
 // X-RateLimit-* ones), beside whatever the upstream sends.

@@ -1,7 +1,9 @@
 // Package promlimit is a prometheus.Collector for Go programs that use
 // sluice's middleware: it is fed by httplimit's reports (OnDecision,
 // OnResponse) and exports the series the gateway exports, under the same
-// names and labels, so that one dashboard reads both. Package httplimit
+// names and labels, so that one dashboard reads both. Those series are
+// declared once, here (Series, FailoverSeries), and the gateway exports
+// them through this package too. Package httplimit
 // itself stays standard library only; this package is where Prometheus
 // comes in.
 //
@@ -15,11 +17,8 @@
 package promlimit
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -36,7 +35,7 @@ type Options struct {
 	// ConstLabels are added to every series (such as the service's name).
 	// Default none.
 	ConstLabels prometheus.Labels
-	// Store, if it is a *failover.Store (store/storeopen opens one for
+	// Store, if it is a *failover.Store (config/storeopen opens one for
 	// store type redis), has its state and counters exported too:
 	// store_degraded, store_shared_errors_total,
 	// store_cached_rejections_total, store_degraded_decisions_total.
@@ -49,13 +48,7 @@ type Options struct {
 // OnResponse to its OnResponse, and register it once. It is safe for
 // concurrent use.
 type Collector struct {
-	requests      *prometheus.CounterVec
-	responses     *prometheus.CounterVec
-	decision      prometheus.Histogram
-	held          prometheus.Histogram
-	storeErrors   prometheus.Counter
-	storeSeconds  prometheus.Histogram
-	queueWait     *prometheus.HistogramVec
+	*Series       // the decisions' series, the gateway's too
 	handlerStatus *prometheus.CounterVec
 	handlerTime   prometheus.Histogram
 	failover      []prometheus.Collector
@@ -65,27 +58,10 @@ var _ prometheus.Collector = (*Collector)(nil)
 
 // New returns a Collector with every series at zero.
 func New(opts Options) *Collector {
-	if opts.Namespace == "" {
-		opts.Namespace = "sluice"
-	}
+	opts = withDefaults(opts)
 	f := factory{opts}
 	c := &Collector{
-		requests: f.counterVec("requests_total",
-			"Rule decisions by rule, client id and decision (allowed, delayed, limited, shadow_limited, exempt, store_error, not_spent).",
-			"rule", "client", "decision"),
-		responses: f.counterVec("responses_total",
-			"Requests by what the limiter did: passed, or answered itself with 400, 401, 403 (the client or its address is blocked), 429 or 503, or 499 (the caller went away while it waited).",
-			"client", "code"),
-		decision: f.histogram("decision_seconds", "Time to decide one request (identify, match, store).",
-			[]float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1}),
-		held: f.histogram("delay_seconds", "Time a request was held for its turn by rules with a delay.",
-			[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600}),
-		storeErrors: f.counter("store_errors_total", "Requests the store could not decide."),
-		storeSeconds: f.histogram("store_seconds", "Latency of the shared store (Redis), one observation per batch of decisions (ObserveShared).",
-			[]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1}),
-		queueWait: f.histogramVec("queue_wait_seconds",
-			"Time each request the throttle admitted waited in its queue (0 for one admitted at once), by priority.",
-			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "priority"),
+		Series: NewSeries(opts),
 		handlerStatus: f.counterVec("handler_responses_total",
 			"The protected handler's answers by status code (other: outside 100-599); the limiter's own answers are responses_total.",
 			"code"),
@@ -94,7 +70,7 @@ func New(opts Options) *Collector {
 			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}),
 	}
 	if fs, ok := opts.Store.(*failover.Store); ok {
-		c.failover = f.failover(fs)
+		c.failover = FailoverSeries(opts, fs)
 	}
 	return c
 }
@@ -114,27 +90,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *Collector) all() []prometheus.Collector {
-	return append([]prometheus.Collector{c.requests, c.responses, c.decision, c.held, c.storeErrors, c.storeSeconds,
-		c.queueWait, c.handlerStatus, c.handlerTime}, c.failover...)
+	return append([]prometheus.Collector{c.Series, c.handlerStatus, c.handlerTime}, c.failover...)
 }
 
 // OnDecision records one request's decision: httplimit.Options.OnDecision.
-func (c *Collector) OnDecision(_ *http.Request, rep *httplimit.Report) {
-	c.decision.Observe(rep.Latency.Seconds())
-	if rep.Held > 0 {
-		c.held.Observe(rep.Held.Seconds())
-	}
-	for _, r := range rep.Rules {
-		c.requests.WithLabelValues(r.Rule, rep.Client, r.Outcome.String()).Inc()
-	}
-	c.responses.WithLabelValues(rep.Client, responseCode(rep.Status)).Inc()
-	if rep.Throttled && rep.Status == 0 {
-		c.queueWait.WithLabelValues(rep.Priority.String()).Observe(rep.QueueWait.Seconds())
-	}
-	if rep.Err != nil && !errors.Is(rep.Err, context.Canceled) { // a caller that left is no store failure
-		c.storeErrors.Inc()
-	}
-}
+func (c *Collector) OnDecision(_ *http.Request, rep *httplimit.Report) { c.Observe(rep) }
 
 // OnResponse records the protected handler's answer to a request the
 // limiter passed on: httplimit.Options.OnResponse. The limiter's own
@@ -149,19 +109,4 @@ func (c *Collector) OnResponse(_ *http.Request, resp *httplimit.Response) {
 	}
 	c.handlerStatus.WithLabelValues(code).Inc()
 	c.handlerTime.Observe(resp.FirstByte.Seconds())
-}
-
-// ObserveShared records the time of one batch of decisions asked of the
-// shared store: storeopen.Options.ObserveShared.
-func (c *Collector) ObserveShared(d time.Duration) { c.storeSeconds.Observe(d.Seconds()) }
-
-// responseCode is responses_total's code label for a Report.Status.
-func responseCode(status int) string {
-	switch status {
-	case 0:
-		return "passed"
-	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable, httplimit.StatusClientGone:
-		return strconv.Itoa(status)
-	}
-	return "other"
 }

@@ -57,17 +57,17 @@ func TestCollectsDecisionsAndResponses(t *testing.T) {
 # HELP sluice_handler_responses_total The protected handler's answers by status code (other: outside 100-599); the limiter's own answers are responses_total.
 # TYPE sluice_handler_responses_total counter
 sluice_handler_responses_total{code="201"} 1
-# HELP sluice_requests_total Rule decisions by rule, client id and decision (allowed, delayed, limited, shadow_limited, exempt, store_error, not_spent).
+# HELP sluice_requests_total Rule decisions by rule, client id and decision (allowed, limited, shadow_limited, exempt, store_error, not_spent: had room, spent nothing as another rule rejected the request; delayed: allowed after being held for its turn by a rule with a delay).
 # TYPE sluice_requests_total counter
 sluice_requests_total{client="-",decision="allowed",rule="api"} 1
 sluice_requests_total{client="-",decision="allowed",rule="shadow"} 1
 sluice_requests_total{client="-",decision="limited",rule="api"} 1
 sluice_requests_total{client="-",decision="shadow_limited",rule="shadow"} 1
-# HELP sluice_responses_total Requests by what the limiter did: passed, or answered itself with 400, 401, 403 (the client or its address is blocked), 429 or 503, or 499 (the caller went away while it waited).
+# HELP sluice_responses_total Requests by what sluice did: passed, or answered itself with 400, 401, 403 (the client or its address is blocked: nothing counted), 429 or 503, or 499 (the caller went away while its request waited in a queue or was held for its turn: nothing was answered).
 # TYPE sluice_responses_total counter
 sluice_responses_total{client="-",code="429"} 1
 sluice_responses_total{client="-",code="passed"} 1
-# HELP sluice_store_errors_total Requests the store could not decide.
+# HELP sluice_store_errors_total Requests the store could not decide (passed with on_failure open, 503 with closed).
 # TYPE sluice_store_errors_total counter
 sluice_store_errors_total 0
 `
@@ -94,7 +94,7 @@ func TestNamespaceAndConstLabels(t *testing.T) {
 	c := promlimit.New(promlimit.Options{Namespace: "claims", ConstLabels: prometheus.Labels{"service": "claims-api"}})
 	serve(t, c, 1)
 	want := `
-# HELP claims_responses_total Requests by what the limiter did: passed, or answered itself with 400, 401, 403 (the client or its address is blocked), 429 or 503, or 499 (the caller went away while it waited).
+# HELP claims_responses_total Requests by what sluice did: passed, or answered itself with 400, 401, 403 (the client or its address is blocked: nothing counted), 429 or 503, or 499 (the caller went away while its request waited in a queue or was held for its turn: nothing was answered).
 # TYPE claims_responses_total counter
 claims_responses_total{client="-",code="passed",service="claims-api"} 1
 `

@@ -15,8 +15,8 @@ import (
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/config/storeopen"
 	"github.com/sluice-rl/sluice/decision"
-	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
 // floodPolicy counts by address and by X-Tenant, 2 an hour, as the

@@ -9,9 +9,9 @@ import (
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/config/storeopen"
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/store/memory"
-	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
 // BenchmarkShouldRateLimit is the handler alone, without gRPC, on the

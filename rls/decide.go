@@ -312,16 +312,8 @@ func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domai
 	if err == nil {
 		err = results[sl.req].Err
 	}
-	var unavailable *store.UnavailableError
-	switch {
-	case errors.As(err, &unavailable):
-		return s.over(r, refused(r, unavailable.RetryAfter))
-	case err != nil && s.opts.OnStoreError.Refuses():
-		dom.storeErrors.Inc()
-		return s.over(r, refused(r, storeErrorRetry))
-	case err != nil: // as on_failure: open: the request passes, uncounted
-		dom.storeErrors.Inc()
-		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: r.current}}
+	if err != nil {
+		return s.failedOutcome(r, err, dom)
 	}
 	d := results[sl.req].Decision
 	if !d.Allowed {
@@ -341,6 +333,22 @@ func (s *Server) outcome(sl *slot, results []store.Result, err error, dom *domai
 	st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: r.current,
 		LimitRemaining: clampUint32(d.Remaining), DurationUntilReset: seconds(s.reset(r, d))}
 	return outcome{status: st, item: true, decided: d}
+}
+
+// failedOutcome is the answer for a descriptor the store did not decide
+// (err, not nil). Apart from outcome, whose errors.As target would
+// otherwise be allocated on every call.
+func (s *Server) failedOutcome(r *rule, err error, dom *domainStats) outcome {
+	switch refuse, unavailable := s.opts.OnStoreError.Refused(err); {
+	case unavailable != nil:
+		return s.over(r, refused(r, unavailable.RetryAfter))
+	case refuse:
+		dom.storeErrors.Inc()
+		return s.over(r, refused(r, storeErrorRetry))
+	default: // as on_failure: open: the request passes, uncounted
+		dom.storeErrors.Inc()
+		return outcome{status: &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: r.current}}
+	}
 }
 
 // storeErrorRetry is the Retry-After of a refusal for a store error, as

@@ -29,6 +29,7 @@ const (
 	entryMethod  = "method"         // or ":method"
 	entryPath    = "path"           // or ":path": the path, with or without its query
 	entryHeader  = "header:"        // "header:x-api-key": a header field of the request
+	entryHost    = "host"           // or ":authority": the host the request is for
 )
 
 // decidePolicy decides a call of the policy domain with sluice's own
@@ -79,8 +80,11 @@ func (s *Server) decidePolicy(ctx context.Context, req *pb.RateLimitRequest, dom
 // does not know is left aside (Envoy's other actions, such as
 // generic_key, may share the request).
 func httpRequest(req *pb.RateLimitRequest) (decision.Request, error) {
-	hr := decision.Request{Method: "GET", Path: "/"}
+	// A call names its host only when Envoy is told to send it: without
+	// one, rules that match on the host do not match, the others apply.
+	hr := decision.Request{Method: "GET", Path: "/", HostOptional: true}
 	var h entryHeaders
+	hostKey := "" // the key of the entry that named hr.Host
 	for _, d := range req.GetDescriptors() {
 		for _, e := range d.GetEntries() {
 			k, v := e.GetKey(), e.GetValue()
@@ -99,6 +103,12 @@ func httpRequest(req *pb.RateLimitRequest) (decision.Request, error) {
 					return hr, status.Errorf(codes.InvalidArgument, "rls: %s %q is not a path (such as /claims/7?full=1)", k, clip(v))
 				}
 				hr.Path = p
+			case k == entryHost || k == ":authority":
+				if hostKey != "" && v != hr.Host {
+					return hr, status.Errorf(codes.InvalidArgument, "rls: %s %q and %s %q: two hosts for one request (send one, as request_headers with header_name \":authority\" does)",
+						hostKey, clip(hr.Host), k, clip(v))
+				}
+				hr.Host, hostKey = v, k
 			case strings.HasPrefix(k, entryHeader) && len(k) > len(entryHeader):
 				h = append(h, field{textproto.CanonicalMIMEHeaderKey(k[len(entryHeader):]), v})
 			}

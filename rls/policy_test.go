@@ -38,7 +38,13 @@ rules:
 // with ovs in force.
 func startPolicy(t *testing.T, ovs ...policy.Override) *harness {
 	t.Helper()
-	f, err := config.Parse("t.yaml", []byte(policyText))
+	return startPolicyText(t, policyText, ovs...)
+}
+
+// startPolicyText is startPolicy with the policy text.
+func startPolicyText(t *testing.T, text string, ovs ...policy.Override) *harness {
+	t.Helper()
+	f, err := config.Parse("t.yaml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,9 @@ import (
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/config/storeopen"
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/store"
-	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
 // hourRules limits by the hour, so that a table read on Redis TIME does

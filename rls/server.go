@@ -183,7 +183,7 @@ func NewServer(opts Options) (*Server, error) {
 	s.SetRules(opts.Rules)
 	s.grpc = grpc.NewServer(append(connectionOptions(opts, s.metrics),
 		grpc.MaxRecvMsgSize(opts.MaxRequestBytes), grpc.MaxConcurrentStreams(maxStreams),
-		grpc.MaxHeaderListSize(maxHeaderBytes), grpc.NumStreamWorkers(streamWorkers))...)
+		grpc.MaxHeaderListSize(maxHeaderBytes), grpc.NumStreamWorkers(streamWorkers), grpc.ForceServerCodecV2(newCodec()))...)
 	pb.RegisterRateLimitServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)

@@ -10,11 +10,11 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"time"
 
-	checkhttp "github.com/sluice-rl/sluice/check" // /check; main has its own check command
+	"github.com/sluice-rl/sluice/check"
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/gateway"
+	"github.com/sluice-rl/sluice/internal/shutdown"
 	"github.com/sluice-rl/sluice/rls"
 )
 
@@ -43,7 +43,7 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 	}
 	var svcs []service
 	if d.HTTP != "" {
-		h, err := checkhttp.New(checkhttp.Options{Decide: dec.Decide, DenyStatus: d.HTTPDenyStatus})
+		h, err := check.New(check.Options{Decide: dec.Decide, DenyStatus: d.HTTPDenyStatus})
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +76,7 @@ func listenDecide(cfg *config.File, g *gateway.Gateway, log *slog.Logger) ([]ser
 // their number.
 func listenGRPC(cfg *config.File, g *gateway.Gateway, dec *gateway.Decider, log *slog.Logger) (service, error) {
 	d := cfg.Decide
-	rules, err := loadEnvoyRules(d.EnvoyConfig)
+	rules, err := loadEnvoyRules(d.EnvoyConfig, cfg.Store)
 	if err != nil {
 		return service{}, err
 	}
@@ -94,7 +94,7 @@ func listenGRPC(cfg *config.File, g *gateway.Gateway, dec *gateway.Decider, log 
 	}
 	ln = gateway.CapConnections(ln, cfg.Server.MaxConnections)
 	reload := func() error {
-		rules, err := loadEnvoyRules(d.EnvoyConfig)
+		rules, err := loadEnvoyRules(d.EnvoyConfig, cfg.Store)
 		if err != nil {
 			log.Error("envoy rule files refused; the old rules stay", "err", err.Error())
 			return err
@@ -107,9 +107,10 @@ func listenGRPC(cfg *config.File, g *gateway.Gateway, dec *gateway.Decider, log 
 }
 
 // loadEnvoyRules reads and compiles envoyproxy/ratelimit's rule files
-// (none: no rules, every domain unknown).
-func loadEnvoyRules(paths []string) (*rls.Rules, error) {
-	doms, err := config.LoadEnvoy(paths)
+// (none: no rules, every domain unknown), refusing the limits st does not
+// keep.
+func loadEnvoyRules(paths []string, st config.Store) (*rls.Rules, error) {
+	doms, err := config.LoadEnvoyFor(paths, st)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +141,8 @@ func httpServe(srv *http.Server) func(net.Listener) error {
 
 // runServices runs the gateway on ln and admin (ln nil: the admin
 // endpoints alone) and the decision services until ctx ends or one of
-// them fails, then stops them gracefully: /readyz answers 503 at once,
+// them fails, then stops them gracefully (the sequence of package
+// internal/shutdown, as the gateway's Run): /readyz answers 503 at once,
 // the services keep answering for server.shutdown_delay, then stop
 // taking questions and answer those in flight within drain_timeout, all
 // at once; the admin endpoints stop last.
@@ -160,33 +162,26 @@ func runServices(ctx context.Context, cfg *config.File, g *gateway.Gateway, ln, 
 	for _, s := range all {
 		go func() { errc <- s.run() }()
 	}
-	running := len(all) + b2i(ln != nil)
-	var err error
-	select {
-	case <-ctx.Done():
-		slog.Default().Info("draining", "in_flight", g.InFlight(), "shutdown_delay", cfg.Server.ShutdownDelay.String(),
-			"drain_timeout", cfg.Server.DrainTimeout.String())
-	case err = <-errc:
-		running--
-		cancel() // one stopped: stop the others
-	}
-	g.Stopping()
-	if d := cfg.Server.ShutdownDelay; d > 0 && err == nil {
-		time.Sleep(d) // the gateway, if any, waits the same delay in Run
-	}
-	sctx, stop := context.WithTimeout(context.Background(), cfg.Server.DrainTimeout) // 0 allowed: no wait, as at the gateway
-	defer stop()
-	stopErr := stopAll(sctx, svcs)
-	if adm != nil { // last: /readyz answers 503 while the others drain
-		stopErr = errors.Join(stopErr, adm.Shutdown(sctx))
-	}
-	for ; running > 0; running-- {
-		err = cmp.Or(err, <-errc)
-	}
-	if err == nil && stopErr != nil {
-		err = fmt.Errorf("decision service: shutdown: %w", stopErr)
-	}
-	return err
+	return shutdown.Sequence{Name: "decision service", Delay: cfg.Server.ShutdownDelay, // the gateway, if any, waits the same delay in Run
+		Stopping: func(byServer, _ bool) {
+			if byServer {
+				cancel() // one stopped: stop the others
+			} else {
+				slog.Default().Info("draining", "in_flight", g.InFlight(), "shutdown_delay", cfg.Server.ShutdownDelay.String(),
+					"drain_timeout", cfg.Server.DrainTimeout.String())
+			}
+			g.Stopping()
+		},
+		Drain: func() error {
+			sctx, stop := context.WithTimeout(context.Background(), cfg.Server.DrainTimeout) // 0 allowed: no wait, as at the gateway
+			defer stop()
+			err := stopAll(sctx, svcs)
+			if adm != nil { // last: /readyz answers 503 while the others drain
+				err = errors.Join(err, adm.Shutdown(sctx))
+			}
+			return err
+		},
+	}.Run(ctx, errc, len(all)+b2i(ln != nil))
 }
 
 // run serves s until it is stopped (nil) or fails.

@@ -50,7 +50,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
 	case "check":
-		return check(args[1:], stdout, stderr)
+		return checkCommand(args[1:], stdout, stderr)
 	case "demo":
 		if len(args) > 1 && args[1] == "overload" {
 			if code, ok := noFlags("demo overload", args[2:], stdout, stderr); !ok {
@@ -129,10 +129,10 @@ var commandHelp = map[string]string{
 		"warn or error; default info). On SIGTERM it logs how many requests are in flight, and drains them.",
 }
 
-// check validates a file: every error as FILE:line:col: message, exit 1; or
+// checkCommand validates a file (sluice check): every error as FILE:line:col: message, exit 1; or
 // warnings on stderr and what the file does on stdout, exit 0. With
 // --format json the errors or warnings are a JSON array on stdout instead.
-func check(args []string, stdout, stderr io.Writer) int {
+func checkCommand(args []string, stdout, stderr io.Writer) int {
 	var ex explainFlags
 	format := "text"
 	path, code, ok := configFlag("check", args, stdout, stderr, ex.define, func(fs *flag.FlagSet) {
@@ -188,7 +188,7 @@ func loadChecked(path string) (*config.File, error) {
 		return nil, err
 	}
 	if cfg.Decide != nil && len(cfg.Decide.EnvoyConfig) > 0 {
-		if _, err := config.LoadEnvoy(cfg.Decide.EnvoyConfig); err != nil {
+		if _, err := config.LoadEnvoyFor(cfg.Decide.EnvoyConfig, cfg.Store); err != nil {
 			return nil, err
 		}
 	}

@@ -175,3 +175,37 @@ func TestGRPCIdleConnectionsDoNotLockOut(t *testing.T) {
 		t.Fatalf("a new client beside max_connections idle ones: %v %v, want OK", resp.GetOverallCode(), err)
 	}
 }
+
+// TestCheckEnvoyRuleFilesGossip: with store type gossip, `sluice check`
+// refuses a rule file's algorithm the gossip store does not keep, at its
+// file:line:col, naming those it does; serve refuses it at start.
+func TestCheckEnvoyRuleFilesGossip(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "edge.yaml")
+	replace(t, rules, "domain: edge\ndescriptors:\n  - {key: remote_address, rate_limit: {unit: minute, requests_per_unit: 9, algorithm: gcra}}\n")
+	path := filepath.Join(dir, "sluice.yaml")
+	replace(t, path, "store: {type: gossip, gossip: {bind: 127.0.0.1:0, join: [127.0.0.1:1]}}\n"+
+		"decide:\n  grpc: 127.0.0.1:0\n  envoy_config: [edge.yaml]\nadmin: 127.0.0.1:0\nrules: []\n")
+	want := rules + ":3:87: descriptors[0].rate_limit.algorithm: gcra is not kept by store type gossip, whose bound holds for counts that add up across instances (accepted: fixed_window or sliding_window"
+	if code, _, errs := runCmd("check", "--config", path); code != 1 || !strings.HasPrefix(errs, want) {
+		t.Fatalf("check: exit %d, stderr %q; want 1 and %q", code, errs, want)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if svcs, err := listenDecide(cfg, g, log); err == nil || !strings.HasPrefix(err.Error(), want) {
+		closeAll(svcs)
+		t.Fatalf("serve's decide.grpc: %v; want %q", err, want)
+	}
+	replace(t, rules, "domain: edge\ndescriptors:\n  - {key: remote_address, rate_limit: {unit: minute, requests_per_unit: 9, algorithm: sliding_window}}\n")
+	if code, out, errs := runCmd("check", "--config", path); code != 0 {
+		t.Fatalf("sliding_window: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}

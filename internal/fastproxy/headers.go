@@ -49,13 +49,17 @@ type Forwarding struct {
 // Field is one header field.
 type Field struct{ Name, Value string }
 
-// hopByHop are the fields that describe one connection, never the request
-// (RFC 9110 7.6.1, and those net/http's ReverseProxy removes), with
-// Content-Length (the body sets it) and Expect (sluice has read or streams
-// the body already): none of them goes on from the caller, nor back from
-// the upstream.
-var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", "Expect"}
+// connectionField reports whether name (in any case) is a field that
+// never goes on from the caller, nor back from the upstream: a hop-by-hop
+// one (policy.HopByHop), Content-Length (the body sets it) or Expect
+// (sluice has read or streams the body already).
+func connectionField(name string) bool {
+	return policy.HopByHop(name) || oneOf(name, bodyFields)
+}
+
+// bodyFields are the fields of one message's body that the proxy writes
+// afresh (connectionField).
+var bodyFields = []string{"Content-Length", "Expect"}
 
 // forwarding are the fields Build writes itself; a caller's never go on,
 // in any spelling.
@@ -75,7 +79,7 @@ func (f *Forwarding) Build(in, out *fasthttp.RequestHeader, tls bool) {
 	conn := newConnNames(appendConnectionNames(named[:0], in, -1))
 	for k, v := range in.All() {
 		name := b2s(k)
-		if oneOf(name, hopByHop) || respells(name, forwarding) || slices.Contains(f.Removed, name) ||
+		if connectionField(name) || respells(name, forwarding) || slices.Contains(f.Removed, name) ||
 			(f.Drop != nil && f.Drop(name)) || (conn.has(k) && !oneOf(name, f.Kept)) {
 			continue
 		}
@@ -144,7 +148,7 @@ func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, dro
 	conn := responseConnNames(in)
 	for k, v := range in.All() {
 		name := b2s(k)
-		if oneOf(name, hopByHop) || conn.has(k) || (drop != nil && drop(name)) || bytes.IndexByte(k, ' ') >= 0 {
+		if connectionField(name) || conn.has(k) || (drop != nil && drop(name)) || bytes.IndexByte(k, ' ') >= 0 {
 			continue
 		}
 		out.AddBytesKV(k, v)

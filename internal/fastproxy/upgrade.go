@@ -170,7 +170,7 @@ func switchingHead(in, own *fasthttp.ResponseHeader, drop func(string) bool) []b
 	in.SetNoDefaultContentType(true) // a 101 has no Content-Type: All would list fasthttp's default
 	conn := responseConnNames(in)
 	for k, v := range in.All() {
-		if name := b2s(k); oneOf(name, hopByHop) || conn.has(k) || (drop != nil && drop(name)) {
+		if name := b2s(k); connectionField(name) || conn.has(k) || (drop != nil && drop(name)) {
 			continue
 		}
 		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)

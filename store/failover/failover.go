@@ -296,26 +296,22 @@ var errCircuitOpen = errors.New("failover: shared store unreachable (circuit ope
 // fail answers the pending requests by the failure policy.
 func (s *Store) fail(ctx context.Context, reqs []store.Request, pending []int, out []store.Result, now time.Time, cause error) ([]store.Result, error) {
 	s.stats.Degraded.Add(int64(len(pending)))
-	switch s.opts.OnFailure {
-	case store.FailClosed:
-		return nil, &store.UnavailableError{RetryAfter: s.opts.RetryAfter, Err: cause}
-	case store.FailLocal:
-		batch := make([]store.Request, len(pending))
-		for k, i := range pending {
-			batch[k] = reqs[i]
-			batch[k].Limit = s.share(reqs[i].Limit)
-		}
-		res, err := s.opts.Fallback.DecideBatch(ctx, batch, now)
-		if err != nil {
-			return nil, fmt.Errorf("failover: local fallback: %w", err)
-		}
-		for k, i := range pending {
-			out[i] = res[k]
-		}
-		return out, nil
-	default:
-		return nil, cause
+	if s.opts.OnFailure != store.FailLocal {
+		return nil, s.opts.OnFailure.Unavailable(cause, s.opts.RetryAfter)
 	}
+	batch := make([]store.Request, len(pending))
+	for k, i := range pending {
+		batch[k] = reqs[i]
+		batch[k].Limit = s.share(reqs[i].Limit)
+	}
+	res, err := s.opts.Fallback.DecideBatch(ctx, batch, now)
+	if err != nil {
+		return nil, fmt.Errorf("failover: local fallback: %w", err)
+	}
+	for k, i := range pending {
+		out[i] = res[k]
+	}
+	return out, nil
 }
 
 // share returns this instance's share of l: rate and burst divided by the

@@ -57,28 +57,24 @@ func (s *Store) Acquire(ctx context.Context, key string, limit store.Concurrency
 // failLease answers a lease by the failure policy.
 func (s *Store) failLease(ctx context.Context, key string, limit store.Concurrency, now time.Time, cost int64, cause error) (store.LeaseDecision, error) {
 	s.stats.Degraded.Add(1)
-	switch s.opts.OnFailure {
-	case store.FailClosed:
-		return store.LeaseDecision{}, &store.UnavailableError{RetryAfter: s.opts.RetryAfter, Err: cause}
-	case store.FailLocal:
-		fb, ok := s.opts.Fallback.(store.Leaser)
-		if !ok {
-			return store.LeaseDecision{}, &store.UnavailableError{RetryAfter: s.opts.RetryAfter, Err: errors.New("failover: the fallback store keeps no leases")}
-		}
-		if limit.Max > 0 {
-			limit.Max = max(1, limit.Max/int64(s.opts.Instances))
-		}
-		d, err := fb.Acquire(ctx, key, limit, now, cost)
-		if err != nil {
-			return store.LeaseDecision{}, fmt.Errorf("failover: local fallback: %w", err)
-		}
-		if !d.Lease.IsZero() {
-			d.Lease.ID = localMark + d.Lease.ID
-		}
-		return d, nil
-	default:
-		return store.LeaseDecision{}, cause
+	if s.opts.OnFailure != store.FailLocal {
+		return store.LeaseDecision{}, s.opts.OnFailure.Unavailable(cause, s.opts.RetryAfter)
 	}
+	fb, ok := s.opts.Fallback.(store.Leaser)
+	if !ok { // nothing local can decide: refused, as FailLocal says
+		return store.LeaseDecision{}, s.opts.OnFailure.Unavailable(errors.New("failover: the fallback store keeps no leases"), s.opts.RetryAfter)
+	}
+	if limit.Max > 0 {
+		limit.Max = max(1, limit.Max/int64(s.opts.Instances))
+	}
+	d, err := fb.Acquire(ctx, key, limit, now, cost)
+	if err != nil {
+		return store.LeaseDecision{}, fmt.Errorf("failover: local fallback: %w", err)
+	}
+	if !d.Lease.IsZero() {
+		d.Lease.ID = localMark + d.Lease.ID
+	}
+	return d, nil
 }
 
 // Release gives a lease back to the store that issued it. A shared lease

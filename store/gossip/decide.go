@@ -13,9 +13,13 @@ import (
 const overflowPrefix = "\x00overflow:"
 
 // decide decides on key (on its rule's overflow counter when the key finds
-// no room): compute on the fleet's counts, then commit to this instance's
-// only if allowed and within MaxUnsynced.
+// no room, or is longer than a message may carry): compute on the fleet's
+// counts, then commit to this instance's only if allowed and within
+// MaxUnsynced.
 func (s *Store) decide(key string, l limiter.Limit, now time.Time, cost int64, overflow bool) limiter.Decision {
+	if len(key) > maxKeyLen && !overflow { // the others would refuse every message carrying it
+		return s.decide(overflowKey(key, l), l, now, cost, true)
+	}
 	t := limiter.UnixMicro(now)
 	sh := s.tab.shard(key)
 	sh.mu.Lock()
@@ -28,7 +32,7 @@ func (s *Store) decide(key string, l limiter.Limit, now time.Time, cost int64, o
 		}
 		if !overflow && !sh.room(s.tab.max, t) {
 			sh.mu.Unlock()
-			return s.decide(overflowPrefix+store.Key(store.RuleOf(key), l.String()), l, now, cost, true)
+			return s.decide(overflowKey(key, l), l, now, cost, true)
 		}
 		e = &entry{limit: l}
 		sh.keys[key] = e
@@ -36,6 +40,11 @@ func (s *Store) decide(key string, l limiter.Limit, now time.Time, cost int64, o
 	d := s.decideEntry(e, l, now, t, cost)
 	sh.mu.Unlock()
 	return d
+}
+
+// overflowKey is the key of the overflow counter of key's rule under l.
+func overflowKey(key string, l limiter.Limit) string {
+	return overflowPrefix + store.Key(store.RuleOf(key), l.String())
 }
 
 // decideEntry decides on e with its shard locked.

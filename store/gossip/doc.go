@@ -51,11 +51,18 @@
 // dead after its suspicion timeout (seconds); until then an instance that
 // misses an acknowledgement admits no more than max_unsynced beyond what
 // was acknowledged. Afterwards each side decides as a fleet of its own,
-// still counting what the other side had told it: a side of k instances
-// admits at most limit + (k − 1) × max_unsynced per window, counting what
-// the other side admitted before the partition; p sides together at most
-// p × limit + (n − p) × max_unsynced. When the partition heals they
-// exchange all their counts again.
+// still counting what the other side had told it before the partition: a
+// side of k instances admits at most limit + (k − 1) × max_unsynced per
+// window, that counted too; p sides together at most p × limit + (n − p)
+// × max_unsynced. A member stopped (SIGSTOP) rather than cut off admits
+// nothing while stopped; once it resumes it admits, as any member, at most
+// max_unsynced per key beyond what the others acknowledged, until it hears
+// their counts. When the partition heals the members find each other
+// again: each sends what changed since the round the other last
+// acknowledged (an instance remembers, per incarnation of another, up to
+// which round it holds all of its counts, and acknowledges only a message
+// that leaves no gap), and each side's unacknowledged room is reset until
+// the other acknowledges, one exchange later.
 //
 // # Bounds
 //
@@ -66,6 +73,10 @@
 // one per rule and limit shared by the keys without room, gossiped like
 // any key; a key another instance tells of that finds no room is not kept
 // (Stats.Dropped), and its count is missing from this instance's
-// decisions. Each message carries the keys changed since the round every
+// decisions. A key longer than a message carries (64 KiB) is decided on its
+// rule's overflow counter too. A record no instance writes (a count above
+// any rate, a window beyond the year 146,000) is skipped on receipt; the
+// decoder is fuzzed (FuzzReadMessage, FuzzWireRoundTrip). Each message
+// carries the keys changed since the round every
 // peer acknowledged, about 30 bytes and the key's length each, over TCP.
 package gossip

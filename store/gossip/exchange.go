@@ -121,7 +121,7 @@ func (s *Store) build(round, since uint64) []byte {
 		sh := &s.tab.shards[i]
 		sh.mu.Lock()
 		for k, e := range sh.keys {
-			if e.changed <= since {
+			if e.changed <= since || len(k) > maxKeyLen { // (only the overflow counter of a rule named so long)
 				continue
 			}
 			e.toldState(v) // keep what the peers acknowledged before sent moves on
@@ -142,8 +142,13 @@ func (s *Store) receiveCounts(b []byte) {
 	if err != nil || h.name == s.name || h.incarnation == 0 {
 		return
 	}
+	k := slotKey{h.name, h.incarnation}
 	s.mu.Lock()
-	slot := s.slot(slotKey{h.name, h.incarnation})
+	slot := s.slot(k)
+	// complete: with this message, every count the sender had at h.round
+	// is here (it carries every change since h.since, and every count up
+	// to h.since was here already).
+	complete := h.since == 0 || h.since <= s.heard[k]
 	p := s.peers[h.name]
 	if p != nil {
 		s.newIncarnation(p, h.incarnation)
@@ -152,11 +157,19 @@ func (s *Store) receiveCounts(b []byte) {
 	for _, r := range recs {
 		s.apply(slot, r)
 	}
-	if p == nil { // not a member yet: it sends everything again until acknowledged
+	s.mu.Lock()
+	if complete {
+		s.heard[k] = max(s.heard[k], h.round)
+	}
+	// An acknowledgement says "every count you had at h.round is here":
+	// none to an instance that is not a member (yet, or any more), nor for
+	// a message that leaves a gap, so that a sender's since never passes
+	// what this instance holds.
+	if p == nil || !complete {
+		s.mu.Unlock()
 		return
 	}
-	s.mu.Lock()
-	if p.inc == h.incarnation && h.since == 0 && !p.synced {
+	if p.inc == h.incarnation && !p.synced {
 		p.synced = true
 		s.setView()
 	}

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -91,6 +93,18 @@ type Store struct {
 	mu    sync.Mutex
 	peers map[string]*peer
 	slots map[slotKey]uint32
+	// heard is, per incarnation of another instance, the last round of it
+	// by which this instance holds every count it had: kept when the
+	// instance leaves the membership, so that one given up for dead (a
+	// partition, a stopped process) that comes back with the same
+	// incarnation, and goes on sending what changed since the round this
+	// one last acknowledged, is in sync again at its next message.
+	heard map[slotKey]uint64
+
+	// label marks the goroutines of this instance's membership; linger
+	// bounds how long they outlive its Shutdown (waitMembership).
+	label  string
+	linger time.Duration
 
 	stats     stats
 	stop      chan struct{}
@@ -127,7 +141,7 @@ func New(opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{interval: opts.Interval, maxUnsynced: opts.MaxUnsynced, clock: opts.Clock, logger: opts.Logger,
-		peers: map[string]*peer{}, slots: map[slotKey]uint32{}, stop: make(chan struct{})}
+		peers: map[string]*peer{}, slots: map[slotKey]uint32{}, heard: map[slotKey]uint64{}, stop: make(chan struct{})}
 	if s.interval <= 0 {
 		s.interval = DefaultInterval
 	}
@@ -153,6 +167,9 @@ func New(opts Options) (*Store, error) {
 		if port == 0 { // the port is chosen at bind: tell instances apart by a random suffix
 			s.name += "-" + strconv.FormatUint(binary.LittleEndian.Uint64(inc[:])&0xffff, 16)
 		}
+	}
+	if len(s.name) > maxKeyLen {
+		return nil, fmt.Errorf("gossip store: name of %d bytes (at most %d)", len(s.name), maxKeyLen)
 	}
 	s.incarnation = binary.LittleEndian.Uint64(inc[:]) | 1 // never 0: 0 is "not heard yet"
 	s.round.Store(1)
@@ -185,7 +202,15 @@ func (s *Store) startMembership(host string, port int, opts Options) error {
 	if opts.tune != nil {
 		opts.tune(c)
 	}
-	ml, err := memberlist.Create(c)
+	s.label = strconv.FormatUint(stores.Add(1), 10)
+	s.linger = time.Duration(c.AwarenessMaxMultiplier)*c.ProbeInterval + c.TCPTimeout
+	var ml *memberlist.Memberlist
+	var err error
+	// Every goroutine memberlist starts descends from Create's and so
+	// carries its label, by which Close knows when they have ended.
+	pprof.Do(context.Background(), pprof.Labels(labelKey, s.label), func(context.Context) {
+		ml, err = memberlist.Create(c)
+	})
 	if err != nil {
 		return fmt.Errorf("gossip store: listen on %s: %w", net.JoinHostPort(host, strconv.Itoa(port)), err)
 	}
@@ -249,8 +274,10 @@ func (s *Store) Stats() Stats {
 }
 
 // Close leaves the fleet (the others keep this instance's counts until
-// their windows end), stops the exchange and the sweep and closes the
-// sockets.
+// their windows end), stops the exchange and the sweep, closes the sockets
+// and returns once every goroutine the store started has ended: a probe
+// of a member that stopped answering ends when its probe interval does,
+// up to 8 ProbeIntervals and a TCPTimeout (9s at the defaults).
 func (s *Store) Close() error {
 	err := store.ErrClosed
 	s.closeOnce.Do(func() {
@@ -261,11 +288,44 @@ func (s *Store) Close() error {
 		if e := s.ml.Shutdown(); e != nil && err == nil {
 			err = e
 		}
+		if e := s.waitMembership(); e != nil && err == nil {
+			err = e
+		}
 		if err != nil {
 			err = fmt.Errorf("gossip store: close: %w", err)
 		}
 	})
 	return err
+}
+
+// labelKey is the goroutine label of a store's membership (runtime/pprof).
+const labelKey = "sluice_gossip_store"
+
+// stores numbers the stores of the process, for their labels.
+var stores atomic.Uint64
+
+// waitMembership waits, after the membership's Shutdown, until none of its
+// goroutines is left. memberlist's Shutdown closes the sockets and stops
+// the timers but does not wait for a probe under way, which waits out its
+// probe interval for an acknowledgement that can no longer arrive, nor for
+// a connection being read (up to TCPTimeout). They all carry s.label.
+func (s *Store) waitMembership() error {
+	want := []byte(strconv.Quote(labelKey) + ":" + strconv.Quote(s.label))
+	deadline := time.Now().Add(s.linger)
+	var buf bytes.Buffer
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		buf.Reset()
+		if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
+			return err
+		}
+		if !bytes.Contains(buf.Bytes(), want) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("membership goroutines still running %v after shutdown", s.linger)
+		}
+		time.Sleep(wait)
+	}
 }
 
 // loop exchanges counts every interval, sweeps expired keys and retries

@@ -201,9 +201,11 @@ func TestKillKeepsCounts(t *testing.T) {
 	}
 }
 
-// childMain is the killed instance of TestKillKeepsCounts, when the test
-// binary runs with GOSSIP_CHILD_JOIN: it joins, admits 30 requests, says
-// so and waits to be killed.
+// childMain is the killed instance of TestKillKeepsCounts and the stopped
+// one of TestStoppedMember, when the test binary runs with
+// GOSSIP_CHILD_JOIN: it joins, admits 30 requests, says so, then answers
+// the commands on its standard input (childCommands) and waits to be
+// killed.
 func childMain() bool {
 	join := os.Getenv("GOSSIP_CHILD_JOIN")
 	if join == "" {
@@ -225,7 +227,31 @@ func childMain() bool {
 		}
 	}
 	os.Stdout.WriteString("admitted 30\n")
+	childCommands(s, l, time.UnixMicro(us))
 	select {}
+}
+
+// childCommands answers, one line each, "remaining" with what s has left
+// of key k, and "admit" with how many requests s admits on k before its
+// first denial.
+func childCommands(s *Store, l limiter.Limit, now time.Time) {
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		switch in.Text() {
+		case "remaining":
+			d, _ := s.Decide(context.Background(), "k", l, now, 0)
+			os.Stdout.WriteString("remaining " + strconv.FormatInt(d.Remaining, 10) + "\n")
+		case "admit":
+			n := 0
+			for {
+				if d, _ := s.Decide(context.Background(), "k", l, now, 1); !d.Allowed {
+					break
+				}
+				n++
+			}
+			os.Stdout.WriteString("admitted " + strconv.Itoa(n) + "\n")
+		}
+	}
 }
 
 // TestWrongKeyCannotJoin: an instance whose key differs cannot join, one

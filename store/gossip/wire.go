@@ -145,7 +145,7 @@ func readCounts(b []byte, each func(record)) (countsHeader, error) {
 			continue
 		}
 		l, err := limiter.New(alg, int64(rate), time.Duration(period)*time.Microsecond, 0)
-		if err != nil || st.B < 0 {
+		if err != nil || !validState(&l, st) {
 			continue
 		}
 		each(record{key: key, limit: l, st: st})
@@ -172,4 +172,25 @@ func readAck(b []byte) (ack, error) {
 		return ack{}, errMalformed
 	}
 	return a, nil
+}
+
+// Bounds of a record's state. A count beyond maxCount (more than any rate,
+// limiter.MaxRate) or a window starting beyond maxStart (µs since the
+// epoch: the year 146,000) is no instance's: the counts of 2^31 instances
+// then add up, and a window's expiry (two periods on) is reached, without
+// overflowing. Without these bounds one message counting 2^63 − 1 turned
+// the fleet's sum negative and admitted everything.
+const (
+	maxCount = 1<<32 - 1
+	maxStart = 1 << 62
+)
+
+// validState reports whether st, written under l, is a state an instance
+// writes: a window start from 0 to maxStart and counts from 0 to maxCount
+// (a sliding_window state holds two counts of 32 bits in B).
+func validState(l *limiter.Limit, st limiter.State) bool {
+	if st.A < 0 || st.A > maxStart || st.B < 0 {
+		return false
+	}
+	return l.Algorithm() == limiter.SlidingWindow || st.B <= maxCount
 }

@@ -52,7 +52,7 @@ func (s *Store) coalesce(ctx context.Context, c call) (limiter.Decision, error) 
 	if !busy {
 		s.flights[c.key] = &flight{call: c}
 		s.mu.Unlock()
-		d, err := s.decideOne(ctx, c)
+		d, err := s.viaSlot(ctx, c) // it may go with other keys' requests (keys.go)
 		s.land(c.key)
 		return d, err
 	}

@@ -86,10 +86,11 @@ type Store struct {
 	callerTime bool
 	closed     atomic.Bool
 
-	mu      sync.Mutex         // guards flights, and orders Close against wg.Add
-	flights map[string]*flight // keys with a call in flight (coalesce.go)
-	wg      sync.WaitGroup     // batch calls in flight
-	feed    resetFeed          // the reset channel (reset.go)
+	mu      sync.Mutex               // guards flights, and orders Close against wg.Add
+	flights map[string]*flight       // keys with a call in flight (coalesce.go)
+	slots   map[slotGroup]*slotQueue // slot groups with a call in flight (keys.go)
+	wg      sync.WaitGroup           // batch calls in flight
+	feed    resetFeed                // the reset channel (reset.go)
 
 	grants     *grantTable // nil without quota grants (grant.go)
 	clock      clock.Clock
@@ -177,7 +178,7 @@ func newStore(client rueidis.Client, owns bool, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("redis store: grant of %d units for %v (Max 0 or more, TTL %v to %v)", g.Max, g.TTL, MinGrantTTL, MaxGrantTTL)
 	}
 	s := &Store{client: client, ownsClient: owns, timeout: opts.Timeout, prefix: opts.Prefix, callerTime: opts.CallerTime,
-		flights: make(map[string]*flight), clock: opts.Clock}
+		flights: make(map[string]*flight), slots: make(map[slotGroup]*slotQueue), clock: opts.Clock}
 	if s.clock == nil {
 		s.clock = clock.Real{}
 	}
@@ -206,6 +207,7 @@ func sendScripts(ctx context.Context, client rueidis.Client) error {
 		if b := scripts[alg].batch; b != nil {
 			all = append(all, b)
 		}
+		all = append(all, keysScripts[scripts[alg]])
 		if g := grantScripts[alg]; g != nil {
 			all = append(all, g, returnScripts[alg])
 		}

@@ -8,8 +8,9 @@
 //
 //	st, err := storeopen.Open(ctx, cfg.Store, storeopen.Options{})
 //
-// Package config knows nothing of Redis or memberlist; this package joins
-// them.
+// Package config knows nothing of Redis or memberlist; this package,
+// which stands above it (it reads config.Store), joins them: no package
+// of store/ imports config.
 package storeopen
 
 import (

@@ -2,13 +2,15 @@ package storeopen_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/config/storeopen"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store/gossip"
-	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
 // TestOpenGossip: store type gossip opens a gossip store, alone while the
@@ -41,6 +43,23 @@ func TestGossipAlgorithms(t *testing.T) {
 		text := fmt.Sprintf("listen: 127.0.0.1:8080\nupstream: http://127.0.0.1:9000\nstore: {type: gossip, gossip: {bind: 127.0.0.1:7946, join: [127.0.0.1:7947]}}\n"+
 			"rules: [{name: a, rate: 10/s, algorithm: %v}]\n", alg)
 		_, err := config.Parse("t.yaml", []byte(text))
+		refused := err != nil && strings.Contains(err.Error(), "not kept by store type gossip")
+		if refused == gossip.Supported(alg) {
+			t.Errorf("%v: refused %v, but gossip.Supported says %v (%v)", alg, refused, gossip.Supported(alg), err)
+		}
+	}
+}
+
+// TestGossipEnvoyAlgorithms: rule files decided on the gossip store refuse
+// exactly the algorithms it does not keep, as the configuration's rules.
+func TestGossipEnvoyAlgorithms(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "edge.yaml")
+	for _, alg := range limiter.Algorithms {
+		text := fmt.Sprintf("domain: edge\ndescriptors:\n  - {key: k, rate_limit: {unit: second, requests_per_unit: 10, algorithm: %v}}\n", alg)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := config.LoadEnvoyFor([]string{path}, config.Store{Type: "gossip"})
 		refused := err != nil && strings.Contains(err.Error(), "not kept by store type gossip")
 		if refused == gossip.Supported(alg) {
 			t.Errorf("%v: refused %v, but gossip.Supported says %v (%v)", alg, refused, gossip.Supported(alg), err)

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/config/storeopen"
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/internal/testcert"
 	"github.com/sluice-rl/sluice/store/redisstore"
-	"github.com/sluice-rl/sluice/store/storeopen"
 )
 
 // freePort is a loopback port free a moment ago, for the TLS port.

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-rl/sluice/config"
-	"github.com/sluice-rl/sluice/store/storeopen"
+	"github.com/sluice-rl/sluice/config/storeopen"
 )
 
 // A program opens the store its configuration file describes, as the
