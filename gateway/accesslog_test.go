@@ -164,6 +164,31 @@ func TestAccessLogSample(t *testing.T) {
 	}
 }
 
+// TestRequestIDRaw: on raw request lines, an X-Request-Id sent twice (in
+// two spellings of its name), or empty, is replaced by one new id: the
+// upstream sees exactly one line of it, the caller gets the same back.
+func TestRequestIDRaw(t *testing.T) {
+	h := startGateway(t, strings.ReplaceAll(accessConfig, "access_log: {path: access.log{{ACCESS}}}\n", ""))
+	for _, lines := range []string{
+		"X-Request-Id: a\r\nx-request-id: b\r\n",
+		"X-Request-Id: a\r\nX-Request-Id: a\r\n",
+		"X-Request-Id: \r\n",
+		"X-REQUEST-ID: \r\nX-Request-Id: c\r\n",
+	} {
+		c := h.dial()
+		c.write("GET /other HTTP/1.1\r\nHost: x\r\nX-API-Key: " + keyA + "\r\n" + lines + "\r\n")
+		resp := c.mustRead(http.StatusOK)
+		got := resp.Header.Values("X-Request-Id")
+		if len(got) != 1 || !madeID.MatchString(got[0]) {
+			t.Errorf("%q: X-Request-Id %q came back, want one new id", lines, got)
+			continue
+		}
+		if ids := h.up.lastSeen(t).Header.Values("X-Request-Id"); len(ids) != 1 || ids[0] != got[0] {
+			t.Errorf("%q: the upstream got X-Request-Id %q, want only %q", lines, ids, got[0])
+		}
+	}
+}
+
 // TestRequestID: a caller's sane X-Request-Id goes on and comes back, one
 // that is not is replaced, none gets a new one, also on sluice's own
 // 429; traceparent and tracestate go on unchanged.

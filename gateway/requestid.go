@@ -57,12 +57,16 @@ func saneRequestID(id []byte) bool {
 // a new one in its place. Every answer carries it back (answerID).
 func (g *Gateway) requestID(ctx *fasthttp.RequestCtx) {
 	h := &ctx.Request.Header
-	if saneRequestID(h.Peek(requestIDHeader)) && len(h.PeekAll(requestIDHeader)) == 1 {
+	// One look at the fields, the common case (no id sent) adding one
+	// without looking again.
+	switch ids := h.PeekAll(requestIDHeader); {
+	case len(ids) == 1 && saneRequestID(ids[0]):
 		return
+	case len(ids) > 0:
+		h.Del(requestIDHeader) // every line of it: one id goes on
 	}
 	var b [32]byte
-	h.Del(requestIDHeader) // every line of it: one id goes on
-	h.SetBytesV(requestIDHeader, g.requestIDs.next(b[:0]))
+	h.AddBytesV(requestIDHeader, g.requestIDs.next(b[:0]))
 }
 
 // answerID returns the request's id to its caller on whatever answers it.
