@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,12 +97,24 @@ func (s *Series) Observe(rep *httplimit.Report) {
 func (s *Series) ObserveShared(d time.Duration) { s.storeSeconds.Observe(d.Seconds()) }
 
 // responseCode is responses_total's code label for a Report.Status.
+// Each is a constant: the label is made per request, and must not
+// allocate.
 func responseCode(status int) string {
 	switch status {
 	case 0:
 		return "passed"
-	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable, httplimit.StatusClientGone:
-		return strconv.Itoa(status)
+	case http.StatusBadRequest:
+		return "400"
+	case http.StatusUnauthorized:
+		return "401"
+	case http.StatusForbidden:
+		return "403"
+	case http.StatusTooManyRequests:
+		return "429"
+	case http.StatusServiceUnavailable:
+		return "503"
+	case httplimit.StatusClientGone:
+		return "499"
 	}
 	return "other"
 }
