@@ -32,6 +32,7 @@ var errParked = errors.New("gateway: idle connection parked")
 type parking struct {
 	p     *idlepark.Parker
 	after time.Duration  // parkAfter when it started
+	idle  time.Duration  // the server's IdleTimeout
 	wait  time.Duration  // stallConn's write wait
 	woken sync.WaitGroup // the goroutines serving woken connections
 
@@ -92,7 +93,7 @@ func newParking(srv *fasthttp.Server, conns *fastConns, idle, wait time.Duration
 	if idle <= after {
 		return nil
 	}
-	k := &parking{after: after, wait: wait}
+	k := &parking{after: after, idle: idle, wait: wait}
 	p, err := idlepark.New(idlepark.Options{Idle: idle - after, Wake: func(c net.Conn) {
 		sc := k.conn(c)
 		conns.track(sc, fasthttp.StateNew)
@@ -158,7 +159,13 @@ func (c *stallConn) idleWait(on bool) {
 func (c *stallConn) SetReadDeadline(t time.Time) error {
 	if c.park != nil && c.idle {
 		c.idleUntil = t
-		if soon := time.Now().Add(c.park.after); t.IsZero() || soon.Before(t) {
+		// The server's wait ends at its now plus the idle timeout: parkAfter
+		// from that now is read off it, without a clock read per request.
+		soon := t.Add(c.park.after - c.park.idle)
+		if t.IsZero() {
+			soon = time.Now().Add(c.park.after)
+		}
+		if t.IsZero() || soon.Before(t) {
 			t, c.shortened = soon, true
 		}
 	}
