@@ -25,6 +25,9 @@ type Series struct {
 	storeErrors  prometheus.Counter
 	storeSeconds prometheus.Histogram
 	queueWait    *prometheus.HistogramVec
+
+	requestsOf  children[requestKey] // requests' children, found per request without the vector's hashing
+	responsesOf children[responseKey]
 }
 
 var _ prometheus.Collector = (*Series)(nil)
@@ -34,7 +37,7 @@ var _ prometheus.Collector = (*Series)(nil)
 // (FailoverSeries).
 func NewSeries(opts Options) *Series {
 	f := factory{withDefaults(opts)}
-	return &Series{
+	s := &Series{
 		requests: f.counterVec("requests_total",
 			"Rule decisions by rule, client id and decision (allowed, limited, shadow_limited, exempt, store_error, not_spent: had room, spent nothing as another rule rejected the request; delayed: allowed after being held for its turn by a rule with a delay).",
 			"rule", "client", "decision"),
@@ -53,6 +56,8 @@ func NewSeries(opts Options) *Series {
 			"Time each request the throttle (protect) admitted waited in its queue (0 for one admitted at once), by priority.",
 			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "priority"),
 	}
+	s.requestsOf.vec, s.responsesOf.vec = s.requests, s.responses
+	return s
 }
 
 // Describe sends the descriptions of every series.
@@ -81,9 +86,11 @@ func (s *Series) Observe(rep *httplimit.Report) {
 		s.held.Observe(rep.Held.Seconds())
 	}
 	for _, r := range rep.Rules {
-		s.requests.WithLabelValues(r.Rule, rep.Client, r.Outcome.String()).Inc()
+		k := requestKey{r.Rule, rep.Client, r.Outcome.String()}
+		s.requestsOf.get(k, func() []string { return []string{k.rule, k.client, k.decision} }).Inc()
 	}
-	s.responses.WithLabelValues(rep.Client, responseCode(rep.Status)).Inc()
+	k := responseKey{rep.Client, responseCode(rep.Status)}
+	s.responsesOf.get(k, func() []string { return []string{k.client, k.code} }).Inc()
 	if rep.Throttled && rep.Status == 0 {
 		s.queueWait.WithLabelValues(rep.Priority.String()).Observe(rep.QueueWait.Seconds())
 	}
