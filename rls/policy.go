@@ -80,9 +80,7 @@ func (s *Server) decidePolicy(ctx context.Context, req *pb.RateLimitRequest, dom
 // does not know is left aside (Envoy's other actions, such as
 // generic_key, may share the request).
 func httpRequest(req *pb.RateLimitRequest) (decision.Request, error) {
-	// A call names its host only when Envoy is told to send it: without
-	// one, rules that match on the host do not match, the others apply.
-	hr := decision.Request{Method: "GET", Path: "/", HostOptional: true}
+	hr := decision.Request{Method: "GET", Path: "/"}
 	var h entryHeaders
 	hostKey := "" // the key of the entry that named hr.Host
 	for _, d := range req.GetDescriptors() {
@@ -114,6 +112,12 @@ func httpRequest(req *pb.RateLimitRequest) (decision.Request, error) {
 			}
 		}
 	}
+	// A call names its host only when Envoy is told to send it: without
+	// an entry for it, rules that match on the host do not match, the
+	// others apply. An entry that names the empty host is a request the
+	// gateway refuses (400) when a rule matches on the host, and so here:
+	// its upstream would serve it as some host that no rule saw.
+	hr.HostOptional = hostKey == ""
 	hr.Header = h.unique()
 	return hr, nil
 }

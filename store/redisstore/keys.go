@@ -169,19 +169,23 @@ func (s *Store) nextKeys(g slotGroup, spawn bool) []*keyWaiter {
 
 // keysBatch decides the waiters' requests in one call of sc's keys
 // script and answers each. The call ends by the earliest of the waiters'
-// deadlines (Options.Timeout from each one's arrival, or its caller's
-// own), so that none waits longer than its own call could have.
+// deadlines, Options.Timeout from each one's arrival, so that none waits
+// longer than its own call could have. A caller's own deadline or
+// cancellation ends only a call of its request alone: in a batch it
+// would fail the others' requests, whose callers are still there (a
+// caller that goes leaves on its own, viaSlot).
 func (s *Store) keysBatch(sc *script, batch []*keyWaiter) {
 	by := batch[0].by
 	for _, w := range batch {
 		if w.by.Before(by) {
 			by = w.by
 		}
-		if dl, ok := w.ctx.Deadline(); ok && dl.Before(by) {
-			by = dl
-		}
 	}
-	tctx, cancel := context.WithDeadline(context.Background(), by)
+	parent := context.Background()
+	if len(batch) == 1 {
+		parent = batch[0].ctx
+	}
+	tctx, cancel := context.WithDeadline(parent, by)
 	defer cancel()
 	if len(batch) == 1 {
 		d, err := s.eval(tctx, batch[0].c)

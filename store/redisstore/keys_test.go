@@ -267,3 +267,30 @@ func TestKeysBatchingCluster(t *testing.T) {
 		return a == 0 && b == 0
 	})
 }
+
+// TestKeysOneCallerDeadline: a waiter whose caller's deadline has passed
+// fails only itself (its caller left on its own deadline); the others of
+// its batch are decided, each bounded by Options.Timeout from its arrival.
+func TestKeysOneCallerDeadline(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	l := mustLimit(t, limiter.FixedWindow, 5, time.Minute, 0)
+	short, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel()
+	batch := []*keyWaiter{
+		{ctx: short, c: s.newCall("gone", l, 1, epoch)},
+		{ctx: context.Background(), c: s.newCall("a", l, 1, epoch)},
+		{ctx: context.Background(), c: s.newCall("b", l, 2, epoch)},
+	}
+	for _, w := range batch {
+		w.by, w.done = time.Now().Add(s.timeout), make(chan outcome, 1)
+	}
+	s.keysBatch(batch[0].c.sc, batch)
+	<-batch[0].done
+	for i, want := range []int64{4, 3} {
+		if o := <-batch[i+1].done; o.err != nil || !o.d.Allowed || o.d.Remaining != want {
+			t.Errorf("request %d, its caller still there: %+v (%v), want allowed with %d left (not another caller's deadline)", i+1, o.d, o.err, want)
+		}
+	}
+}
