@@ -16,19 +16,28 @@ const overflowPrefix = "\x00overflow:"
 // no room, or is longer than a message may carry): compute on the fleet's
 // counts, then commit to this instance's only if allowed and within
 // MaxUnsynced.
-func (s *Store) decide(key string, l limiter.Limit, now time.Time, cost int64, overflow bool) limiter.Decision {
+//
+// A store closed meanwhile decides nothing: the closed flag is read again
+// under the shard's lock. Close sets it before its flush builds messages
+// under the same locks, so every admission comes before a message the
+// flush sends, or is refused.
+func (s *Store) decide(key string, l limiter.Limit, now time.Time, cost int64, overflow bool) (limiter.Decision, error) {
 	if len(key) > maxKeyLen && !overflow { // the others would refuse every message carrying it
 		return s.decide(overflowKey(key, l), l, now, cost, true)
 	}
 	t := limiter.UnixMicro(now)
 	sh := s.tab.shard(key)
 	sh.mu.Lock()
+	if s.closed.Load() {
+		sh.mu.Unlock()
+		return limiter.Decision{}, store.ErrClosed
+	}
 	e := sh.keys[key]
 	if e == nil {
 		if cost == 0 { // a look at a key nobody counted: a fresh state, not stored
 			sh.mu.Unlock()
 			d, _ := limiter.Decide(l, limiter.State{}, now, cost)
-			return d
+			return d, nil
 		}
 		if !overflow && !sh.room(s.tab.max, t) {
 			sh.mu.Unlock()
@@ -39,8 +48,9 @@ func (s *Store) decide(key string, l limiter.Limit, now time.Time, cost int64, o
 	}
 	d := s.decideEntry(e, l, now, t, cost)
 	sh.mu.Unlock()
-	return d
+	return d, nil
 }
+
 
 // overflowKey is the key of the overflow counter of key's rule under l.
 func overflowKey(key string, l limiter.Limit) string {

@@ -101,6 +101,9 @@ type Store struct {
 	// one last acknowledged, is in sync again at its next message.
 	heard map[slotKey]uint64
 
+	// afterClosedCheck, set by tests only, runs in Decide once the closed
+	// flag is read: a Close may begin there.
+	afterClosedCheck func()
 	// label marks the goroutines of this instance's membership; linger
 	// bounds how long they outlive its Shutdown (waitMembership).
 	label  string
@@ -244,6 +247,9 @@ func (s *Store) Decide(_ context.Context, key string, l limiter.Limit, now time.
 	if s.closed.Load() {
 		return limiter.Decision{}, store.ErrClosed
 	}
+	if s.afterClosedCheck != nil {
+		s.afterClosedCheck()
+	}
 	if l.IsZero() || cost < 0 {
 		d, _ := limiter.Decide(l, limiter.State{}, now, cost)
 		return d, nil
@@ -251,7 +257,7 @@ func (s *Store) Decide(_ context.Context, key string, l limiter.Limit, now time.
 	if !Supported(l.Algorithm()) {
 		return limiter.Decision{}, fmt.Errorf("gossip store: %v is not kept by gossip (%s)", l.Algorithm(), SupportedNames)
 	}
-	return s.decide(key, l, now, cost, false), nil
+	return s.decide(key, l, now, cost, false)
 }
 
 // DecideBatch decides each request in turn, as Decide.

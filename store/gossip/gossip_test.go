@@ -180,6 +180,44 @@ func TestCloseTellsLastCounts(t *testing.T) {
 	}
 }
 
+// TestCloseDuringDecide: a decision that read the closed flag before
+// Close began, and goes on once Close has told the others its last counts
+// and left, is refused: an admission then would never reach them.
+func TestCloseDuringDecide(t *testing.T) {
+	ss := fleet(t, 2, Options{MaxUnsynced: 5})
+	l := limiter.MustNew(limiter.FixedWindow, 100, time.Hour, 0)
+	now := time.Now()
+	passed, resume := make(chan struct{}), make(chan struct{})
+	ss[1].afterClosedCheck = func() { close(passed); <-resume }
+	type result struct {
+		d   limiter.Decision
+		err error
+	}
+	decided := make(chan result, 1)
+	go func() {
+		d, err := ss[1].Decide(context.Background(), "k", l, now, 1)
+		decided <- result{d, err}
+	}()
+	<-passed
+	closed := make(chan error, 1)
+	go func() { closed <- ss[1].Close() }()
+	select {
+	case err := <-closed: // told and left, the decision still under way
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second): // Close waits for it: as good
+	}
+	close(resume)
+	r := <-decided
+	if r.err == nil && r.d.Allowed && remaining(t, ss[0], "k", l, now) != 99 {
+		t.Errorf("admitted once closed, and the other instance never told (remaining %d, want 99)", remaining(t, ss[0], "k", l, now))
+	}
+	if r.err != nil && !errors.Is(r.err, store.ErrClosed) {
+		t.Errorf("decision while closing: %v, want store.ErrClosed", r.err)
+	}
+}
+
 // admit asks s for requests on key until n are admitted or the limit is
 // reached, and returns how many were.
 func admit(t *testing.T, s *Store, key string, l limiter.Limit, now time.Time, n int) int {
