@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
@@ -40,6 +41,10 @@ type waiter struct {
 	done chan outcome    // buffered: delivering never blocks
 }
 
+// waiters recycles the waiters that were answered, with their channels,
+// so that a request that waits allocates neither.
+var waiters = sync.Pool{New: func() any { return &waiter{done: make(chan outcome, 1)} }}
+
 // outcome is a waiter's answer.
 type outcome struct {
 	d   limiter.Decision
@@ -69,13 +74,16 @@ func (s *Store) coalesce(ctx context.Context, c call) (limiter.Decision, error) 
 	// the waiters go in the order they came, the call in flight ends by its
 	// own deadline, which is earlier, and each batch by its waiters'
 	// earliest (decideBatch); one found past it is answered at once (next).
-	w := &waiter{ctx: ctx, cost: c.cost, by: time.Now().Add(s.timeout), done: make(chan outcome, 1)}
+	w := waiters.Get().(*waiter)
+	w.ctx, w.cost, w.by = ctx, c.cost, time.Now().Add(s.timeout)
 	f.waiting = append(f.waiting, w)
 	s.mu.Unlock()
 	select {
 	case o := <-w.done:
+		w.ctx = nil
+		waiters.Put(w) // answered: nothing refers to it any more
 		return o.d, o.err
-	case <-ctx.Done():
+	case <-ctx.Done(): // w stays out of the pool: its answer may still come
 		return limiter.Decision{}, s.failed(ctx, c.sc, ctx.Err())
 	}
 }
