@@ -41,6 +41,9 @@ type waiter struct {
 	done chan outcome    // buffered: delivering never blocks
 }
 
+// flights recycles the flights of keys that are free again.
+var flights = sync.Pool{New: func() any { return new(flight) }}
+
 // waiters recycles the waiters that were answered, with their channels,
 // so that a request that waits allocates neither.
 var waiters = sync.Pool{New: func() any { return &waiter{done: make(chan outcome, 1)} }}
@@ -57,7 +60,9 @@ func (s *Store) coalesce(ctx context.Context, c call) (limiter.Decision, error) 
 	s.mu.Lock()
 	f, busy := s.flights[c.key]
 	if !busy {
-		s.flights[c.key] = &flight{call: c}
+		f = flights.Get().(*flight)
+		f.call = c
+		s.flights[c.key] = f
 		s.mu.Unlock()
 		d, err := s.viaSlot(ctx, c) // it may go with other keys' requests (keys.go)
 		s.land(c.key)
@@ -131,6 +136,8 @@ func (s *Store) next(key string, spawn bool) (call, []*waiter) {
 	}
 	if len(batch) == 0 {
 		delete(s.flights, key)
+		f.call, f.waiting = call{}, f.waiting[:0]
+		flights.Put(f) // out of s.flights, it is nobody's
 		return call{}, nil
 	}
 	if spawn {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -56,6 +57,10 @@ type keyWaiter struct {
 	done chan outcome // buffered: delivering never blocks
 }
 
+// keyWaiters recycles the key waiters that were answered, with their
+// channels, so that a request that waits allocates neither.
+var keyWaiters = sync.Pool{New: func() any { return &keyWaiter{done: make(chan outcome, 1)} }}
+
 // keysScripts are the algorithms' keys scripts, by their own scripts.
 var keysScripts = loadKeysScripts()
 
@@ -95,15 +100,18 @@ func (s *Store) viaSlot(ctx context.Context, c call) (limiter.Decision, error) {
 		s.slotLand(g, true)
 		return d, err
 	}
-	w := &keyWaiter{ctx: ctx, c: c, by: time.Now().Add(s.timeout), done: make(chan outcome, 1)}
+	w := keyWaiters.Get().(*keyWaiter)
+	w.ctx, w.c, w.by = ctx, c, time.Now().Add(s.timeout)
 	q.waiting = append(q.waiting, w)
 	s.mu.Unlock()
 	// No timer of its own: the call it goes with ends by its deadline
 	// (keysBatch), and the one before by that call's own.
 	select {
 	case o := <-w.done:
+		w.ctx, w.c = nil, call{}
+		keyWaiters.Put(w) // answered: nothing refers to it any more
 		return o.d, o.err
-	case <-ctx.Done():
+	case <-ctx.Done(): // w stays out of the pool: its answer may still come
 		return limiter.Decision{}, s.failed(ctx, c.sc, ctx.Err())
 	}
 }
