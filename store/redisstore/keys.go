@@ -143,7 +143,8 @@ func (s *Store) flyKeys(g slotGroup, batch []*keyWaiter) {
 }
 
 // nextKeys takes the next batch of g's waiters, at most maxBatch, leaving
-// out those whose callers have gone. With none left, the call is free (and
+// out those whose callers have gone, and answering those past their
+// deadlines. With none left, the call is free (and
 // a group with none in flight forgotten) and it returns nil. After Close
 // it answers them all with store.ErrClosed. With spawn, a batch is counted
 // in s.wg for the goroutine the caller starts.
@@ -152,6 +153,7 @@ func (s *Store) nextKeys(g slotGroup, spawn bool) []*keyWaiter {
 	defer s.mu.Unlock()
 	q := s.slots[g]
 	var batch []*keyWaiter
+	now := time.Now()
 	for len(q.waiting) > 0 && len(batch) < maxBatch {
 		w := q.waiting[0]
 		q.waiting[0] = nil
@@ -159,7 +161,10 @@ func (s *Store) nextKeys(g slotGroup, spawn bool) []*keyWaiter {
 		switch {
 		case s.closed.Load():
 			w.done <- outcome{err: store.ErrClosed}
-		case w.ctx.Err() == nil:
+		case w.ctx.Err() != nil: // its caller has gone
+		case !now.Before(w.by): // it would end its batch's call at once (keysBatch)
+			w.answer(limiter.Decision{}, context.DeadlineExceeded, s)
+		default:
 			batch = append(batch, w)
 		}
 	}
