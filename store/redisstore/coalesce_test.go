@@ -21,7 +21,7 @@ func decideBatchNow(s *Store, key string, l limiter.Limit, now time.Time, costs 
 	c := s.newCall(key, l, costs[0], now)
 	batch := make([]*waiter, len(costs))
 	for i, cost := range costs {
-		batch[i] = &waiter{ctx: context.Background(), cost: min(cost, l.Burst()+1), done: make(chan outcome, 1)}
+		batch[i] = &waiter{ctx: context.Background(), cost: min(cost, l.Burst()+1), by: time.Now().Add(s.timeout), done: make(chan outcome, 1)}
 	}
 	s.decideBatch(c, batch)
 	out := make([]outcome, len(batch))
@@ -289,4 +289,67 @@ func TestCoalescingWaiterDeadline(t *testing.T) {
 	}
 	resume()
 	<-first
+}
+
+// TestCoalescingWaiterPastDeadline puts a waiter whose deadline has passed
+// before one whose has not: the next batch leaves the first out, answering
+// it with its deadline at once (it has no timer that would), and holds the
+// second, whose call is not cut short by the first's deadline.
+func TestCoalescingWaiterPastDeadline(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
+	c := s.newCall("past", l, 1, epoch)
+	late := &waiter{ctx: context.Background(), cost: 1, by: time.Now().Add(-time.Millisecond), done: make(chan outcome, 1)}
+	due := &waiter{ctx: context.Background(), cost: 1, by: time.Now().Add(time.Minute), done: make(chan outcome, 1)}
+	s.mu.Lock()
+	s.flights[c.key] = &flight{call: c, waiting: []*waiter{late, due}}
+	s.mu.Unlock()
+	_, batch := s.next(c.key, false)
+	if len(batch) != 1 || batch[0] != due {
+		t.Fatalf("next batch %v, want only the waiter within its deadline", batch)
+	}
+	select {
+	case o := <-late.done:
+		if !errors.Is(o.err, context.DeadlineExceeded) {
+			t.Errorf("waiter past its deadline: %v, want context.DeadlineExceeded", o.err)
+		}
+	default:
+		t.Fatal("the waiter past its deadline was not answered")
+	}
+	s.decideBatch(c, batch)
+	if o := <-due.done; o.err != nil || !o.d.Allowed || o.d.Remaining != 9 {
+		t.Errorf("the waiter within its deadline: %+v, %v; want allowed, remaining 9", o.d, o.err)
+	}
+	if _, batch := s.next(c.key, false); batch != nil || s.waiting(c.key) != -1 {
+		t.Errorf("after the last batch: %v, key still in flight: %v", batch, s.waiting(c.key) != -1)
+	}
+}
+
+// TestCoalescingOneCallerDeadline: a batch holding a waiter whose caller's
+// own deadline has passed (it left on it) decides the others: the batch's
+// call ends by Options.Timeout from its waiters' arrival, never by one
+// caller's deadline, which would fail every request of the batch.
+func TestCoalescingOneCallerDeadline(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	l := mustLimit(t, limiter.FixedWindow, 5, time.Minute, 0)
+	c := s.newCall("one", l, 1, epoch)
+	short, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancel()
+	by := time.Now().Add(s.timeout)
+	batch := []*waiter{
+		{ctx: short, cost: 1, by: by, done: make(chan outcome, 1)},
+		{ctx: context.Background(), cost: 1, by: by, done: make(chan outcome, 1)},
+		{ctx: context.Background(), cost: 2, by: by, done: make(chan outcome, 1)},
+	}
+	s.decideBatch(c, batch)
+	<-batch[0].done
+	for i, want := range []int64{3, 1} {
+		if o := <-batch[i+1].done; o.err != nil || !o.d.Allowed || o.d.Remaining != want {
+			t.Errorf("waiter %d, its caller still there: %+v (%v), want allowed with %d left (not another caller's deadline)", i+1, o.d, o.err, want)
+		}
+	}
 }

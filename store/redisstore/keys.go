@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -56,6 +57,10 @@ type keyWaiter struct {
 	done chan outcome // buffered: delivering never blocks
 }
 
+// keyWaiters recycles the key waiters that were answered, with their
+// channels, so that a request that waits allocates neither.
+var keyWaiters = sync.Pool{New: func() any { return &keyWaiter{done: make(chan outcome, 1)} }}
+
 // keysScripts are the algorithms' keys scripts, by their own scripts.
 var keysScripts = loadKeysScripts()
 
@@ -95,15 +100,18 @@ func (s *Store) viaSlot(ctx context.Context, c call) (limiter.Decision, error) {
 		s.slotLand(g, true)
 		return d, err
 	}
-	w := &keyWaiter{ctx: ctx, c: c, by: time.Now().Add(s.timeout), done: make(chan outcome, 1)}
+	w := keyWaiters.Get().(*keyWaiter)
+	w.ctx, w.c, w.by = ctx, c, time.Now().Add(s.timeout)
 	q.waiting = append(q.waiting, w)
 	s.mu.Unlock()
 	// No timer of its own: the call it goes with ends by its deadline
 	// (keysBatch), and the one before by that call's own.
 	select {
 	case o := <-w.done:
+		w.ctx, w.c = nil, call{}
+		keyWaiters.Put(w) // answered: nothing refers to it any more
 		return o.d, o.err
-	case <-ctx.Done():
+	case <-ctx.Done(): // w stays out of the pool: its answer may still come
 		return limiter.Decision{}, s.failed(ctx, c.sc, ctx.Err())
 	}
 }
@@ -135,7 +143,8 @@ func (s *Store) flyKeys(g slotGroup, batch []*keyWaiter) {
 }
 
 // nextKeys takes the next batch of g's waiters, at most maxBatch, leaving
-// out those whose callers have gone. With none left, the call is free (and
+// out those whose callers have gone, and answering those past their
+// deadlines. With none left, the call is free (and
 // a group with none in flight forgotten) and it returns nil. After Close
 // it answers them all with store.ErrClosed. With spawn, a batch is counted
 // in s.wg for the goroutine the caller starts.
@@ -144,6 +153,7 @@ func (s *Store) nextKeys(g slotGroup, spawn bool) []*keyWaiter {
 	defer s.mu.Unlock()
 	q := s.slots[g]
 	var batch []*keyWaiter
+	now := time.Now()
 	for len(q.waiting) > 0 && len(batch) < maxBatch {
 		w := q.waiting[0]
 		q.waiting[0] = nil
@@ -151,7 +161,10 @@ func (s *Store) nextKeys(g slotGroup, spawn bool) []*keyWaiter {
 		switch {
 		case s.closed.Load():
 			w.done <- outcome{err: store.ErrClosed}
-		case w.ctx.Err() == nil:
+		case w.ctx.Err() != nil: // its caller has gone
+		case !now.Before(w.by): // it would end its batch's call at once (keysBatch)
+			w.answer(limiter.Decision{}, context.DeadlineExceeded, s)
+		default:
 			batch = append(batch, w)
 		}
 	}

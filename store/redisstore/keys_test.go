@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -292,5 +293,44 @@ func TestKeysOneCallerDeadline(t *testing.T) {
 		if o := <-batch[i+1].done; o.err != nil || !o.d.Allowed || o.d.Remaining != want {
 			t.Errorf("request %d, its caller still there: %+v (%v), want allowed with %d left (not another caller's deadline)", i+1, o.d, o.err, want)
 		}
+	}
+}
+
+// TestKeysWaiterPastDeadline puts a waiter whose deadline has passed
+// before one whose has not: the next batch leaves the first out, answering
+// it with its deadline at once, rather than letting it end the batch's
+// call before it starts (keysBatch) and fail the other with it.
+func TestKeysWaiterPastDeadline(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
+	late := &keyWaiter{ctx: context.Background(), c: s.newCall("late", l, 1, epoch), by: time.Now().Add(-time.Millisecond), done: make(chan outcome, 1)}
+	due := &keyWaiter{ctx: context.Background(), c: s.newCall("due", l, 1, epoch), by: time.Now().Add(time.Minute), done: make(chan outcome, 1)}
+	g := slotGroup{sc: scripts[limiter.GCRA]}
+	s.mu.Lock()
+	s.slots[g] = &slotQueue{flying: 1, waiting: []*keyWaiter{late, due}}
+	s.mu.Unlock()
+	batch := s.nextKeys(g, false)
+	if len(batch) != 1 || batch[0] != due {
+		t.Fatalf("next batch %v, want only the waiter within its deadline", batch)
+	}
+	select {
+	case o := <-late.done:
+		if !errors.Is(o.err, context.DeadlineExceeded) {
+			t.Errorf("waiter past its deadline: %v, want context.DeadlineExceeded", o.err)
+		}
+	default:
+		t.Fatal("the waiter past its deadline was not answered")
+	}
+	s.keysBatch(g.sc, batch)
+	if o := <-due.done; o.err != nil || !o.d.Allowed || o.d.Remaining != 9 {
+		t.Errorf("the waiter within its deadline: %+v, %v; want allowed, remaining 9", o.d, o.err)
+	}
+	if batch := s.nextKeys(g, false); batch != nil {
+		t.Errorf("after the last batch: %v", batch)
+	}
+	if f, w := s.slotState(g); f != 0 || w != 0 {
+		t.Errorf("slot group left with %d in flight and %d waiting", f, w)
 	}
 }
