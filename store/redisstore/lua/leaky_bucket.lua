@@ -5,21 +5,8 @@
 -- Ceilings are floor((a + b - 1) / b), limiter.ceilDiv, written out.
 
 local burst, p, n = l1, l2, l3
-if rebase and s2 ~= 0 then
-  -- limiter.Reinterpret: the level drained at the old rate to t (or kept,
-  -- for a clock gone back), in the new units.
-  local at = s2
-  if t > at then
-    at = t
-  end
-  -- A bucket fuller than its burst (requests held for their turn) reads
-  -- as full.
-  local level = convert_level(math.min(drain(s1, at - s2, w3), w1 * w2), w2, burst, p)
-  if level == 0 then -- a fresh state, as in Go
-    s1, s2 = 0, 0
-  else
-    s1, s2 = level, at
-  end
+if rebase and s2 ~= 0 then -- limiter.Reinterpret, in the new units
+  s1, s2 = rebase_level(s1, s2, t, w1, w2, w3, burst, p)
 end
 local capacity = burst * p
 local level, last = s1, s2

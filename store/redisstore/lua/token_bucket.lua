@@ -5,15 +5,8 @@
 
 local burst, p, n = l1, l2, l3
 if rebase and s2 ~= 0 then
-  -- limiter.Reinterpret: the used part of the old bucket, drained at the
-  -- old rate to t (or kept, for a clock gone back), in the new units.
-  local at = s2
-  if t > at then
-    at = t
-  end
-  -- A bucket fuller than its burst (requests held for their turn) reads
-  -- as full.
-  local level = convert_level(math.min(drain(w1 * w2 - s1, at - s2, w3), w1 * w2), w2, burst, p)
+  -- limiter.Reinterpret: the used part of the old bucket in the new units.
+  local level, at = rebase_level(w1 * w2 - s1, s2, t, w1, w2, w3, burst, p)
   if level == 0 then -- a fresh state, as in Go
     s1, s2 = 0, 0
   else
