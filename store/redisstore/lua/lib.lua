@@ -94,6 +94,16 @@ local function rebase_level(level, last, t, w1, w2, w3, burst, p)
   return level, t
 end
 
+-- ttl_ms is a TTL of us microseconds as PX and PEXPIRE take it: whole
+-- milliseconds rounded up, at least 1, in decimal.
+local function ttl_ms(us)
+  local ms = floor((us + 999) / 1000)
+  if ms < 1 then
+    ms = 1
+  end
+  return fmt('%d', ms)
+end
+
 -- save stores value, the state of an allowed request, in key with a TTL
 -- of its reset rounded up to a whole millisecond (once reset has passed
 -- the state cannot change a decision); or, when reset is 0 and the state
@@ -102,11 +112,7 @@ local function save(key, value, reset, expire)
   if reset == 0 then
     redis.call('DEL', key)
   elseif expire then
-    local ms = floor((reset + 999) / 1000)
-    if ms < 1 then
-      ms = 1
-    end
-    redis.call('SET', key, value, 'PX', fmt('%d', ms))
+    redis.call('SET', key, value, 'PX', ttl_ms(reset))
   else
     redis.call('SET', key, value)
   end
