@@ -79,10 +79,10 @@ func newScript(name, src string) *script {
 }
 
 // mustRead reads an embedded script. A line "-- splice: f.lua" in it
-// stands for lua/f.lua, read the same way (lua/bucket_admit.lua, the
-// buckets' admission, is spliced so into each bucket's file). The files
-// are compiled into the binary, so a failure is a build mistake, found by
-// every test.
+// (indented or not) stands for lua/f.lua, read the same way: the buckets'
+// admission (lua/bucket_admit.lua) and refund (lua/bucket_refund.lua) are
+// written once so. The files are compiled into the binary, so a failure
+// is a build mistake, found by every test.
 func mustRead(name string) string {
 	b, err := luaFiles.ReadFile(name)
 	if err != nil {
@@ -90,7 +90,7 @@ func mustRead(name string) string {
 	}
 	var src strings.Builder
 	for line := range strings.Lines(string(b)) {
-		if f, ok := strings.CutPrefix(line, "-- splice: "); ok {
+		if f, ok := strings.CutPrefix(strings.TrimLeft(line, " "), "-- splice: "); ok {
 			line = mustRead("lua/" + strings.TrimSpace(f))
 		}
 		src.WriteString(line)
