@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -77,14 +78,24 @@ func newScript(name, src string) *script {
 	return &script{name: name, src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-// mustRead reads an embedded script. The files are compiled into the
-// binary, so a failure is a build mistake, found by every test.
+// mustRead reads an embedded script. A line "-- splice: f.lua" in it
+// (indented or not) stands for lua/f.lua, read the same way: the buckets'
+// admission (lua/bucket_admit.lua) and refund (lua/bucket_refund.lua) are
+// written once so. The files are compiled into the binary, so a failure
+// is a build mistake, found by every test.
 func mustRead(name string) string {
 	b, err := luaFiles.ReadFile(name)
 	if err != nil {
 		panic(fmt.Sprintf("redis store: embedded script %s: %v", name, err))
 	}
-	return string(b)
+	var src strings.Builder
+	for line := range strings.Lines(string(b)) {
+		if f, ok := strings.CutPrefix(strings.TrimLeft(line, " "), "-- splice: "); ok {
+			line = mustRead("lua/" + strings.TrimSpace(f))
+		}
+		src.WriteString(line)
+	}
+	return src.String()
 }
 
 // useRedisTime is the request's "now" that makes a script read Redis TIME

@@ -33,56 +33,18 @@ if rebase then
   end
 end
 local capacity = burst * p
-local level
-if t >= s1 then -- limiter.drain
-  if t - s1 >= floor((s2 + n - 1) / n) then
-    level = 0
+-- The level at t: drained from t0 by bucket_admit.lua, or (the clock
+-- went back) read at t itself, where draining changes nothing.
+local level, last = s2, s1
+if t < s1 then
+  if s1 - t >= floor((capacity + queue - s2 + n - 1) / n) then
+    level = capacity + queue -- full, with what held requests queue
   else
-    level = s2 - (t - s1) * n
+    level = s2 + (s1 - t) * n
   end
-  if level > capacity + queue then -- held under a longer delay: full
-    level = capacity + queue
-  end
-elseif s1 - t >= floor((capacity + queue - s2 + n - 1) / n) then
-  level = capacity + queue -- full, with what held requests queue
-else
-  level = s2 + (s1 - t) * n
+  last = t
 end
-
--- The admission is leaky_bucket.lua's too, written out in both: a Lua function
--- call per decision cost a hot key 5-10% of its decisions per second
--- (bench/tools/redisbench -mode hot).
-if cost > burst then
-  retry = NEVER
-elseif cost * p <= capacity - level or cost == 0 then -- a look is never held
-  allowed = 1
-  if cost > 0 then -- the reservation, for Settle (limiter.admit)
-    level = level + cost * p
-    held_at, held_level = t, level
-  end
-else
-  -- Go computes level + need - capacity; level + need can pass 2^53, so
-  -- the same number is computed as need - (capacity - level). At most
-  -- queue over, the request is held for its turn (limiter.admit); retry
-  -- is then its delay.
-  local over = cost * p - (capacity - level)
-  if over <= queue then
-    allowed = 1
-    retry = floor((over + n - 1) / n)
-    level = level + cost * p
-    held_at, held_level = t, level
-  else
-    retry = floor((over - queue + n - 1) / n)
-  end
-end
-reset = floor((level + n - 1) / n)
-remaining = floor((capacity - level) / p)
-if remaining < 0 then -- held requests fill the bucket beyond its burst
-  remaining = 0
-end
-if remaining < burst then -- limiter.refill: room for one more request
-  refill = floor(((remaining + 1) * p - (capacity - level) + n - 1) / n)
-end
+-- splice: bucket_admit.lua
 
 -- Go leaves the state as it was for a cost of 0; so does this, but for
 -- deleting a key that has drained (Reset 0) and writing a rebased one.

@@ -56,10 +56,6 @@ local function store()
   redis.call('ZADD', key, fmt('%d', -total), TOTAL)
   if expire then
     local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    local ms = floor((last[2] - t + 999) / 1000)
-    if ms < 1 then
-      ms = 1
-    end
-    redis.call('PEXPIRE', key, fmt('%d', ms))
+    redis.call('PEXPIRE', key, ttl_ms(last[2] - t))
   end
 end

@@ -1,10 +1,11 @@
 -- lib.lua: what every sluice script starts with. Each script the store
 -- loads is this file, then common.lua (read the request), then for every
 -- algorithm but sliding_log state.lua (read the key), then the
--- algorithm's own file, then save.lua (write the key and reply), so that
--- the algorithm reads like its Go counterpart in package limiter, which is
--- the reference: the scripts must return the same Decision for the same
--- inputs. (batch_begin.lua and multi.lua describe the two other shapes.)
+-- algorithm's own file (the three buckets' files splice in
+-- bucket_admit.lua, their one refill and admission), then save.lua (write
+-- the key and reply), so that the algorithm reads like its Go counterpart
+-- in package limiter, which is the reference: the scripts must return the
+-- same Decision for the same inputs. (batch_begin.lua and multi.lua describe the two other shapes.)
 --
 -- Numbers in Redis's Lua 5.1 are IEEE-754 doubles. Every value computed here
 -- is an integer below 2^53 (limiter.New guarantees burst*p + n <= 2^53 and
@@ -75,6 +76,34 @@ local function drain(level, elapsed, n)
   return level - elapsed * n
 end
 
+-- rebase_level is limiter.rebaseLevel: the level of a token_bucket or
+-- leaky_bucket (the used part of the bucket, in units of the old limit w1,
+-- w2, w3, at time last) drained at the old rate to t (or kept, for a clock
+-- gone back) and converted to the units of burst and p; and its time, or
+-- 0, 0 for an empty bucket: a fresh state, as in Go. A bucket fuller than
+-- its burst (requests held for their turn) reads as full. Only a rebased
+-- state (state.lua) calls it.
+local function rebase_level(level, last, t, w1, w2, w3, burst, p)
+  if t < last then
+    t = last
+  end
+  level = convert_level(math.min(drain(level, t - last, w3), w1 * w2), w2, burst, p)
+  if level == 0 then
+    return 0, 0
+  end
+  return level, t
+end
+
+-- ttl_ms is a TTL of us microseconds as PX and PEXPIRE take it: whole
+-- milliseconds rounded up, at least 1, in decimal.
+local function ttl_ms(us)
+  local ms = floor((us + 999) / 1000)
+  if ms < 1 then
+    ms = 1
+  end
+  return fmt('%d', ms)
+end
+
 -- save stores value, the state of an allowed request, in key with a TTL
 -- of its reset rounded up to a whole millisecond (once reset has passed
 -- the state cannot change a decision); or, when reset is 0 and the state
@@ -83,11 +112,7 @@ local function save(key, value, reset, expire)
   if reset == 0 then
     redis.call('DEL', key)
   elseif expire then
-    local ms = floor((reset + 999) / 1000)
-    if ms < 1 then
-      ms = 1
-    end
-    redis.call('SET', key, value, 'PX', fmt('%d', ms))
+    redis.call('SET', key, value, 'PX', ttl_ms(reset))
   else
     redis.call('SET', key, value)
   end

@@ -24,25 +24,13 @@ if v and not rebase and (refund > 0 or charge > 0) then
     elseif alg == 2 and s1 == w + period then
       s2 = adjust(s2)
     end
-  elseif refund > 0 then -- the buckets: limiter.refundBucket, as cancel_end.lua
+  elseif refund > 0 then -- the buckets: limiter.refundBucket
     local burst, p, n = l1, l2, l3
     local need = refund * p
-    local level, at = s1, s2 -- leaky_bucket
-    if alg == 4 then -- token_bucket: tokens, time
-      level = burst * p - s1
-    elseif alg == 5 then -- gcra: time, level
-      level, at = s2, s1
-    end
-    local dt = r_at - at
-    if at ~= 0 and r_level >= need and math.abs(dt) <= floor(9007199254740992 / n) and level - r_level == dt * n then
+    -- splice: bucket_refund.lua
+    if refundable then
       changed = true
-      if alg == 4 then
-        s1 = s1 + math.min(need, level)
-      elseif alg == 5 then
-        s1, s2 = r_at, r_level - need
-      else
-        s1 = s1 - math.min(need, level)
-      end
+      s1, s2 = g1, g2
     end
   else -- a charge at t: limiter.chargeTokens, chargeLevel, chargeGCRA
     local burst, p, n = l1, l2, l3

@@ -49,6 +49,20 @@ local function entry(i)
   return chunk[j + 1] + 0, chunk[j + 2] + 0
 end
 
+-- log_retry is limiter.logRetry: how long after t until enough of the
+-- entries first to last, oldest first, expire to free excess; nil if they
+-- cannot.
+local function log_retry(first, last, excess)
+  local freed = 0
+  for i = first, last do
+    local at, c = entry(i)
+    freed = freed + c
+    if freed >= excess then
+      return at + period - t
+    end
+  end
+end
+
 if size > 0 and t < newest_at then -- the clock went back
   t = newest_at
 end
@@ -79,18 +93,9 @@ elseif used + cost <= rate or cost == 0 then -- entries kept from a higher rate 
     held_at, held_level = t, used
   end
 else
-  -- limiter.logRetry: how long until enough of the oldest live entries
-  -- expire to free the excess.
-  local excess, freed = used + cost - rate, 0
-  retry = period -- unreachable while cost <= rate
-  for i = expired + 1, size do
-    local at, c = entry(i)
-    freed = freed + c
-    if freed >= excess then
-      retry = at + period - t
-      break
-    end
-  end
+  -- How long until enough of the oldest live entries expire to free the
+  -- excess (period: unreachable while cost <= rate).
+  retry = log_retry(expired + 1, size, used + cost - rate) or period
 end
 if allowed == 1 and cost > 0 then
   reset = period
@@ -103,15 +108,7 @@ remaining = rate - used
 if used > rate then
   -- Entries kept from a higher rate (limiter.Reinterpret) must expire down
   -- to the rate first, as logRetry computes for cost 1; a denial added none.
-  local excess, freed = used - rate + 1, 0
-  for i = expired + 1, size do
-    local at, c = entry(i)
-    freed = freed + c
-    if freed >= excess then
-      refill = at + period - t
-      break
-    end
-  end
+  refill = log_retry(expired + 1, size, used - rate + 1) or refill
 elseif oldest_at then
   refill = oldest_at + period - t
 elseif allowed == 1 and cost > 0 then

@@ -25,10 +25,6 @@ if allowed == 1 then
     redis.call('LSET', key, 0, fmt('%d', used))
   end
   if reset > 0 and expire then
-    local ms = floor((reset + 999) / 1000)
-    if ms < 1 then
-      ms = 1
-    end
-    redis.call('PEXPIRE', key, fmt('%d', ms))
+    redis.call('PEXPIRE', key, ttl_ms(reset))
   end
 end

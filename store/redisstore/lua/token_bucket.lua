@@ -5,15 +5,8 @@
 
 local burst, p, n = l1, l2, l3
 if rebase and s2 ~= 0 then
-  -- limiter.Reinterpret: the used part of the old bucket, drained at the
-  -- old rate to t (or kept, for a clock gone back), in the new units.
-  local at = s2
-  if t > at then
-    at = t
-  end
-  -- A bucket fuller than its burst (requests held for their turn) reads
-  -- as full.
-  local level = convert_level(math.min(drain(w1 * w2 - s1, at - s2, w3), w1 * w2), w2, burst, p)
+  -- limiter.Reinterpret: the used part of the old bucket in the new units.
+  local level, at = rebase_level(w1 * w2 - s1, s2, t, w1, w2, w3, burst, p)
   if level == 0 then -- a fresh state, as in Go
     s1, s2 = 0, 0
   else
@@ -28,52 +21,11 @@ end
 if t < last then -- the clock went back: no refill
   t = last
 end
--- limiter.drain of the empty part, the level: it refills at n units a
--- microsecond. Requests held for their turn take tokens the bucket does
--- not have yet (tokens below 0).
+-- The level is the empty part: it refills at n units a microsecond.
+-- Requests held for their turn take tokens the bucket does not have yet
+-- (tokens below 0).
 local level = capacity - tokens
-if t - last >= floor((level + n - 1) / n) then
-  level = 0
-else
-  level = level - (t - last) * n
-end
-if level > capacity + queue then -- held under a longer delay: full
-  level = capacity + queue
-end
-
--- The admission is leaky_bucket.lua's and gcra.lua's too, written out in
--- each (see gcra.lua).
-if cost > burst then
-  retry = NEVER
-elseif cost * p <= capacity - level or cost == 0 then -- a look is never held
-  allowed = 1
-  if cost > 0 then -- the reservation, for Settle (limiter.admit)
-    level = level + cost * p
-    held_at, held_level = t, level
-  end
-else
-  -- Go computes level + need - capacity; level + need can pass 2^53, so
-  -- the same number is computed as need - (capacity - level). At most
-  -- queue over, the request is held for its turn (limiter.admit); retry
-  -- is then its delay.
-  local over = cost * p - (capacity - level)
-  if over <= queue then
-    allowed = 1
-    retry = floor((over + n - 1) / n)
-    level = level + cost * p
-    held_at, held_level = t, level
-  else
-    retry = floor((over - queue + n - 1) / n)
-  end
-end
-reset = floor((level + n - 1) / n)
-remaining = floor((capacity - level) / p)
-if remaining < 0 then -- held requests fill the bucket beyond its burst
-  remaining = 0
-end
-if remaining < burst then -- limiter.refill: room for one more request
-  refill = floor(((remaining + 1) * p - (capacity - level) + n - 1) / n)
-end
+-- splice: bucket_admit.lua
 
 if allowed == 1 or rebase then
   value = struct.pack('>dd', capacity - level, t)
