@@ -36,12 +36,15 @@ cleanup() {
 trap cleanup EXIT
 
 # free_port sets port to a loopback port nothing listens on and no earlier
-# call returned (never 6379 or 80: the range starts at 20000).
+# call returned, in 20000..31999 (never 6379 or 80).
 taken=" "
 free_port() {
 	local i
 	for ((i = 0; i < 500; i++)); do
-		port=$((20000 + RANDOM % 30000))
+		# Below the kernel's ephemeral range (ip_local_port_range, 32768 on
+		# by default), whose ports any outgoing connection on the machine
+		# may take between this check and the server's bind.
+		port=$((20000 + RANDOM % 12000))
 		[[ $taken == *" $port "* ]] && continue
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			taken+="$port "
