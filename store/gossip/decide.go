@@ -51,7 +51,6 @@ func (s *Store) decide(key string, l limiter.Limit, now time.Time, cost int64, o
 	return d, nil
 }
 
-
 // overflowKey is the key of the overflow counter of key's rule under l.
 func overflowKey(key string, l limiter.Limit) string {
 	return overflowPrefix + store.Key(store.RuleOf(key), l.String())
