@@ -20,6 +20,7 @@ type upload struct {
 	g         *Gateway
 	ctx       *fasthttp.RequestCtx
 	start     time.Time // when the body timeout started
+	deadline  time.Time // when it ends
 	body      *fastproxy.Body
 	err       error // the body could not be read
 	full      bool  // it was to stream, and max_streamed_bodies were streaming
@@ -28,11 +29,11 @@ type upload struct {
 
 // newUpload returns the upload of a request with a body under protect,
 // nil for any other (no body, or a service without protect) (its body, if any, streams as it comes: NewBody).
-func (g *Gateway) newUpload(ctx *fasthttp.RequestCtx, throttled, hasBody bool, start time.Time) *upload {
+func (g *Gateway) newUpload(ctx *fasthttp.RequestCtx, throttled, hasBody bool, start, deadline time.Time) *upload {
 	if !hasBody || !throttled {
 		return nil
 	}
-	return &upload{g: g, ctx: ctx, start: start}
+	return &upload{g: g, ctx: ctx, start: start, deadline: deadline}
 }
 
 // readiness is u's decision.Request.Ready: nil without an upload.
@@ -44,7 +45,7 @@ func (u *upload) readiness() func() decision.Readiness {
 }
 
 func (u *upload) ready() decision.Readiness {
-	b, whole, err := u.g.buffers.Read(u.ctx, u.start)
+	b, whole, err := u.g.buffers.Read(u.ctx, u.start, u.deadline)
 	u.body, u.err = b, err
 	switch {
 	case err != nil:
@@ -75,11 +76,11 @@ func (g *Gateway) takeStreamed() bool {
 // bodyOf is the body the request goes on with: what u read, or, without
 // an upload or before it was read (the rules refused it: no body goes
 // on then), the body as it arrives.
-func (u *upload) bodyOf(ctx *fasthttp.RequestCtx, start time.Time) *fastproxy.Body {
+func (u *upload) bodyOf(ctx *fasthttp.RequestCtx, start, deadline time.Time) *fastproxy.Body {
 	if u != nil && u.body != nil {
 		return u.body
 	}
-	return fastproxy.NewBody(ctx, start)
+	return fastproxy.NewBody(ctx, start, deadline)
 }
 
 // release gives back what u holds, once its request has been sent on

@@ -50,10 +50,11 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 	}
 	n := ctx.Request.Header.ContentLength()
 	hasBody := n > 0 || n == -1
-	var bodyStart time.Time
+	var bodyStart, bodyDeadline time.Time
 	if hasBody {
 		bodyStart = time.Now().Add(snap.maxWait)
-		fastproxy.SetBodyDeadline(ctx, bodyStart.Add(g.server.BodyTimeout))
+		bodyDeadline = bodyStart.Add(g.server.BodyTimeout)
+		fastproxy.SetBodyDeadline(ctx, bodyDeadline)
 	}
 	if g.looped(&ctx.Request.Header) {
 		g.loopAnswer(ctx, hasBody)
@@ -82,7 +83,7 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 	if rt != nil {
 		set.Throttle = rt.throttle
 	}
-	up := g.newUpload(ctx, set.Throttle != nil, hasBody, bodyStart) // body.go
+	up := g.newUpload(ctx, set.Throttle != nil, hasBody, bodyStart, bodyDeadline) // body.go
 	defer up.release()
 	// Host is the field the upstream receives; an absolute-form target's
 	// authority naming another host was refused (fastproxy.Refuse).
@@ -99,7 +100,7 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 	if proto := fastproxy.UpgradeOf(&ctx.Request.Header); proto != nil {
 		return g.passUpgrade(ctx, snap, rt, v, peer.Addr(), proto) // upgrade.go
 	}
-	return g.passFast(ctx, snap, rt, v, peer.Addr(), up.bodyOf(ctx, bodyStart))
+	return g.passFast(ctx, snap, rt, v, peer.Addr(), up.bodyOf(ctx, bodyStart, bodyDeadline))
 }
 
 // reqsCtx is the context requests are decided under: cancelled, with

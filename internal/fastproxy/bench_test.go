@@ -30,7 +30,7 @@ func BenchmarkProxy(b *testing.B) {
 			return
 		}
 		f := fastproxy.Forwarding{Peer: ctx.RemoteAddr().(*net.TCPAddr).AddrPort().Addr(), Set: set}
-		_, _ = p.Serve(ctx, &f, fastproxy.NewBody(ctx, time.Now()), nil)
+		_, _ = p.Serve(ctx, &f, fastproxy.NewBody(ctx, time.Now(), time.Time{}), nil)
 	})
 	client := &fasthttp.HostClient{Addr: front, MaxConns: 256,
 		Dial: func(addr string) (net.Conn, error) { return net.Dial("tcp", addr) }}

@@ -19,16 +19,21 @@ import (
 // buffers; it could not answer before the body's end anyway (fasthttp
 // reads the answer once the request is written).
 type Body struct {
-	src    io.Reader
-	start  time.Time // when the body timeout started
-	want   int64     // Content-Length, -1 when chunked
-	pre    []byte    // read before it went on, still to be sent
-	whole  bool      // pre is all there is
-	got    int64
-	before time.Duration // waited for the caller before it went on (Buffers.Read)
-	mu     sync.Mutex
-	waited time.Duration // waited for the caller while the upstream waited for it
-	err    error         // io.EOF once read to the end
+	src      io.Reader
+	start    time.Time // when the body timeout started
+	deadline time.Time // when it ends (SetBodyDeadline)
+	want     int64     // Content-Length, -1 when chunked
+	pre      []byte    // read before it went on, still to be sent
+	whole    bool      // pre is all there is
+	got      int64
+	before   time.Duration // waited for the caller before it went on (Buffers.Read)
+	mu       sync.Mutex
+	waited   time.Duration // waited for the caller while the upstream waited for it
+	// late: the read from the caller that failed first began after the
+	// deadline had passed, while sluice was busy sending the body on: the
+	// upstream kept it.
+	late bool
+	err  error // io.EOF once read to the end
 	// Held by Buffers.Read, given back by Release.
 	from *Buffers
 	held int64
@@ -36,10 +41,12 @@ type Body struct {
 }
 
 // NewBody returns the body of the request ctx serves, to be sent as it
-// arrives; nil when it has none. start is when its body timeout started
-// (SetBodyDeadline): a timeout reading it is the upstream's fault (504)
+// arrives; nil when it has none. start is when its body timeout started,
+// deadline when it ends (SetBodyDeadline): a timeout reading it is the
+// upstream's fault (504) when the deadline passed while sluice was not
+// waiting for the caller (the upstream did not take what was read), or
 // when sluice spent less than half the time since waiting for the caller.
-func NewBody(ctx *fasthttp.RequestCtx, start time.Time) *Body {
+func NewBody(ctx *fasthttp.RequestCtx, start, deadline time.Time) *Body {
 	n := ctx.Request.Header.ContentLength()
 	if n <= 0 && n != -1 {
 		return nil
@@ -48,7 +55,7 @@ func NewBody(ctx *fasthttp.RequestCtx, start time.Time) *Body {
 	if st == nil {
 		return nil
 	}
-	return &Body{src: st, start: start, want: int64(n)}
+	return &Body{src: st, start: start, deadline: deadline, want: int64(n)}
 }
 
 // Read fills p from what was read before, then from the caller, until p
@@ -63,7 +70,7 @@ func (b *Body) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	t0 := time.Now()
-	k, err := b.fill(p[n:])
+	k, err := b.fill(p[n:], t0)
 	b.mu.Lock()
 	b.waited += time.Since(t0)
 	b.mu.Unlock()
@@ -71,9 +78,11 @@ func (b *Body) Read(p []byte) (int, error) {
 }
 
 // fill reads from the caller into buf until it is full or the body ends
-// (io.EOF) or fails, remembering how it ended. Its clock and lock are
-// once per call, not per read: a caller's 1-byte chunks are one read each.
-func (b *Body) fill(buf []byte) (int, error) {
+// (io.EOF) or fails, remembering how it ended (late: the first failure
+// came in a fill begun, at t0, after the deadline). Its clock and lock
+// are once per call, not per read: a caller's 1-byte chunks are one read
+// each.
+func (b *Body) fill(buf []byte, t0 time.Time) (int, error) {
 	n := 0
 	var err error
 	for n < len(buf) && err == nil {
@@ -89,6 +98,7 @@ func (b *Body) fill(buf []byte) (int, error) {
 	}
 	if err != nil && b.err == nil {
 		b.err = err
+		b.late = !b.deadline.IsZero() && !t0.Before(b.deadline)
 	}
 	return n, err
 }
@@ -105,13 +115,16 @@ func (b *Body) Waited() time.Duration {
 	return b.waited
 }
 
-// upstreamSlow reports whether the body timeout passed while sluice had
-// spent less than half of it waiting for the caller, the rest waiting for
-// the upstream to take what was read.
+// upstreamSlow reports whether the body timeout passed while sluice was
+// not waiting for the caller (a read began after it, the time having gone
+// by in sending what was read to the upstream), or while sluice had spent
+// less than half of it waiting for the caller, the rest waiting for the
+// upstream to take what was read. A caller that trickles its body keeps
+// sluice waiting in a read when the deadline strikes: its fault.
 func (b *Body) upstreamSlow() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return 2*(b.before+b.waited) < time.Since(b.start)
+	return b.late || 2*(b.before+b.waited) < time.Since(b.start)
 }
 
 func (b *Body) ended() error {
@@ -156,7 +169,7 @@ func NewBuffers(each int, total int64) *Buffers {
 // Used is the room the bodies read now hold, in bytes.
 func (bs *Buffers) Used() int64 { return bs.used.Load() }
 
-// Read reads the body of the request ctx serves (start as for NewBody)
+// Read reads the body of the request ctx serves (start and deadline as for NewBody)
 // before the request goes on. One of at most bs's each bytes, while bs has
 // room for it, is read whole: whole is true, and the body holds its room
 // until Release (a chunked one holds each+1 bytes: one more tells a larger
@@ -164,8 +177,8 @@ func (bs *Buffers) Used() int64 { return bs.used.Load() }
 // false, and it goes on as it arrives (what was read of a larger chunked
 // one first). A nil Body with whole true: the request has none. On err,
 // the body could not be read (answer it with BodyError); nothing is held.
-func (bs *Buffers) Read(ctx *fasthttp.RequestCtx, start time.Time) (b *Body, whole bool, err error) {
-	b = NewBody(ctx, start)
+func (bs *Buffers) Read(ctx *fasthttp.RequestCtx, start, deadline time.Time) (b *Body, whole bool, err error) {
+	b = NewBody(ctx, start, deadline)
 	if b == nil {
 		return nil, true, nil
 	}
@@ -185,7 +198,7 @@ func (bs *Buffers) Read(ctx *fasthttp.RequestCtx, start time.Time) (b *Body, who
 		buf = make([]byte, size)
 	}
 	t0 := time.Now()
-	n, err := b.fill(buf)
+	n, err := b.fill(buf, t0)
 	b.before = time.Since(t0)
 	b.pre = buf[:n]
 	switch {

@@ -29,7 +29,7 @@ func TestBuffersTotal(t *testing.T) {
 	results := make(chan result)
 	release := make(chan struct{})
 	front := serveFast(t, func(ctx *fasthttp.RequestCtx) {
-		b, whole, err := bs.Read(ctx, time.Now())
+		b, whole, err := bs.Read(ctx, time.Now(), time.Time{})
 		results <- result{whole, err}
 		<-release
 		_, _ = io.Copy(io.Discard, b) // what streams is read on, as Serve would
@@ -143,7 +143,7 @@ func BenchmarkUploadChunks(b *testing.B) {
 	b.Cleanup(p.Close)
 	front := serveFast(b, func(ctx *fasthttp.RequestCtx) {
 		f := fastproxy.Forwarding{Peer: ctx.RemoteAddr().(*net.TCPAddr).AddrPort().Addr()}
-		_, _ = p.Serve(ctx, &f, fastproxy.NewBody(ctx, time.Now()), nil)
+		_, _ = p.Serve(ctx, &f, fastproxy.NewBody(ctx, time.Now(), time.Time{}), nil)
 	})
 	body := strings.Repeat("a", 256<<10)
 	for _, size := range []int{1, 16 << 10} {

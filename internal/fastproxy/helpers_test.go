@@ -150,7 +150,7 @@ func (s *stand) handle(ctx *fasthttp.RequestCtx) {
 	fastproxy.SetBodyDeadline(ctx, start.Add(s.body))
 	fwd := s.fwd
 	fwd.Peer = ctx.RemoteAddr().(*net.TCPAddr).AddrPort().Addr()
-	out, _ := s.proxy.Serve(ctx, &fwd, fastproxy.NewBody(ctx, start), nil)
+	out, _ := s.proxy.Serve(ctx, &fwd, fastproxy.NewBody(ctx, start, start.Add(s.body)), nil)
 	s.mu.Lock()
 	s.outs = append(s.outs, out)
 	s.mu.Unlock()
