@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -8,9 +9,36 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// newNarrowServer is httptest.NewServer with a small receive buffer on
+// its connections, so that an upload it does not read stalls sluice's
+// write to it within a few megabytes (sluice's own send buffer), long
+// before a body timeout, however slowly a loaded machine copies bytes.
+func newNarrowServer(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) {
+			err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10)
+		}); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	_ = srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	return srv
+}
 
 // TestCallerThatReadsNothingIsDropped: a caller that asks for a large
 // answer and then reads none of it (a slow-read attack) loses its
@@ -82,7 +110,7 @@ func TestPipelinerThatReadsNothingIsDropped(t *testing.T) {
 // the write of a body to the upstream: the request hung for ever.
 func TestUpstreamNotTakingBodyGets504(t *testing.T) {
 	release := make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := newNarrowServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-release // not reading the body yet
 		_, _ = io.Copy(io.Discard, r.Body)
 	}))
@@ -105,7 +133,7 @@ func TestUpstreamNotTakingBodyGets504(t *testing.T) {
 // against the caller only when the caller kept sluice waiting. The caller
 // gets 504, counted as the upstream's failure.
 func TestUpstreamSlowToTakeBodyIsNotCallersFault(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := newNarrowServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(time.Second) // the slow upstream under test: not reading the body yet
 		_, _ = io.Copy(io.Discard, r.Body)
 	}))
@@ -123,7 +151,7 @@ func TestUpstreamSlowToTakeBodyIsNotCallersFault(t *testing.T) {
 // deadline passes while the upstream is not taking the body: sluice was
 // not waiting for the caller then. 504, the upstream's failure.
 func TestUpstreamSlowAfterCallerTrickled(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := newNarrowServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(2200 * time.Millisecond) // past the deadline, not reading the body
 		_, _ = io.Copy(io.Discard, r.Body)
 	}))
