@@ -33,10 +33,11 @@ type flight struct {
 	waiting []*waiter
 }
 
-// waiter is a request waiting for the call in flight on its key.
+// waiter is a request waiting for a call in flight: on its key
+// (coalesce), or of its slot group (viaSlot).
 type waiter struct {
 	ctx  context.Context // the caller's
-	cost int64           // capped as newCall caps it
+	c    call            // its own call (its cost capped as newCall caps it)
 	by   time.Time       // when Options.Timeout from its arrival ends
 	done chan outcome    // buffered: delivering never blocks
 }
@@ -80,18 +81,63 @@ func (s *Store) coalesce(ctx context.Context, c call) (limiter.Decision, error) 
 	// the waiters go in the order they came, the call in flight ends by its
 	// own deadline, which is earlier, and each batch by its waiters'
 	// earliest (decideBatch); one found past it is answered at once (next).
+	return s.await(ctx, c, &f.waiting)
+}
+
+// await queues a waiter for c on q, with s.mu held, which it unlocks, and
+// returns its answer, or its caller's end.
+func (s *Store) await(ctx context.Context, c call, q *[]*waiter) (limiter.Decision, error) {
 	w := waiters.Get().(*waiter)
-	w.ctx, w.cost, w.by = ctx, c.cost, time.Now().Add(s.timeout)
-	f.waiting = append(f.waiting, w)
+	w.ctx, w.c, w.by = ctx, c, time.Now().Add(s.timeout)
+	*q = append(*q, w)
 	s.mu.Unlock()
 	select {
 	case o := <-w.done:
-		w.ctx = nil
+		w.ctx, w.c = nil, call{}
 		waiters.Put(w) // answered: nothing refers to it any more
 		return o.d, o.err
 	case <-ctx.Done(): // w stays out of the pool: its answer may still come
 		return limiter.Decision{}, s.failed(ctx, c.sc, ctx.Err())
 	}
+}
+
+// takeBatch takes, with s.mu held, the next batch of q's waiters, at most
+// maxBatch, leaving out those whose callers have gone and answering those
+// past their deadlines (one would end its batch's call at once); after
+// Close it answers them all with store.ErrClosed. sc names the script in
+// errors.
+func (s *Store) takeBatch(q *[]*waiter, sc *script) []*waiter {
+	var batch []*waiter
+	now := time.Now()
+	for len(*q) > 0 && len(batch) < maxBatch {
+		w := (*q)[0]
+		(*q)[0] = nil
+		*q = (*q)[1:]
+		switch {
+		case s.closed.Load():
+			w.done <- outcome{err: store.ErrClosed}
+		case w.ctx.Err() != nil: // its caller has gone
+		case !now.Before(w.by):
+			w.answer(limiter.Decision{}, context.DeadlineExceeded, s, sc)
+		default:
+			batch = append(batch, w)
+		}
+	}
+	return batch
+}
+
+// earliest is the earliest of batch's deadlines: a batch's call ends by
+// it, so that none of its waiters waits longer than its own call could
+// have; never by a caller's own deadline, as the batch is not any one
+// caller's (a waiter whose caller goes leaves at once, alone).
+func earliest(batch []*waiter) time.Time {
+	by := batch[0].by
+	for _, w := range batch[1:] {
+		if w.by.Before(by) {
+			by = w.by
+		}
+	}
+	return by
 }
 
 // land ends the call in flight on key: the key is free again, or the
@@ -120,22 +166,7 @@ func (s *Store) next(key string, spawn bool) (call, []*waiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := s.flights[key]
-	var batch []*waiter
-	now := time.Now()
-	for len(f.waiting) > 0 && len(batch) < maxBatch {
-		w := f.waiting[0]
-		f.waiting[0] = nil
-		f.waiting = f.waiting[1:]
-		switch {
-		case s.closed.Load():
-			w.done <- outcome{err: store.ErrClosed}
-		case w.ctx.Err() != nil: // its caller has gone
-		case !now.Before(w.by):
-			w.answer(limiter.Decision{}, context.DeadlineExceeded, s, f.call.sc)
-		default:
-			batch = append(batch, w)
-		}
-	}
+	batch := s.takeBatch(&f.waiting, f.call.sc)
 	if len(batch) == 0 {
 		delete(s.flights, key)
 		f.call, f.waiting = call{}, f.waiting[:0]
@@ -148,22 +179,12 @@ func (s *Store) next(key string, spawn bool) (call, []*waiter) {
 	return f.call, batch
 }
 
-// decideBatch decides the waiters' requests in one call and answers each.
-// The call ends by the earliest of the waiters' deadlines, Options.Timeout
-// from each one's arrival, so that none waits longer than its own call
-// could have; never by a caller's own deadline, as the batch is not any
-// one caller's: a waiter whose caller goes meanwhile leaves at once, alone
-// (as keysBatch).
+// decideBatch decides the waiters' requests in one call, ended by their
+// earliest deadline, and answers each.
 func (s *Store) decideBatch(c call, batch []*waiter) {
-	by := batch[0].by
-	for _, w := range batch {
-		if w.by.Before(by) {
-			by = w.by
-		}
-	}
-	tctx, cancel := context.WithDeadline(context.Background(), by)
+	tctx, cancel := context.WithDeadline(context.Background(), earliest(batch))
 	defer cancel()
-	first := c.withCost(batch[0].cost)
+	first := c.withCost(batch[0].c.cost)
 	if len(batch) == 1 {
 		d, err := s.eval(tctx, first)
 		batch[0].answer(d, err, s, c.sc)
@@ -171,7 +192,7 @@ func (s *Store) decideBatch(c call, batch []*waiter) {
 	}
 	more := make([]byte, 8*(len(batch)-1))
 	for i, w := range batch[1:] {
-		putDouble(more[8*i:], w.cost)
+		putDouble(more[8*i:], w.c.cost)
 	}
 	res := s.evalScript(tctx, c.sc.batch, []string{c.key}, first.req, string(more))
 	ds, err := parseBatchReply(res, c.burst, len(batch))

@@ -21,7 +21,7 @@ func decideBatchNow(s *Store, key string, l limiter.Limit, now time.Time, costs 
 	c := s.newCall(key, l, costs[0], now)
 	batch := make([]*waiter, len(costs))
 	for i, cost := range costs {
-		batch[i] = &waiter{ctx: context.Background(), cost: min(cost, l.Burst()+1), by: time.Now().Add(s.timeout), done: make(chan outcome, 1)}
+		batch[i] = &waiter{ctx: context.Background(), c: call{cost: min(cost, l.Burst()+1)}, by: time.Now().Add(s.timeout), done: make(chan outcome, 1)}
 	}
 	s.decideBatch(c, batch)
 	out := make([]outcome, len(batch))
@@ -301,8 +301,8 @@ func TestCoalescingWaiterPastDeadline(t *testing.T) {
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
 	c := s.newCall("past", l, 1, epoch)
-	late := &waiter{ctx: context.Background(), cost: 1, by: time.Now().Add(-time.Millisecond), done: make(chan outcome, 1)}
-	due := &waiter{ctx: context.Background(), cost: 1, by: time.Now().Add(time.Minute), done: make(chan outcome, 1)}
+	late := &waiter{ctx: context.Background(), c: call{cost: 1}, by: time.Now().Add(-time.Millisecond), done: make(chan outcome, 1)}
+	due := &waiter{ctx: context.Background(), c: call{cost: 1}, by: time.Now().Add(time.Minute), done: make(chan outcome, 1)}
 	s.mu.Lock()
 	s.flights[c.key] = &flight{call: c, waiting: []*waiter{late, due}}
 	s.mu.Unlock()
@@ -341,9 +341,9 @@ func TestCoalescingOneCallerDeadline(t *testing.T) {
 	defer cancel()
 	by := time.Now().Add(s.timeout)
 	batch := []*waiter{
-		{ctx: short, cost: 1, by: by, done: make(chan outcome, 1)},
-		{ctx: context.Background(), cost: 1, by: by, done: make(chan outcome, 1)},
-		{ctx: context.Background(), cost: 2, by: by, done: make(chan outcome, 1)},
+		{ctx: short, c: call{cost: 1}, by: by, done: make(chan outcome, 1)},
+		{ctx: context.Background(), c: call{cost: 1}, by: by, done: make(chan outcome, 1)},
+		{ctx: context.Background(), c: call{cost: 2}, by: by, done: make(chan outcome, 1)},
 	}
 	s.decideBatch(c, batch)
 	<-batch[0].done

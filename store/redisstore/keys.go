@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/sluice-rl/sluice/limiter"
-	"github.com/sluice-rl/sluice/store"
 )
 
 // Deciding requests on different keys of one hash slot together.
@@ -46,20 +43,8 @@ type slotGroup struct {
 // slotQueue is a slot group's calls in flight and the requests waiting.
 type slotQueue struct {
 	flying  int
-	waiting []*keyWaiter
+	waiting []*waiter
 }
-
-// keyWaiter is a request waiting for a call of its slot group to land.
-type keyWaiter struct {
-	ctx  context.Context // the caller's
-	c    call
-	by   time.Time    // when Options.Timeout from its arrival ends
-	done chan outcome // buffered: delivering never blocks
-}
-
-// keyWaiters recycles the key waiters that were answered, with their
-// channels, so that a request that waits allocates neither.
-var keyWaiters = sync.Pool{New: func() any { return &keyWaiter{done: make(chan outcome, 1)} }}
 
 // keysScripts are the algorithms' keys scripts, by their own scripts.
 var keysScripts = loadKeysScripts()
@@ -100,20 +85,9 @@ func (s *Store) viaSlot(ctx context.Context, c call) (limiter.Decision, error) {
 		s.slotLand(g, true)
 		return d, err
 	}
-	w := keyWaiters.Get().(*keyWaiter)
-	w.ctx, w.c, w.by = ctx, c, time.Now().Add(s.timeout)
-	q.waiting = append(q.waiting, w)
-	s.mu.Unlock()
 	// No timer of its own: the call it goes with ends by its deadline
 	// (keysBatch), and the one before by that call's own.
-	select {
-	case o := <-w.done:
-		w.ctx, w.c = nil, call{}
-		keyWaiters.Put(w) // answered: nothing refers to it any more
-		return o.d, o.err
-	case <-ctx.Done(): // w stays out of the pool: its answer may still come
-		return limiter.Decision{}, s.failed(ctx, c.sc, ctx.Err())
-	}
+	return s.await(ctx, c, &q.waiting)
 }
 
 // slotGroup is c's slot group.
@@ -134,7 +108,7 @@ func (s *Store) slotLand(g slotGroup, spawn bool) {
 }
 
 // flyKeys decides batch, then whatever waited meanwhile, until none wait.
-func (s *Store) flyKeys(g slotGroup, batch []*keyWaiter) {
+func (s *Store) flyKeys(g slotGroup, batch []*waiter) {
 	defer s.wg.Done()
 	for batch != nil {
 		s.keysBatch(g.sc, batch)
@@ -148,26 +122,11 @@ func (s *Store) flyKeys(g slotGroup, batch []*keyWaiter) {
 // a group with none in flight forgotten) and it returns nil. After Close
 // it answers them all with store.ErrClosed. With spawn, a batch is counted
 // in s.wg for the goroutine the caller starts.
-func (s *Store) nextKeys(g slotGroup, spawn bool) []*keyWaiter {
+func (s *Store) nextKeys(g slotGroup, spawn bool) []*waiter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.slots[g]
-	var batch []*keyWaiter
-	now := time.Now()
-	for len(q.waiting) > 0 && len(batch) < maxBatch {
-		w := q.waiting[0]
-		q.waiting[0] = nil
-		q.waiting = q.waiting[1:]
-		switch {
-		case s.closed.Load():
-			w.done <- outcome{err: store.ErrClosed}
-		case w.ctx.Err() != nil: // its caller has gone
-		case !now.Before(w.by): // it would end its batch's call at once (keysBatch)
-			w.answer(limiter.Decision{}, context.DeadlineExceeded, s)
-		default:
-			batch = append(batch, w)
-		}
-	}
+	batch := s.takeBatch(&q.waiting, g.sc)
 	if len(batch) == 0 {
 		if q.flying--; q.flying == 0 {
 			delete(s.slots, g)
@@ -187,22 +146,16 @@ func (s *Store) nextKeys(g slotGroup, spawn bool) []*keyWaiter {
 // cancellation ends only a call of its request alone: in a batch it
 // would fail the others' requests, whose callers are still there (a
 // caller that goes leaves on its own, viaSlot).
-func (s *Store) keysBatch(sc *script, batch []*keyWaiter) {
-	by := batch[0].by
-	for _, w := range batch {
-		if w.by.Before(by) {
-			by = w.by
-		}
-	}
+func (s *Store) keysBatch(sc *script, batch []*waiter) {
 	parent := context.Background()
 	if len(batch) == 1 {
 		parent = batch[0].ctx
 	}
-	tctx, cancel := context.WithDeadline(parent, by)
+	tctx, cancel := context.WithDeadline(parent, earliest(batch))
 	defer cancel()
 	if len(batch) == 1 {
 		d, err := s.eval(tctx, batch[0].c)
-		batch[0].answer(d, err, s)
+		batch[0].answer(d, err, s, sc)
 		return
 	}
 	keys, args := make([]string, len(batch)), make([]string, len(batch))
@@ -216,11 +169,11 @@ func (s *Store) keysBatch(sc *script, batch []*keyWaiter) {
 	}
 	for i, w := range batch {
 		if err != nil {
-			w.answer(limiter.Decision{}, err, s)
+			w.answer(limiter.Decision{}, err, s, sc)
 			continue
 		}
 		d, derr := parseKeyReply(&replies[i], w.c.burst)
-		w.answer(d, derr, s)
+		w.answer(d, derr, s, sc)
 	}
 }
 
@@ -234,15 +187,6 @@ func parseKeyReply(m *rueidis.RedisMessage, burst int64) (limiter.Decision, erro
 		return limiter.Decision{}, fmt.Errorf("reply has %d bytes, want %d", len(str), replyLen)
 	}
 	return parseDecision(str, burst)
-}
-
-// answer delivers a decision, or err as s.failed wraps it for the waiter.
-func (w *keyWaiter) answer(d limiter.Decision, err error, s *Store) {
-	if err != nil {
-		w.done <- outcome{err: s.failed(w.ctx, w.c.sc, err)}
-		return
-	}
-	w.done <- outcome{d: d}
 }
 
 // keySlot is the Redis Cluster hash slot of key: CRC16 (XMODEM) of its

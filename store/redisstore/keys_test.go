@@ -18,9 +18,9 @@ import (
 // decideKeysNow runs the keys script for calls (one slot group) and
 // returns their outcomes.
 func decideKeysNow(s *Store, calls []call) []outcome {
-	batch := make([]*keyWaiter, len(calls))
+	batch := make([]*waiter, len(calls))
 	for i, c := range calls {
-		batch[i] = &keyWaiter{ctx: context.Background(), c: c, by: time.Now().Add(s.timeout), done: make(chan outcome, 1)}
+		batch[i] = &waiter{ctx: context.Background(), c: c, by: time.Now().Add(s.timeout), done: make(chan outcome, 1)}
 	}
 	s.keysBatch(calls[0].sc, batch)
 	out := make([]outcome, len(batch))
@@ -279,7 +279,7 @@ func TestKeysOneCallerDeadline(t *testing.T) {
 	l := mustLimit(t, limiter.FixedWindow, 5, time.Minute, 0)
 	short, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
 	defer cancel()
-	batch := []*keyWaiter{
+	batch := []*waiter{
 		{ctx: short, c: s.newCall("gone", l, 1, epoch)},
 		{ctx: context.Background(), c: s.newCall("a", l, 1, epoch)},
 		{ctx: context.Background(), c: s.newCall("b", l, 2, epoch)},
@@ -305,11 +305,11 @@ func TestKeysWaiterPastDeadline(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
-	late := &keyWaiter{ctx: context.Background(), c: s.newCall("late", l, 1, epoch), by: time.Now().Add(-time.Millisecond), done: make(chan outcome, 1)}
-	due := &keyWaiter{ctx: context.Background(), c: s.newCall("due", l, 1, epoch), by: time.Now().Add(time.Minute), done: make(chan outcome, 1)}
+	late := &waiter{ctx: context.Background(), c: s.newCall("late", l, 1, epoch), by: time.Now().Add(-time.Millisecond), done: make(chan outcome, 1)}
+	due := &waiter{ctx: context.Background(), c: s.newCall("due", l, 1, epoch), by: time.Now().Add(time.Minute), done: make(chan outcome, 1)}
 	g := slotGroup{sc: scripts[limiter.GCRA]}
 	s.mu.Lock()
-	s.slots[g] = &slotQueue{flying: 1, waiting: []*keyWaiter{late, due}}
+	s.slots[g] = &slotQueue{flying: 1, waiting: []*waiter{late, due}}
 	s.mu.Unlock()
 	batch := s.nextKeys(g, false)
 	if len(batch) != 1 || batch[0] != due {
