@@ -36,7 +36,9 @@ func TestCloseWaitsForProbes(t *testing.T) {
 	waitMembers(t, a, 2)
 	waitMembers(t, b, 2)
 	crash(t, b)
-	time.Sleep(2500 * time.Millisecond) // a probes b, which no longer answers
+	eventually(t, "a probing b, which no longer answers", func() bool {
+		return strings.Contains(membershipGoroutines(0), "memberlist.(*Memberlist).probeNode")
+	})
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
