@@ -51,14 +51,17 @@ func TestQuantile(t *testing.T) {
 func TestDriveCountsCallsAndErrors(t *testing.T) {
 	var n atomic.Int64
 	boom := errors.New("boom")
-	call := func(seq int) error {
-		n.Add(1)
-		if seq%2 == 1 {
+	// Every other call overall fails, whichever goroutine makes it: with
+	// seq%2, an even concurrency gave half the goroutines only failures and
+	// half only successes, and a loaded machine that ran only the failing
+	// half in the window counted no calls.
+	call := func(int) error {
+		if n.Add(1)%2 == 0 {
 			return boom
 		}
 		return nil
 	}
-	res, err := drive(call, config{concurrency: 4, duration: 20 * time.Millisecond})
+	res, err := drive(call, config{concurrency: 4, duration: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
