@@ -41,7 +41,7 @@ type Options struct {
 	// different Names.
 	Store store.Store
 	// Name names the limit in the store: each key is counted under
-	// store.Key(Name, key), so that limiters with different names on one
+	// store.NewKey(Name, key), so that limiters with different names on one
 	// store never share a counter, and limiters with the same name and
 	// limit on one Redis share theirs (one budget for a fleet). Default
 	// "default".
@@ -232,7 +232,7 @@ func (l *Limiter) decide(ctx context.Context, key string, limit limiter.Limit, n
 }
 
 // key is the store key that counts key.
-func (l *Limiter) key(key string) string { return store.Key(l.opts.Name, key) }
+func (l *Limiter) key(key string) string { return store.NewKey(l.opts.Name, key) }
 
 // sleep waits d on the limiter's clock, or until ctx ends (its error).
 func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {

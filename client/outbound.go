@@ -125,7 +125,7 @@ func (o *outbound) waitRate(ctx context.Context, host string, s *state) error {
 	if key == "" {
 		key = host
 	}
-	key = store.Key("client-outbound", key)
+	key = store.NewKey("client-outbound", key)
 	for {
 		d, err := o.cfg.Store.Decide(ctx, key, o.cfg.Limit, o.clk.Now(), 1)
 		if err != nil {

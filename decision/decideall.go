@@ -30,13 +30,13 @@ func (e *Engine) decideAll(ctx context.Context, v *Verdict, now time.Time) (res 
 	return res, err != nil || !enforcedDenial(v.reqs, res), err
 }
 
-// batch is the store's DecideBatch, into *buf when the store can append
+// batch is the store's DecideEach, into *buf when the store can append
 // (store.BatchAppender): a Verdict's pooled memory.
 func (e *Engine) batch(ctx context.Context, buf *[]store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	if e.appender == nil {
-		return e.opts.Store.DecideBatch(ctx, reqs, now)
+		return e.opts.Store.DecideEach(ctx, nil, reqs, now)
 	}
-	res, err := e.appender.AppendDecideBatch(ctx, (*buf)[:0], reqs, now)
+	res, err := e.appender.DecideEach(ctx, (*buf)[:0], reqs, now)
 	*buf = res
 	return res, err
 }

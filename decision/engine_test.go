@@ -161,7 +161,7 @@ func TestAnswers(t *testing.T) {
 // brokenStore fails every decision.
 type brokenStore struct{ store.Store }
 
-func (brokenStore) DecideBatch(context.Context, []store.Request, time.Time) ([]store.Result, error) {
+func (brokenStore) DecideEach(context.Context, []store.Result, []store.Request, time.Time) ([]store.Result, error) {
 	return nil, errors.New("store down")
 }
 

@@ -278,7 +278,7 @@ func (e *Engine) lookRule(ctx context.Context, pol *policy.Compiled, caller *pol
 	}
 	res.Limit = limit
 	res.Window = policyWindow(res.Limit)
-	out, err := e.opts.Store.DecideBatch(ctx, []store.Request{{Key: key, Limit: res.Limit}}, now)
+	out, err := e.opts.Store.DecideEach(ctx, nil, []store.Request{{Key: key, Limit: res.Limit}}, now)
 	switch {
 	case err == nil && len(out) != 1:
 		err = errShortBatch

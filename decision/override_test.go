@@ -219,9 +219,9 @@ func (s *countingStore) Decide(ctx context.Context, key string, l limiter.Limit,
 	return s.Store.Decide(ctx, key, l, now, cost)
 }
 
-func (s *countingStore) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+func (s *countingStore) DecideEach(ctx context.Context, _ []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	s.calls.Add(1)
-	return s.Store.DecideBatch(ctx, reqs, now)
+	return s.Store.DecideEach(ctx, nil, reqs, now)
 }
 
 // TestBlocked: a blocked client, or a caller counted in a blocked range,

@@ -50,7 +50,7 @@ func makeKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, va
 	// store can keep all of a caller's keys together (Redis Cluster: one
 	// hash slot, one script call for all of its rules).
 	if rule.Key.Kind == policy.KeyClient && caller.ID != "" {
-		return store.GroupKey(store.Key("client", caller.ID), rule.Name, tag)
+		return store.GroupKey(store.Parts("client", caller.ID), rule.Name, tag)
 	}
 	var parts [3]string
 	shared := append(parts[:0], tag)
@@ -63,9 +63,9 @@ func makeKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, va
 		// the value "", one counter for them all, so leaving it out is no
 		// way around the limit. Long values are hashed, so a caller cannot
 		// make a counter cost more than a short key.
-		return store.GroupKey(store.Key("header", boundedValue(val)), rule.Name, shared...)
+		return store.GroupKey(store.Parts("header", boundedValue(val)), rule.Name, shared...)
 	case rule.Key.Kind == policy.KeyGlobal:
-		return store.Key(rule.Name, append(shared, "global")...)
+		return store.NewKey(rule.Name, append(shared, "global")...)
 	}
 	return store.GroupKey(ip.group(), rule.Name, shared...) // client without an id, ip, header missing under missing_header: ip
 }
@@ -76,7 +76,7 @@ func makeKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, va
 // several callers together, naming where the caller's limit comes from.
 // Long keys are hashed, as header values are.
 func customKey(caller *policy.Caller, i int, rule, tag, k string) string {
-	group := store.Key("key", boundedValue(k))
+	group := store.NewKey("key", boundedValue(k))
 	if src := caller.LimitSource(i); src != "" {
 		return store.GroupKey(group, rule, tag, src)
 	}
@@ -84,7 +84,7 @@ func customKey(caller *policy.Caller, i int, rule, tag, k string) string {
 }
 
 // ipGroup is the store group of the keys that count a caller's address,
-// store.Key("ip", pol.IPKey(addr)), made at most once per request however
+// store.NewKey("ip", pol.IPKey(addr)), made at most once per request however
 // many rules count by it.
 type ipGroup struct {
 	pol  *policy.Compiled
@@ -95,15 +95,15 @@ type ipGroup struct {
 
 func (g *ipGroup) group() string {
 	if g.key == "" {
-		g.key = store.Key("ip", g.pol.IPKey(g.addr))
+		g.key = store.NewKey("ip", g.pol.IPKey(g.addr))
 	}
 	return g.key
 }
 
 // clientGroup starts the group of every key that counts a listed client:
-// store.Key("client", id) begins with store.Key("client"), and no other
+// store.NewKey("client", id) begins with store.NewKey("client"), and no other
 // group does.
-var clientGroup = store.Key("client")
+var clientGroup = store.NewKey("client")
 
 // ListedKey reports whether key is a store key that counts one of the
 // clients the policy lists (a rule with key: client, for a caller with a

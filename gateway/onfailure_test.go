@@ -35,7 +35,7 @@ func (brokenStore) Decide(context.Context, string, limiter.Limit, time.Time, int
 	return limiter.Decision{}, errBroken
 }
 
-func (brokenStore) DecideBatch(context.Context, []store.Request, time.Time) ([]store.Result, error) {
+func (brokenStore) DecideEach(context.Context, []store.Result, []store.Request, time.Time) ([]store.Result, error) {
 	return nil, errBroken
 }
 

@@ -84,21 +84,21 @@ func TestMemoryStoreKeepsRLSKeysApart(t *testing.T) {
 	l := limiter.MustNew(limiter.FixedWindow, 1, time.Hour, 0)
 	decide := func(key string) store.Result {
 		t.Helper()
-		res, err := st.DecideBatch(context.Background(), []store.Request{{Key: key, Limit: l, Cost: 1}}, fake.Now())
+		res, err := st.DecideEach(context.Background(), nil, []store.Request{{Key: key, Limit: l, Cost: 1}}, fake.Now())
 		if err != nil || res[0].Err != nil {
 			t.Fatal(err, res)
 		}
 		return res[0]
 	}
 	for i := range 100 {
-		if res := decide(store.Key("rls:edge", "user", "=", strconv.Itoa(i))); !res.Decision.Allowed || res.Shared {
+		if res := decide(store.NewKey("rls:edge", "user", "=", strconv.Itoa(i))); !res.Decision.Allowed || res.Shared {
 			t.Fatalf("rls key %d: %+v, want its own first count", i, res)
 		}
 	}
-	if res := decide(store.GroupKey(store.Key("ip", "192.0.2.1"), "r", "t")); !res.Decision.Allowed || res.Shared {
+	if res := decide(store.GroupKey(store.Parts("ip", "192.0.2.1"), "r", "t")); !res.Decision.Allowed || res.Shared {
 		t.Fatalf("the policy's first key after the flood: %+v, want its own counter", res)
 	}
-	if res := decide(store.GroupKey(store.Key("ip", "192.0.2.2"), "r", "t")); !res.Shared {
+	if res := decide(store.GroupKey(store.Parts("ip", "192.0.2.2"), "r", "t")); !res.Shared {
 		t.Fatalf("a policy key without room: %+v, want the shared counter, said so", res)
 	}
 }

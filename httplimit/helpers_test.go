@@ -35,13 +35,13 @@ var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 type countingStore struct {
 	store.Store
 	mu    sync.Mutex
-	calls int      // Decide and DecideBatch calls
+	calls int      // Decide and DecideEach calls
 	keys  []string // every key asked, in order
-	// err, if set, is returned by DecideBatch instead of deciding.
+	// err, if set, is returned by DecideEach instead of deciding.
 	err error
 	// resultErr, if set, is the Err of every result instead of a decision.
 	resultErr error
-	// short makes DecideBatch return one result too few.
+	// short makes DecideEach return one result too few.
 	short bool
 }
 
@@ -53,7 +53,7 @@ func (s *countingStore) Decide(ctx context.Context, key string, l limiter.Limit,
 	return s.Store.Decide(ctx, key, l, now, cost)
 }
 
-func (s *countingStore) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+func (s *countingStore) DecideEach(ctx context.Context, _ []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	s.mu.Lock()
 	s.calls++
 	for _, r := range reqs {
@@ -71,7 +71,7 @@ func (s *countingStore) DecideBatch(ctx context.Context, reqs []store.Request, n
 		}
 		return res, nil
 	}
-	res, e := s.Store.DecideBatch(ctx, reqs, now)
+	res, e := s.Store.DecideEach(ctx, nil, reqs, now)
 	if short && len(res) > 0 {
 		res = res[:len(res)-1]
 	}

@@ -26,7 +26,7 @@ func JoinKey(parts ...string) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return store.Key(parts[0], parts[1:]...)
+	return store.NewKey(parts[0], parts[1:]...)
 }
 
 // Refusal is a request the Limiter refused, as Options.Reject is given it.

@@ -132,7 +132,7 @@ func (hd *holding) inFlight(t *testing.T, key string) int64 {
 }
 
 func clientLeaseKey(client, rule string) string {
-	return store.GroupKey(store.Key("client", client), rule, "concurrency")
+	return store.GroupKey(store.Parts("client", client), rule, "concurrency")
 }
 
 func TestConcurrencyRule(t *testing.T) {

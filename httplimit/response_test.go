@@ -272,14 +272,14 @@ func TestCostAboveLimit(t *testing.T) {
 // the way each of three instances does with on_failure: local.
 type thirdShare struct{ store.Store }
 
-func (s *thirdShare) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+func (s *thirdShare) DecideEach(ctx context.Context, _ []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	third := make([]store.Request, len(reqs))
 	for i, r := range reqs {
 		l := r.Limit
 		r.Limit = limiter.MustNew(l.Algorithm(), (l.Rate()+2)/3, l.Period(), (l.Burst()+2)/3)
 		third[i] = r
 	}
-	return s.Store.DecideBatch(ctx, third, now)
+	return s.Store.DecideEach(ctx, nil, third, now)
 }
 
 func TestFormatPeriod(t *testing.T) {

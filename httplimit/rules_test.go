@@ -264,13 +264,13 @@ func TestRejectedRequestSpendsNothing(t *testing.T) {
 // caller could shape: not a header value spelt like one, not an address.
 func TestListedKey(t *testing.T) {
 	for key, want := range map[string]bool{
-		store.GroupKey(store.Key("client", "partner-a"), "claims", ""):      true,
-		store.GroupKey(store.Key("client", "partner-a"), "claims", "10/m"):  true,
-		store.GroupKey(store.Key("ip", "192.0.2.7"), "claims", ""):          false,
-		store.GroupKey(store.Key("header", "client"), "tenants", ""):        false,
-		store.GroupKey(store.Key("header", "6:client9:partner-a"), "t", ""): false,
-		store.Key("claims", "", "global"):                                   false,
-		store.Key("client", "partner-a"):                                    false,
+		store.GroupKey(store.Parts("client", "partner-a"), "claims", ""):      true,
+		store.GroupKey(store.Parts("client", "partner-a"), "claims", "10/m"):  true,
+		store.GroupKey(store.Parts("ip", "192.0.2.7"), "claims", ""):          false,
+		store.GroupKey(store.Parts("header", "client"), "tenants", ""):        false,
+		store.GroupKey(store.Parts("header", "6:client9:partner-a"), "t", ""): false,
+		store.NewKey("claims", "", "global"):                                   false,
+		store.NewKey("client", "partner-a"):                                    false,
 		"@6:client":                                                         false,
 	} {
 		if got := httplimit.ListedKey(key); got != want {

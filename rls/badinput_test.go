@@ -179,7 +179,7 @@ func TestHealthAndReflection(t *testing.T) {
 // that hangs, as a SIGSTOPped Redis does behind a store without a timeout.
 type blockingStore struct{ store.Store }
 
-func (blockingStore) DecideBatch(ctx context.Context, _ []store.Request, _ time.Time) ([]store.Result, error) {
+func (blockingStore) DecideEach(ctx context.Context, _ []store.Result, _ []store.Request, _ time.Time) ([]store.Result, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
@@ -267,13 +267,13 @@ type keyRecorder struct {
 	keys []string
 }
 
-func (r *keyRecorder) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+func (r *keyRecorder) DecideEach(ctx context.Context, _ []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	r.mu.Lock()
 	for _, q := range reqs {
 		r.keys = append(r.keys, q.Key)
 	}
 	r.mu.Unlock()
-	return r.Store.DecideBatch(ctx, reqs, now)
+	return r.Store.DecideEach(ctx, nil, reqs, now)
 }
 
 // TestStoreKeysBounded: a descriptor with its own limit is counted on its

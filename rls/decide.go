@@ -73,7 +73,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	var err error
 	if len(reqs) > 0 {
 		dctx, cancel := s.bound(ctx)
-		results, err = s.opts.Store.DecideBatch(dctx, reqs, s.opts.Clock.Now())
+		results, err = s.opts.Store.DecideEach(dctx, nil, reqs, s.opts.Clock.Now())
 		cancel()
 		if err == nil && len(results) != len(reqs) {
 			err = errors.New("rls: store returned too few results")
@@ -248,10 +248,10 @@ func key(prefix string, d *rlv3.RateLimitDescriptor, shared []sharedValue) strin
 	for _, sv := range shared {
 		parts[3*sv.index+1], parts[3*sv.index+2] = "*", sv.value
 	}
-	k := store.Key(prefix, parts...)
+	k := store.NewKey(prefix, parts...)
 	if len(k) > maxStoreKey {
 		sum := sha256.Sum256([]byte(k))
-		return store.Key(prefix, "#", hex.EncodeToString(sum[:]))
+		return store.NewKey(prefix, "#", hex.EncodeToString(sum[:]))
 	}
 	return k
 }

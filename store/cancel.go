@@ -17,5 +17,5 @@ type Canceler interface {
 	// unused. An error means the store could not be asked. A reservation
 	// is cancelled at most once, and not settled after (see
 	// limiter.Limit.Cancel).
-	Cancel(ctx context.Context, key string, limit limiter.Limit, r limiter.Reservation, cost int64) (bool, error)
+	Cancel(ctx context.Context, key Key, limit limiter.Limit, r limiter.Reservation, cost int64) (bool, error)
 }

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// LookThenSpend decides reqs as AllOrNothing's DecideAll does, appending
+// LookThenSpend decides reqs as Store.DecideAll says, appending
 // the results to dst, for a store that cannot decide them in one step (a
 // Redis Cluster whose keys live on different nodes): in two or three of
-// s's DecideBatch calls. Every request is first looked at (cost 0). If
+// s's.DecideEach calls. Every request is first looked at (cost 0). If
 // every enforcing one has room, a second batch spends; otherwise the
 // requests without room are asked with their cost (a denial spends
 // nothing) for their Retry-After, and the others answer their look. A
@@ -62,9 +62,9 @@ func LookThenSpend(ctx context.Context, s Store, dst []Result, reqs []Request, n
 	return append(dst, res...), nil
 }
 
-// decideBatch is s's DecideBatch, which must answer every request.
+// decideBatch is s's.DecideEach, which must answer every request.
 func decideBatch(ctx context.Context, s Store, reqs []Request, now time.Time) ([]Result, error) {
-	res, err := s.DecideBatch(ctx, reqs, now)
+	res, err := s.DecideEach(ctx, nil, reqs, now)
 	if err == nil && len(res) != len(reqs) {
 		err = fmt.Errorf("store: %d results for %d requests", len(res), len(reqs))
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // batchOnly is the reference store seen as a store.Store and a
-// store.Canceler only: it cannot decide all or nothing.
+// store.Canceler, whose DecideAll inTurn replaces.
 type batchOnly struct {
 	store.Store
 	store.Canceler
@@ -43,8 +43,8 @@ func TestLookThenSpend(t *testing.T) {
 // failing is a store whose batches fail.
 type failing struct{ store.Store }
 
-func (failing) DecideBatch(context.Context, []store.Request, time.Time) ([]store.Result, error) {
-	return nil, store.ErrClosed
+func (failing) DecideEach(_ context.Context, dst []store.Result, _ []store.Request, _ time.Time) ([]store.Result, error) {
+	return dst, store.ErrClosed
 }
 
 // TestLookThenSpendError wants the store's error back, and dst as it was.
@@ -53,7 +53,7 @@ func TestLookThenSpendError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs := []store.Request{{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: 1}}
+	reqs := []store.Request{{Key: store.RawKey("a"), Limit: l, Cost: 1}, {Key: store.RawKey("b"), Limit: l, Cost: 1}}
 	dst := make([]store.Result, 1, 4)
 	res, err := store.LookThenSpend(context.Background(), failing{}, dst, reqs, time.Unix(0, 0))
 	if err != store.ErrClosed || len(res) != 1 {

@@ -27,7 +27,7 @@ type Leaser interface {
 	// Allowed, it holds them until Release or until the lease expires;
 	// over the limit it is a decision, not an error (LeaseDecision). An
 	// error means the store could not decide.
-	Acquire(ctx context.Context, key string, limit Concurrency, now time.Time, cost int64) (LeaseDecision, error)
+	Acquire(ctx context.Context, key Key, limit Concurrency, now time.Time, cost int64) (LeaseDecision, error)
 
 	// Release gives a lease's slots back at now. Releasing a lease that
 	// has expired, or was released before, or the zero Lease does nothing:
@@ -108,7 +108,7 @@ type Lease struct {
 	// Key is where the store holds the lease: the key it was acquired on,
 	// or, in a memory store that had no room for that key, the overflow
 	// key that its rule's keys share.
-	Key string
+	Key Key
 	// ID names the lease among the key's, unique per store instance and
 	// across the instances sharing a Redis.
 	ID string

@@ -73,7 +73,7 @@ var ErrRenewerClosed = errors.New("store: lease renewer closed")
 
 // Acquire acquires a lease as the Leaser does and, when one is granted,
 // holds it for renewal until Release.
-func (r *Renewer) Acquire(ctx context.Context, key string, limit Concurrency, now time.Time, cost int64) (LeaseDecision, error) {
+func (r *Renewer) Acquire(ctx context.Context, key Key, limit Concurrency, now time.Time, cost int64) (LeaseDecision, error) {
 	d, err := r.leaser.Acquire(ctx, key, limit, now, cost)
 	if err != nil || d.Lease.IsZero() {
 		return d, err

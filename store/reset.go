@@ -15,7 +15,7 @@ type Resetter interface {
 	// key's leases). A key the store does not hold is no error. An error
 	// means the store could not be asked; the key may or may not have
 	// been reset.
-	Reset(ctx context.Context, key string) error
+	Reset(ctx context.Context, key Key) error
 }
 
 // ResetFeed is implemented by shared stores that tell each instance of
@@ -26,9 +26,9 @@ type ResetFeed interface {
 	// WatchResets calls forget with the key of every reset made on the
 	// shared counters (by this instance or another), from now until the
 	// store is closed, on a goroutine the store owns; forget must be quick.
-	// forget("") means resets may have been missed (the feed was lost and
+	// forget(Key{}) means resets may have been missed (the feed was lost and
 	// is back): forget every key. A second call replaces forget.
-	WatchResets(forget func(key string))
+	WatchResets(forget func(key Key))
 }
 
 // UnconfirmedResetError is the error of a shared store's Reset that reset

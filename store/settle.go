@@ -21,5 +21,5 @@ type Settler interface {
 	// memory store's overflow counter), is left as it is: the refund is
 	// void, and so is a charge. An error means the store could not settle;
 	// the reservation then stands as it was decided.
-	Settle(ctx context.Context, key string, limit limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error)
+	Settle(ctx context.Context, key Key, limit limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error)
 }

@@ -9,70 +9,74 @@ func TestKeyIsUnambiguous(t *testing.T) {
 	}
 	seen := map[string][]string{}
 	for _, c := range cases {
-		k := Key(c[0], c[1:]...)
+		k := NewKey(c[0], c[1:]...).String()
 		if prev, ok := seen[k]; ok {
-			t.Fatalf("Key(%q) == Key(%q) == %q", c, prev, k)
+			t.Fatalf("NewKey(%q) == NewKey(%q) == %q", c, prev, k)
 		}
 		seen[k] = c
 	}
 }
 
+// TestKeyEncoding: the encoding is the one the stores have always
+// written, so that the Redis keys of a running version stay readable.
+func TestKeyEncoding(t *testing.T) {
+	for _, c := range []struct {
+		k    Key
+		want string
+	}{
+		{NewKey("claims", "tag", "global"), "6:claims3:tag6:global"},
+		{NewKey("claims"), "6:claims"},
+		{GroupKey(Parts("client", "partner-a"), "claims", "gcra"), "@19:6:client9:partner-a6:claims4:gcra"},
+		{RawKey("rls:x"), "rls:x"},
+		{Key{Rule: "a", Rest: Parts(string(make([]byte, 12)))}, "1:a12:" + string(make([]byte, 12))},
+	} {
+		if got := c.k.String(); got != c.want {
+			t.Errorf("%+v.String() = %q, want %q", c.k, got, c.want)
+		}
+		if got := string(c.k.Append([]byte("x"))); got != "x"+c.want {
+			t.Errorf("%+v.Append = %q, want %q", c.k, got, "x"+c.want)
+		}
+		if c.k.Len() != len(c.want) {
+			t.Errorf("%+v.Len() = %d, want %d", c.k, c.k.Len(), len(c.want))
+		}
+	}
+	if u := GroupKey("g", "claims", "x").Ungrouped(); u != NewKey("claims", "x").String() {
+		t.Errorf("Ungrouped = %q", u)
+	}
+}
+
 func FuzzKeyIsUnambiguous(f *testing.F) {
-	f.Add("claims", "partner-a", "claims", "partner-a")
-	f.Add("a_b", "c", "a", "b_c")
-	f.Add("1:", "x", "", "1:x")
-	f.Fuzz(func(t *testing.T, r1, p1, r2, p2 string) {
-		if (r1 == r2 && p1 == p2) != (Key(r1, p1) == Key(r2, p2)) {
-			t.Fatalf("Key(%q,%q)=%q Key(%q,%q)=%q", r1, p1, Key(r1, p1), r2, p2, Key(r2, p2))
-		}
-	})
-}
-
-func TestGroupKey(t *testing.T) {
-	k := GroupKey(Key("client", "partner-a"), "claims", "tag")
-	group, rest, ok := SplitGroup(k)
-	if !ok || group != Key("client", "partner-a") || rest != Key("claims", "tag") {
-		t.Fatalf("SplitGroup(%q) = %q, %q, %v", k, group, rest, ok)
-	}
-	for _, k := range []string{Key("claims", "partner-a"), "", "@", "@x:", "@3:ab", "@3:abc", "@-1:", "@01:a", "@+1:a", "@1", "@0:"} {
-		if g, r, ok := SplitGroup(k); ok {
-			t.Errorf("SplitGroup(%q) = %q, %q, true; want no group", k, g, r)
-		}
-	}
-	if g, r, ok := SplitGroup("@0:x"); !ok || g != "" || r != "x" {
-		t.Errorf(`SplitGroup("@0:x") = %q, %q, %v; want an empty group and the rest x`, g, r, ok)
-	}
-}
-
-func FuzzGroupKeyIsUnambiguous(f *testing.F) {
 	f.Add("6:client9:partner-a", "claims", "x", "6:client9:partner-a", "claims", "x")
 	f.Add("a", "b", "c", "a:1", "b", "c")
 	f.Add("", "1:a", "", "1:a", "", "")
+	f.Add("", "a_b", "c", "", "a", "b_c")
 	f.Fuzz(func(t *testing.T, g1, r1, p1, g2, r2, p2 string) {
 		k1, k2 := GroupKey(g1, r1, p1), GroupKey(g2, r2, p2)
-		if (g1 == g2 && r1 == r2 && p1 == p2) != (k1 == k2) {
+		if (g1 == g2 && r1 == r2 && p1 == p2) != (k1.String() == k2.String()) {
 			t.Fatalf("GroupKey(%q,%q,%q)=%q GroupKey(%q,%q,%q)=%q", g1, r1, p1, k1, g2, r2, p2, k2)
 		}
-		if k1 == Key(r2, p2) {
-			t.Fatalf("GroupKey(%q,%q,%q) == Key(%q,%q) == %q", g1, r1, p1, r2, p2, k1)
+		if g1 != "" && k1.String() == NewKey(r2, p2).String() {
+			t.Fatalf("GroupKey(%q,%q,%q) == NewKey(%q,%q) == %q", g1, r1, p1, r2, p2, k1)
 		}
-		if g, rest, ok := SplitGroup(k1); !ok || g != g1 || rest != Key(r1, p1) {
-			t.Fatalf("SplitGroup(%q) = %q, %q, %v", k1, g, rest, ok)
-		}
-		if _, _, ok := SplitGroup(Key(r1, p1)); ok {
-			t.Fatalf("SplitGroup(Key(%q,%q)) found a group", r1, p1)
+		if k1.Len() != len(k1.String()) || string(k1.Append(nil)) != k1.String() {
+			t.Fatalf("%+v: Len %d, Append %q, String %q", k1, k1.Len(), k1.Append(nil), k1.String())
 		}
 	})
 }
 
 // TestKeysAllocateOnce: keys are built per request, each in one allocation.
 func TestKeysAllocateOnce(t *testing.T) {
-	group, tag := Key("client", "partner-a"), "gcra" // a rule's algorithm, as httplimit tags keys
+	group, tag := Parts("client", "partner-a"), "gcra" // a rule's algorithm, as decision tags keys
 	if n := testing.AllocsPerRun(100, func() { _ = GroupKey(group, "claims", tag) }); n != 1 {
 		t.Errorf("GroupKey: %v allocations, want 1", n)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = Key("claims", tag, "global") }); n != 1 {
-		t.Errorf("Key: %v allocations, want 1", n)
+	if n := testing.AllocsPerRun(100, func() { _ = NewKey("claims", tag, "global") }); n != 1 {
+		t.Errorf("NewKey: %v allocations, want 1", n)
+	}
+	k := GroupKey(group, "claims", tag)
+	var buf [64]byte
+	if n := testing.AllocsPerRun(100, func() { _ = k.Append(buf[:0]) }); n != 0 {
+		t.Errorf("Append: %v allocations, want 0", n)
 	}
 }
 
@@ -82,4 +86,18 @@ func TestFailurePolicyString(t *testing.T) {
 			t.Errorf("%d: %q, want %q", p, p.String(), want)
 		}
 	}
+}
+
+func FuzzWireRoundTrip(f *testing.F) {
+	f.Add("6:client1:a", "claims", "4:gcra", true, "1:x")
+	f.Add("", "", "raw", false, "")
+	f.Fuzz(func(t *testing.T, g, r, rest string, listed bool, junk string) {
+		k := Key{Group: g, Rule: r, Rest: rest, Listed: listed}
+		if got, ok := ParseWire(k.Wire()); !ok || got != k {
+			t.Fatalf("ParseWire(%q) = %+v, %v; want %+v", k.Wire(), got, ok, k)
+		}
+		if got, ok := ParseWire(junk); ok && got.Wire() != junk {
+			t.Fatalf("ParseWire(%q) = %+v, whose Wire is %q", junk, got, got.Wire())
+		}
+	})
 }

@@ -39,7 +39,7 @@ var (
 func keys(n int) []string {
 	ks := make([]string, n)
 	for i := range ks {
-		ks[i] = store.Key("claims", "client-"+strconv.Itoa(i))
+		ks[i] = store.NewKey("claims", "client-"+strconv.Itoa(i))
 	}
 	return ks
 }

@@ -180,10 +180,10 @@ type timedRedis struct {
 
 var _ store.AllOrNothing = timedRedis{}
 
-// DecideBatch is the Redis store's, timed.
-func (t timedRedis) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+// DecideEach is the Redis store's, timed.
+func (t timedRedis) DecideEach(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	start := time.Now()
-	res, err := t.Store.DecideBatch(ctx, reqs, now)
+	res, err := t.Store.DecideEach(ctx, nil, reqs, now)
 	t.observe(time.Since(start))
 	return res, err
 }

@@ -15,8 +15,8 @@ import (
 // one and a narrow one (2 per minute).
 func rulesOf(t *testing.T) []store.Request {
 	return []store.Request{
-		{Key: "wide", Limit: must(t, limiter.GCRA, 10, time.Minute, 0), Cost: 1},
-		{Key: "narrow", Limit: must(t, limiter.FixedWindow, 2, time.Minute, 0), Cost: 1},
+		{Key: store.RawKey("wide"), Limit: must(t, limiter.GCRA, 10, time.Minute, 0), Cost: 1},
+		{Key: store.RawKey("narrow"), Limit: must(t, limiter.FixedWindow, 2, time.Minute, 0), Cost: 1},
 	}
 }
 
@@ -40,7 +40,7 @@ func TestDecideAllGoesToTheSharedStore(t *testing.T) {
 		denied = res
 	}
 	if got := f.shared.allCalls.Load(); got != 3 || f.shared.calls.Load() != 0 {
-		t.Errorf("3 requests: %d DecideAll and %d DecideBatch calls of the shared store, want 3 and 0", got, f.shared.calls.Load())
+		t.Errorf("3 requests: %d DecideAll and %d DecideEach calls of the shared store, want 3 and 0", got, f.shared.calls.Load())
 	}
 	const later = 300 * time.Millisecond
 	f.clk.Advance(later)
@@ -85,7 +85,7 @@ func TestDecideAllGoesToTheSharedStore(t *testing.T) {
 // TestDecideAllFailure takes the shared store down: DecideAll answers by
 // the failure policy (closed: 503), opens the circuit after Threshold
 // failures, and then answers by the policy without reaching the shared
-// store, as DecideBatch does while degraded.
+// store, as DecideEach does while degraded.
 func TestDecideAllFailure(t *testing.T) {
 	f := newFixture(t, failover.Options{OnFailure: store.FailClosed, Threshold: 2})
 	reqs := rulesOf(t)

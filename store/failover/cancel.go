@@ -18,7 +18,7 @@ var _ store.Canceler = (*Store)(nil)
 // while the circuit is open otherwise. A cached denial is left as it is:
 // a cancel can only bring its end nearer, so it stays a denial the shared
 // store would also have given, a little longer than needed.
-func (s *Store) Cancel(ctx context.Context, key string, limit limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
+func (s *Store) Cancel(ctx context.Context, key store.Key, limit limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
 	st, limit := s.counter(r, limit)
 	if c, ok := st.(store.Canceler); ok {
 		return c.Cancel(ctx, key, limit, r, cost)

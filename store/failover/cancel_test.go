@@ -44,7 +44,7 @@ func TestCancelGoesToTheCountingStore(t *testing.T) {
 			clk.Advance(2 * failover.SettleMargin) // the fallback gives back only what it made after the change
 			var d limiter.Decision
 			for range 2 {
-				if d, err = s.Decide(ctx, "k", l, clk.Now(), 1); err != nil && c.policy != store.FailOpen {
+				if d, err = s.Decide(ctx, store.RawKey("k"), l, clk.Now(), 1); err != nil && c.policy != store.FailOpen {
 					t.Fatal(err)
 				}
 			}
@@ -54,7 +54,7 @@ func TestCancelGoesToTheCountingStore(t *testing.T) {
 			if c.want && d.Delay == 0 {
 				t.Fatalf("the second request was not held: %+v", d)
 			}
-			got, err := s.Cancel(ctx, "k", l, d.Reservation, 1)
+			got, err := s.Cancel(ctx, store.RawKey("k"), l, d.Reservation, 1)
 			if err != nil || got != c.want {
 				t.Errorf("Cancel = %v, %v; want %v", got, err, c.want)
 			}
@@ -63,7 +63,7 @@ func TestCancelGoesToTheCountingStore(t *testing.T) {
 }
 
 // Cancel makes the stand-in a store.Canceler, as store/redisstore is.
-func (s *sharedStore) Cancel(ctx context.Context, key string, l limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
+func (s *sharedStore) Cancel(ctx context.Context, key store.Key, l limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
 	if s.down.Load() {
 		return false, errDown
 	}
@@ -91,21 +91,21 @@ func TestCancelInTheStoreThatCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	s.Decide(ctx, "k", l, clk.Now(), 1)
-	held, _ := s.Decide(ctx, "k", l, clk.Now(), 1) // level 2 at t0: held 1s
+	s.Decide(ctx, store.RawKey("k"), l, clk.Now(), 1)
+	held, _ := s.Decide(ctx, store.RawKey("k"), l, clk.Now(), 1) // level 2 at t0: held 1s
 	if held.Delay != time.Second {
 		t.Fatalf("second request not held: %+v", held)
 	}
 	shared.down.Store(true)
 	clk.Advance(time.Second)
-	d, err := s.Decide(ctx, "k", l, clk.Now(), 1) // the fallback's: level 1 at t0+1s, the same drain point
+	d, err := s.Decide(ctx, store.RawKey("k"), l, clk.Now(), 1) // the fallback's: level 1 at t0+1s, the same drain point
 	if err != nil || !d.Allowed || d.Delay != 0 || !s.Degraded() {
 		t.Fatalf("fallback decision: %+v, %v (degraded %v)", d, err, s.Degraded())
 	}
-	if ok, err := s.Cancel(ctx, "k", l, held.Reservation, 1); ok || err != nil {
+	if ok, err := s.Cancel(ctx, store.RawKey("k"), l, held.Reservation, 1); ok || err != nil {
 		t.Errorf("the shared store's reservation was given back by the fallback: %v, %v", ok, err)
 	}
-	if d, _ := local.Decide(ctx, "k", l, clk.Now(), 0); d.Remaining != 0 {
+	if d, _ := local.Decide(ctx, store.RawKey("k"), l, clk.Now(), 0); d.Remaining != 0 {
 		t.Errorf("the fallback's own request was given back: %+v", d)
 	}
 }

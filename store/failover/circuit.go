@@ -20,7 +20,7 @@ func (s *Store) Probe(ctx context.Context) {
 	if !s.degraded.Load() || !s.mayCallShared(s.opts.Clock.Now()) {
 		return
 	}
-	if _, err := s.opts.Shared.Decide(ctx, store.Key("sluice-probe"), probeLimit, s.opts.Clock.Now(), 0); err != nil {
+	if _, err := s.opts.Shared.Decide(ctx, store.NewKey("sluice-probe"), probeLimit, s.opts.Clock.Now(), 0); err != nil {
 		s.failed()
 		return
 	}

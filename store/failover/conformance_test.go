@@ -46,7 +46,7 @@ func (m marching) Now() time.Time {
 // down is a shared store that is down: every call fails.
 type down struct{ store.Store }
 
-func (down) DecideBatch(context.Context, []store.Request, time.Time) ([]store.Result, error) {
+func (down) DecideEach(context.Context, []store.Result, []store.Request, time.Time) ([]store.Result, error) {
 	return nil, errDown
 }
 

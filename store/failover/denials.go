@@ -19,7 +19,7 @@ type denials struct {
 
 type denialShard struct {
 	mu sync.Mutex
-	m  map[string]denial
+	m  map[store.Key]denial
 }
 
 type denial struct {
@@ -36,7 +36,7 @@ type denial struct {
 // companion is another rule's decision in a denied request: a look (cost
 // 0 answer) at a rule with room, or a shadow rule's own denial.
 type companion struct {
-	key   string
+	key   store.Key
 	cost  int64
 	limit limiter.Limit
 	d     limiter.Decision
@@ -52,13 +52,14 @@ const maxCompanionAge = time.Second
 func newDenials(maxEntries int) *denials {
 	ds := &denials{seed: maphash.MakeSeed(), max: max(1, maxEntries/64)}
 	for i := range ds.shards {
-		ds.shards[i].m = map[string]denial{}
+		ds.shards[i].m = map[store.Key]denial{}
 	}
 	return ds
 }
 
-func (ds *denials) shard(key string) *denialShard {
-	return &ds.shards[maphash.String(ds.seed, key)%uint64(len(ds.shards))]
+func (ds *denials) shard(key store.Key) *denialShard {
+	h := maphash.String(ds.seed, key.Group) ^ maphash.String(ds.seed, key.Rule)<<1 ^ maphash.String(ds.seed, key.Rest)<<2
+	return &ds.shards[h%uint64(len(ds.shards))]
 }
 
 // lookup returns the local answer for a request if its key is known to be
@@ -66,7 +67,7 @@ func (ds *denials) shard(key string) *denialShard {
 // wait longer, so it is not answered from a smaller one's denial), or for a
 // look (cost 0) at such a key. A changed limit for the key
 // (after a reload) is not answered from the old denial.
-func (ds *denials) lookup(key string, cost int64, l limiter.Limit, now time.Time) (limiter.Decision, bool) {
+func (ds *denials) lookup(key store.Key, cost int64, l limiter.Limit, now time.Time) (limiter.Decision, bool) {
 	e, ok := ds.get(key, now)
 	if !ok {
 		return limiter.Decision{}, false
@@ -76,7 +77,7 @@ func (ds *denials) lookup(key string, cost int64, l limiter.Limit, now time.Time
 
 // get returns key's denial if it runs later than now; one that has run out
 // is dropped.
-func (ds *denials) get(key string, now time.Time) (denial, bool) {
+func (ds *denials) get(key store.Key, now time.Time) (denial, bool) {
 	sh := ds.shard(key)
 	sh.mu.Lock()
 	e, ok := sh.m[key]
@@ -117,7 +118,7 @@ func (e *denial) answer(cost int64, l limiter.Limit, now time.Time) (limiter.Dec
 // (what other callers spend only makes it later), after it Remaining has
 // grown, and an answer from memory would show the old Remaining and a
 // Refill of 0.
-func (ds *denials) remember(key string, cost int64, l limiter.Limit, d limiter.Decision, now time.Time) {
+func (ds *denials) remember(key store.Key, cost int64, l limiter.Limit, d limiter.Decision, now time.Time) {
 	wait := d.RetryAfter
 	if wait == limiter.Never {
 		wait = time.Minute
@@ -143,7 +144,7 @@ func (ds *denials) remember(key string, cost int64, l limiter.Limit, d limiter.D
 
 // attach records others as the companions of key's denial made at now, if
 // that denial is still the one remembered.
-func (ds *denials) attach(key string, at time.Time, others []companion) {
+func (ds *denials) attach(key store.Key, at time.Time, others []companion) {
 	sh := ds.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

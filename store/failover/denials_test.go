@@ -21,7 +21,7 @@ type step struct {
 	allowed   bool
 	retry     time.Duration // RetryAfter of a denial
 	reset     time.Duration // -1: not checked
-	calls     int64         // the shared store's DecideBatch calls so far
+	calls     int64         // the shared store's DecideEach calls so far
 	cached    int64         // Stats().CachedRejections so far
 	reference string        // why
 }
@@ -110,9 +110,9 @@ func TestCheapRejectionsInABatch(t *testing.T) {
 		}
 	}
 	asked := f.shared.asked.Load()
-	res, err := f.fo.DecideBatch(context.Background(), []store.Request{
-		{Key: "a", Limit: one, Cost: 1},
-		{Key: "b", Limit: one, Cost: 1},
+	res, err := f.fo.DecideEach(context.Background(), nil, []store.Request{
+		{Key: store.RawKey("a"), Limit: one, Cost: 1},
+		{Key: store.RawKey("b"), Limit: one, Cost: 1},
 	}, f.clk.Now())
 	if err != nil {
 		t.Fatal(err)

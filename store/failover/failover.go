@@ -164,18 +164,31 @@ func (s *Store) Degraded() bool { return s.degraded.Load() }
 // Stats returns the store's counters.
 func (s *Store) Stats() *Stats { return &s.stats }
 
-// Decide decides one request; see DecideBatch.
-func (s *Store) Decide(ctx context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
-	res, err := s.DecideBatch(ctx, []store.Request{{Key: key, Limit: l, Cost: cost}}, now)
+// Decide decides one request; see DecideEach.
+func (s *Store) Decide(ctx context.Context, key store.Key, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	res, err := s.decideEach(ctx, []store.Request{{Key: key, Limit: l, Cost: cost}}, now)
 	if err != nil {
 		return limiter.Decision{}, err
 	}
 	return res[0].Decision, res[0].Err
 }
 
-// DecideBatch answers cached denials locally, sends the rest to the shared
-// store in one batch, and applies the failure policy if it fails.
-func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+// DecideEach answers cached denials locally, sends the rest to the shared
+// store in one batch, and applies the failure policy if it fails. It
+// appends the results to dst (dst as given with an error).
+func (s *Store) DecideEach(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	out, err := s.decideEach(ctx, reqs, now)
+	if err != nil {
+		return dst, err
+	}
+	if dst == nil {
+		return out, nil
+	}
+	return append(dst, out...), nil
+}
+
+// decideEach is DecideEach returning results of its own.
+func (s *Store) decideEach(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	local := s.opts.Clock.Now()
 	var buf [8]int // a call carries a few requests: pending stays on the stack
 	out, pending := s.answerCached(reqs, local, buf[:0])
@@ -196,7 +209,7 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.
 			batch[k] = reqs[i]
 		}
 	}
-	res, err := s.opts.Shared.DecideBatch(ctx, batch, now)
+	res, err := s.opts.Shared.DecideEach(ctx, nil, batch, now)
 	if err == nil && len(res) != len(batch) {
 		err = fmt.Errorf("failover: shared store returned %d results for %d requests", len(res), len(batch))
 	}
@@ -304,7 +317,7 @@ func (s *Store) fail(ctx context.Context, reqs []store.Request, pending []int, o
 		batch[k] = reqs[i]
 		batch[k].Limit = s.share(reqs[i].Limit)
 	}
-	res, err := s.opts.Fallback.DecideBatch(ctx, batch, now)
+	res, err := s.opts.Fallback.DecideEach(ctx, nil, batch, now)
 	if err != nil {
 		return nil, fmt.Errorf("failover: local fallback: %w", err)
 	}
@@ -339,15 +352,10 @@ func (s *Store) share(l limiter.Limit) limiter.Limit {
 	return part
 }
 
-var _ store.AllOrNothing = (*Store)(nil)
-
-// DecideAll decides a request's rules all or nothing in the shared store,
-// when the shared store can (a store.AllOrNothing; otherwise
-// store.LookThenSpend decides them through DecideBatch). While degraded (but for a
-// probe) and when the shared store fails, the failure policy answers: the
-// local policy decides all or nothing on the fallback, with this
-// instance's share of each limit, when the fallback can (the memory store
-// can), and otherwise each request on its own, as DecideBatch does.
+// DecideAll decides a request's rules all or nothing in the shared store.
+// While degraded (but for a probe) and when the shared store fails, the
+// failure policy answers: the local policy decides all or nothing on the
+// fallback, with this instance's share of each limit.
 // A request denied by the shared store is remembered with its other rules'
 // decisions: the same request repeated before the denial runs out, and
 // less than a second after the shared store last answered it, is answered
@@ -356,15 +364,14 @@ var _ store.AllOrNothing = (*Store)(nil)
 // A failure of the shared store counts towards the circuit.
 func (s *Store) DecideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	out, err := s.decideAll(ctx, reqs, now)
-	return append(dst, out...), err
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, out...), nil
 }
 
 // decideAll is DecideAll returning results of its own.
 func (s *Store) decideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
-	shared, ok := s.opts.Shared.(store.AllOrNothing)
-	if !ok {
-		return store.LookThenSpend(ctx, s, nil, reqs, now)
-	}
 	local := s.opts.Clock.Now()
 	if out, ok := s.denied.replay(reqs, local); ok {
 		s.stats.CachedRejections.Add(1)
@@ -378,11 +385,11 @@ func (s *Store) decideAll(ctx context.Context, reqs []store.Request, now time.Ti
 		}
 		return s.failAll(ctx, reqs, now, errCircuitOpen)
 	}
-	res, err := shared.DecideAll(ctx, nil, reqs, now)
+	res, err := s.opts.Shared.DecideAll(ctx, nil, reqs, now)
 	if err == nil && len(res) != len(reqs) {
 		err = fmt.Errorf("failover: shared store returned %d results for %d requests", len(res), len(reqs))
 	}
-	if ctx.Err() != nil { // the caller left: see DecideBatch
+	if ctx.Err() != nil { // the caller left: see DecideEach
 		return nil, fmt.Errorf("failover: %w", ctx.Err())
 	}
 	if err != nil {
@@ -406,8 +413,7 @@ func (s *Store) decideAll(ctx context.Context, reqs []store.Request, now time.Ti
 // failAll answers every request of a DecideAll by the failure policy, all
 // or nothing on the fallback where it can (see DecideAll).
 func (s *Store) failAll(ctx context.Context, reqs []store.Request, now time.Time, cause error) ([]store.Result, error) {
-	all, ok := s.opts.Fallback.(store.AllOrNothing)
-	if s.opts.OnFailure != store.FailLocal || !ok {
+	if s.opts.OnFailure != store.FailLocal {
 		pending := make([]int, len(reqs))
 		for i := range pending {
 			pending[i] = i
@@ -420,7 +426,7 @@ func (s *Store) failAll(ctx context.Context, reqs []store.Request, now time.Time
 		batch[i] = r
 		batch[i].Limit = s.share(r.Limit)
 	}
-	res, err := all.DecideAll(ctx, nil, batch, now)
+	res, err := s.opts.Fallback.DecideAll(ctx, nil, batch, now)
 	if err != nil {
 		return nil, fmt.Errorf("failover: local fallback: %w", err)
 	}

@@ -30,7 +30,7 @@ var errDown = errors.New("shared: connection refused")
 // calls it receives and fails on demand.
 type sharedStore struct {
 	store.Store
-	calls    atomic.Int64 // DecideBatch calls
+	calls    atomic.Int64 // DecideEach calls
 	allCalls atomic.Int64 // DecideAll calls
 	asked    atomic.Int64 // requests in them
 	down     atomic.Bool  // fail every call
@@ -39,19 +39,19 @@ type sharedStore struct {
 	perResult atomic.Bool
 }
 
-func (s *sharedStore) Decide(ctx context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
-	res, err := s.DecideBatch(ctx, []store.Request{{Key: key, Limit: l, Cost: cost}}, now)
+func (s *sharedStore) Decide(ctx context.Context, key store.Key, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	res, err := s.DecideEach(ctx, nil, []store.Request{{Key: key, Limit: l, Cost: cost}}, now)
 	if err != nil {
 		return limiter.Decision{}, err
 	}
 	return res[0].Decision, res[0].Err
 }
 
-func (s *sharedStore) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+func (s *sharedStore) DecideEach(ctx context.Context, _ []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	s.calls.Add(1)
 	s.asked.Add(int64(len(reqs)))
 	if !s.down.Load() {
-		return s.Store.DecideBatch(ctx, reqs, now)
+		return s.Store.DecideEach(ctx, nil, reqs, now)
 	}
 	if !s.perResult.Load() {
 		return nil, errDown
@@ -63,14 +63,14 @@ func (s *sharedStore) DecideBatch(ctx context.Context, reqs []store.Request, now
 	return out, nil
 }
 
-// DecideAll makes the stand-in a store.AllOrNothing (as store/redisstore is),
+// DecideAll counts the calls and fails while down,
 // deciding with the memory store's own DecideAll.
 func (s *sharedStore) DecideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	s.allCalls.Add(1)
 	if s.down.Load() {
 		return dst, errDown
 	}
-	return s.Store.(store.AllOrNothing).DecideAll(ctx, dst, reqs, now)
+	return s.Store.DecideAll(ctx, dst, reqs, now)
 }
 
 // fixture is a failover store on a fake clock, its shared store and, for
@@ -128,7 +128,7 @@ func (c tickerCounter) NewTicker(d time.Duration) clock.Ticker {
 
 // decide asks the failover store at the fake clock's time.
 func (f *fixture) decide(key string, l limiter.Limit, cost int64) (limiter.Decision, error) {
-	return f.fo.Decide(context.Background(), key, l, f.clk.Now(), cost)
+	return f.fo.Decide(context.Background(), store.RawKey(key), l, f.clk.Now(), cost)
 }
 
 // transitions returns a copy of the OnStateChange calls so far.

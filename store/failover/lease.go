@@ -31,7 +31,7 @@ var errNoLeases = errors.New("failover: the shared store keeps no leases (store.
 // policy while it cannot (see the comment above). A failure of the shared
 // store counts towards the circuit; a caller that left before it answered
 // does not.
-func (s *Store) Acquire(ctx context.Context, key string, limit store.Concurrency, now time.Time, cost int64) (store.LeaseDecision, error) {
+func (s *Store) Acquire(ctx context.Context, key store.Key, limit store.Concurrency, now time.Time, cost int64) (store.LeaseDecision, error) {
 	if err := limit.Check(); err != nil {
 		return store.LeaseDecision{}, err
 	}
@@ -43,7 +43,7 @@ func (s *Store) Acquire(ctx context.Context, key string, limit store.Concurrency
 		return s.failLease(ctx, key, limit, now, cost, errCircuitOpen)
 	}
 	d, err := shared.Acquire(ctx, key, limit, now, cost)
-	if err != nil && ctx.Err() != nil { // the caller left: see DecideBatch
+	if err != nil && ctx.Err() != nil { // the caller left: see DecideEach
 		return store.LeaseDecision{}, fmt.Errorf("failover: %w", ctx.Err())
 	}
 	if err != nil {
@@ -55,7 +55,7 @@ func (s *Store) Acquire(ctx context.Context, key string, limit store.Concurrency
 }
 
 // failLease answers a lease by the failure policy.
-func (s *Store) failLease(ctx context.Context, key string, limit store.Concurrency, now time.Time, cost int64, cause error) (store.LeaseDecision, error) {
+func (s *Store) failLease(ctx context.Context, key store.Key, limit store.Concurrency, now time.Time, cost int64, cause error) (store.LeaseDecision, error) {
 	s.stats.Degraded.Add(1)
 	if s.opts.OnFailure != store.FailLocal {
 		return store.LeaseDecision{}, s.opts.OnFailure.Unavailable(cause, s.opts.RetryAfter)

@@ -14,7 +14,7 @@ import (
 // The stand-in keeps leases as Redis does, in its memory store, and fails
 // them with everything else while down.
 
-func (s *sharedStore) Acquire(ctx context.Context, key string, limit store.Concurrency, now time.Time, cost int64) (store.LeaseDecision, error) {
+func (s *sharedStore) Acquire(ctx context.Context, key store.Key, limit store.Concurrency, now time.Time, cost int64) (store.LeaseDecision, error) {
 	s.calls.Add(1)
 	if s.down.Load() {
 		return store.LeaseDecision{}, errDown
@@ -40,13 +40,13 @@ var ten = store.Concurrency{Max: 10, TTL: 30 * time.Second}
 
 func (f *fixture) acquire(t *testing.T, key string, limit store.Concurrency) (store.LeaseDecision, error) {
 	t.Helper()
-	return f.fo.Acquire(context.Background(), key, limit, f.clk.Now(), 1)
+	return f.fo.Acquire(context.Background(), store.RawKey(key), limit, f.clk.Now(), 1)
 }
 
 // inFlight returns the slots key holds in the shared store.
 func (f *fixture) inFlight(t *testing.T, key string) int64 {
 	t.Helper()
-	d, err := f.shared.Store.(store.Leaser).Acquire(context.Background(), key, store.Concurrency{Max: 100}, f.clk.Now(), 0)
+	d, err := f.shared.Store.(store.Leaser).Acquire(context.Background(), store.RawKey(key), store.Concurrency{Max: 100}, f.clk.Now(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestLeaseCallerGoneIsNoFailure(t *testing.T) {
 	f.shared.down.Store(true)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := f.fo.Acquire(ctx, "a", ten, f.clk.Now(), 1); !errors.Is(err, context.Canceled) {
+	if _, err := f.fo.Acquire(ctx, store.RawKey("a"), ten, f.clk.Now(), 1); !errors.Is(err, context.Canceled) {
 		t.Errorf("Acquire error %v, want context.Canceled", err)
 	}
 	if f.fo.Degraded() {

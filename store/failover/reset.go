@@ -17,7 +17,7 @@ var _ store.Resetter = (*Store)(nil)
 // (a store.ResetFeed: each forgets its cached rejection and its fallback's
 // counter of the key too; see New). While the shared store cannot be
 // reached the local parts are reset and its error is returned.
-func (s *Store) Reset(ctx context.Context, key string) error {
+func (s *Store) Reset(ctx context.Context, key store.Key) error {
 	s.forget(key)
 	var err error
 	if r, ok := s.opts.Shared.(store.Resetter); ok {
@@ -34,10 +34,10 @@ func (s *Store) Reset(ctx context.Context, key string) error {
 }
 
 // forget forgets what this instance keeps of key: its cached rejection and
-// the local fallback's counter; "" forgets every cached rejection (the
+// the local fallback's counter; the zero Key forgets every cached rejection (the
 // fallback's counters stay: they are what degraded counting runs on).
-func (s *Store) forget(key string) {
-	if key == "" {
+func (s *Store) forget(key store.Key) {
+	if key == (store.Key{}) {
 		s.denied.clear()
 		return
 	}
@@ -48,7 +48,7 @@ func (s *Store) forget(key string) {
 }
 
 // forget drops key's denial.
-func (ds *denials) forget(key string) {
+func (ds *denials) forget(key store.Key) {
 	sh := ds.shard(key)
 	sh.mu.Lock()
 	delete(sh.m, key)

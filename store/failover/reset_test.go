@@ -19,24 +19,24 @@ type feedStore struct {
 	*sharedStore
 	mem    *memory.Store
 	mu     sync.Mutex
-	forget func(string)
+	forget func(store.Key)
 }
 
-func (s *feedStore) Reset(ctx context.Context, key string) error {
+func (s *feedStore) Reset(ctx context.Context, key store.Key) error {
 	if s.down.Load() {
 		return errDown
 	}
 	return s.mem.Reset(ctx, key)
 }
 
-func (s *feedStore) WatchResets(forget func(string)) {
+func (s *feedStore) WatchResets(forget func(store.Key)) {
 	s.mu.Lock()
 	s.forget = forget
 	s.mu.Unlock()
 }
 
 // hear delivers a reset another instance made.
-func (s *feedStore) hear(key string) {
+func (s *feedStore) hear(key store.Key) {
 	s.mu.Lock()
 	forget := s.forget
 	s.mu.Unlock()
@@ -76,7 +76,7 @@ func TestResetForgetsTheCachedRejection(t *testing.T) {
 			ctx := context.Background()
 			decideOK := func(want bool) {
 				t.Helper()
-				if d, err := fo.Decide(ctx, "k", l, t0, 1); err != nil || d.Allowed != want {
+				if d, err := fo.Decide(ctx, store.RawKey("k"), l, t0, 1); err != nil || d.Allowed != want {
 					t.Fatalf("Decide: %+v, %v; want allowed %v", d, err, want)
 				}
 			}
@@ -89,15 +89,15 @@ func TestResetForgetsTheCachedRejection(t *testing.T) {
 			}
 			switch how {
 			case "here":
-				if err := fo.Reset(ctx, "k"); err != nil {
+				if err := fo.Reset(ctx, store.RawKey("k")); err != nil {
 					t.Fatalf("Reset: %v", err)
 				}
 			case "heard":
-				_ = shared.mem.Reset(ctx, "k") // another instance reset it...
-				shared.hear("k")               // ...and told this one
+				_ = shared.mem.Reset(ctx, store.RawKey("k")) // another instance reset it...
+				shared.hear(store.RawKey("k"))               // ...and told this one
 			case "heard all":
-				_ = shared.mem.Reset(ctx, "k")
-				shared.hear("") // the feed was lost and is back
+				_ = shared.mem.Reset(ctx, store.RawKey("k"))
+				shared.hear(store.RawKey("")) // the feed was lost and is back
 			}
 			decideOK(true)
 			if shared.calls.Load() == calls {
@@ -115,16 +115,16 @@ func TestResetHeardResetsTheFallback(t *testing.T) {
 	l, _ := limiter.New(limiter.FixedWindow, 1, time.Minute, 0)
 	shared.down.Store(true)
 	for range 3 { // opens the circuit; the fallback counts
-		_, _ = fo.Decide(ctx, "k", l, t0, 1)
+		_, _ = fo.Decide(ctx, store.RawKey("k"), l, t0, 1)
 	}
-	if d, _ := fallback.Decide(ctx, "k", l, t0, 0); d.Remaining != 0 {
+	if d, _ := fallback.Decide(ctx, store.RawKey("k"), l, t0, 0); d.Remaining != 0 {
 		t.Fatalf("fallback's counter: %+v, want spent", d)
 	}
-	shared.hear("k")
-	if d, _ := fallback.Decide(ctx, "k", l, t0, 0); d.Remaining != 1 {
+	shared.hear(store.RawKey("k"))
+	if d, _ := fallback.Decide(ctx, store.RawKey("k"), l, t0, 0); d.Remaining != 1 {
 		t.Errorf("fallback's counter after a heard reset: %+v, want fresh (1 remaining)", d)
 	}
-	if err := fo.Reset(ctx, "k"); err == nil {
+	if err := fo.Reset(ctx, store.RawKey("k")); err == nil {
 		t.Error("Reset while the shared store is down: nil error")
 	}
 }

@@ -21,7 +21,7 @@ const SettleMargin = time.Second
 // store made it (see counter). Any other reservation stands as it was
 // decided (a refund there could give back what another store counted),
 // and the decision is the zero Decision: nothing was looked at.
-func (s *Store) Settle(ctx context.Context, key string, limit limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
+func (s *Store) Settle(ctx context.Context, key store.Key, limit limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
 	st, limit := s.counter(r, limit)
 	if st, ok := st.(store.Settler); ok {
 		return st.Settle(ctx, key, limit, now, r, reserved, actual)

@@ -13,7 +13,7 @@ import (
 )
 
 // Settle makes the stand-in a store.Settler, as store/redisstore is.
-func (s *sharedStore) Settle(ctx context.Context, key string, l limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
+func (s *sharedStore) Settle(ctx context.Context, key store.Key, l limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
 	if s.down.Load() {
 		return limiter.Decision{}, errDown
 	}
@@ -22,7 +22,7 @@ func (s *sharedStore) Settle(ctx context.Context, key string, l limiter.Limit, n
 
 func (f *fixture) settle(t *testing.T, key string, l limiter.Limit, d limiter.Decision, reserved, actual int64) limiter.Decision {
 	t.Helper()
-	got, err := f.fo.Settle(context.Background(), key, l, f.clk.Now(), d.Reservation, reserved, actual)
+	got, err := f.fo.Settle(context.Background(), store.RawKey(key), l, f.clk.Now(), d.Reservation, reserved, actual)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestSettleInTheStoreThatCounted(t *testing.T) {
 		t.Fatalf("after recovery: %+v (degraded %v), want the shared full window", d, f.fo.Degraded())
 	}
 	f.settle(t, "a", l, local, 3, 0) // made by the fallback: must not refund the shared window
-	if d, _ := f.shared.Store.Decide(context.Background(), "a", l, f.clk.Now(), 0); d.Remaining != 0 {
+	if d, _ := f.shared.Store.Decide(context.Background(), store.RawKey("a"), l, f.clk.Now(), 0); d.Remaining != 0 {
 		t.Errorf("a refund of the fallback's reservation opened the shared window: %+v", d)
 	}
 }
@@ -92,29 +92,29 @@ func TestSettleWhileTheCircuitOpens(t *testing.T) {
 	}
 	defer fo.Close()
 	l := must(t, limiter.FixedWindow, 5, time.Minute, 0)
-	if _, err := local.Decide(ctx, "a", l, clk.Fake.Now(), 5); err != nil { // the fallback's window is full
+	if _, err := local.Decide(ctx, store.RawKey("a"), l, clk.Fake.Now(), 5); err != nil { // the fallback's window is full
 		t.Fatal(err)
 	}
-	d, err := fo.Decide(ctx, "a", l, clk.Now(), 5) // counted by the shared store
+	d, err := fo.Decide(ctx, store.RawKey("a"), l, clk.Now(), 5) // counted by the shared store
 	if err != nil || !d.Allowed {
 		t.Fatalf("shared decision: %+v, %v", d, err)
 	}
 	var seen []limiter.Decision
 	clk.watch = func() {
 		if fo.Degraded() {
-			got, _ := fo.Settle(ctx, "a", l, clk.Fake.Now(), d.Reservation, 5, 0)
+			got, _ := fo.Settle(ctx, store.RawKey("a"), l, clk.Fake.Now(), d.Reservation, 5, 0)
 			seen = append(seen, got)
 		}
 	}
 	shared.down.Store(true)
-	fo.Decide(ctx, "a", l, clk.Fake.Now(), 1)
+	fo.Decide(ctx, store.RawKey("a"), l, clk.Fake.Now(), 1)
 	clk.watch = nil
 	for _, got := range seen {
 		if got != (limiter.Decision{}) {
 			t.Errorf("a shared reservation settled by the fallback as the circuit opened: %+v", got)
 		}
 	}
-	if d, _ := local.Decide(ctx, "a", l, clk.Fake.Now(), 0); d.Remaining != 0 {
+	if d, _ := local.Decide(ctx, store.RawKey("a"), l, clk.Fake.Now(), 0); d.Remaining != 0 {
 		t.Errorf("the fallback's window was refunded: %+v", d)
 	}
 }

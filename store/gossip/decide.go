@@ -53,7 +53,7 @@ func (s *Store) decide(key string, l limiter.Limit, now time.Time, cost int64, o
 
 // overflowKey is the key of the overflow counter of key's rule under l.
 func overflowKey(key string, l limiter.Limit) string {
-	return overflowPrefix + store.Key(store.RuleOf(key), l.String())
+	return overflowPrefix + store.NewKey(store.RuleOf(key), l.String())
 }
 
 // decideEntry decides on e with its shard locked.

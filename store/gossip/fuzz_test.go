@@ -147,13 +147,13 @@ func TestLongKey(t *testing.T) {
 	ss := fleet(t, 2, Options{})
 	l := limiter.MustNew(limiter.FixedWindow, 10, time.Hour, 0)
 	now := time.Now()
-	long := store.Key("r", strings.Repeat("x", 70_000))
+	long := store.NewKey("r", strings.Repeat("x", 70_000))
 	if n := admit(t, ss[0], long, l, now, 3); n != 3 {
 		t.Fatalf("admitted %d of the long key, want 3", n)
 	}
-	admit(t, ss[0], store.Key("r", "short"), l, now, 4)
+	admit(t, ss[0], store.NewKey("r", "short"), l, now, 4)
 	eventually(t, "the other instance hears both", func() bool {
-		return remaining(t, ss[1], store.Key("r", "short"), l, now) == 6 && remaining(t, ss[1], overflowKey(long, l), l, now) == 7
+		return remaining(t, ss[1], store.NewKey("r", "short"), l, now) == 6 && remaining(t, ss[1], overflowKey(long, l), l, now) == 7
 	})
 	if _, err := New(Options{Bind: "127.0.0.1:0", Name: strings.Repeat("n", maxKeyLen+1)}); err == nil {
 		t.Error("a name longer than a message carries was accepted")

@@ -260,8 +260,8 @@ func (s *Store) Decide(_ context.Context, key string, l limiter.Limit, now time.
 	return s.decide(key, l, now, cost, false)
 }
 
-// DecideBatch decides each request in turn, as Decide.
-func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+// DecideEach decides each request in turn, as Decide.
+func (s *Store) DecideEach(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}

@@ -370,7 +370,7 @@ func TestMaxKeys(t *testing.T) {
 	now := time.Now()
 	allowed := 0
 	for i := range 10_000 {
-		d, err := s.Decide(context.Background(), store.Key("r", strconv.Itoa(i)), l, now, 1)
+		d, err := s.Decide(context.Background(), store.NewKey("r", strconv.Itoa(i)), l, now, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

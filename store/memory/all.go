@@ -5,12 +5,11 @@ import (
 	"hash/maphash"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
 )
-
-var _ store.AllOrNothing = (*Store)(nil)
 
 // smallAll is how many requests DecideAll decides without allocating
 // (the rules of a request, in practice): its memory for them is on the
@@ -22,8 +21,9 @@ const smallAll = 4
 // decision left (the copy) and, once committing, whether its key found no
 // room (full).
 type pending struct {
-	h  uint64
-	st limiter.State
+	h   uint64
+	key string // the key's encoding, a view of DecideAll's buffer
+	st  limiter.State
 	// orig is the state the store holds for the key, before any request
 	// of the call, under the limit from (nil: none), for a look; first
 	// tells the key's first request, which holds them.
@@ -57,8 +57,17 @@ func (s *Store) DecideAll(_ context.Context, dst []store.Result, reqs []store.Re
 	} else {
 		p = make([]pending, len(reqs))
 	}
+	// The keys' encodings, views of buf (or of the heap, past it), which
+	// nothing keeps: bytes once written are never written again.
+	var buf [smallAll * keyBuf / 2]byte
+	b := buf[:0]
 	for i := range reqs {
-		p[i].h = maphash.String(s.seed, reqs[i].Key)
+		start := len(b)
+		b = reqs[i].Key.Append(b)
+		if len(b) > start {
+			p[i].key = unsafe.String(&b[start], len(b)-start)
+		}
+		p[i].h = maphash.String(s.seed, p[i].key)
 	}
 	var order [smallAll]uint64
 	shards := s.lockShards(order[:0], p)
@@ -128,14 +137,14 @@ func (s *Store) peek(p []pending, reqs []store.Request, i int, t int64, now time
 	r, q := &reqs[i], &p[i]
 	var from *limiter.Limit
 	for j := i - 1; j >= 0; j-- {
-		if p[j].h == q.h && reqs[j].Key == r.Key {
+		if p[j].h == q.h && p[j].key == q.key {
 			q.st, from = p[j].st, &reqs[j].Limit
 			p[j].st.Log = nil // handed on: deciding on it may rewrite it
 			break
 		}
 	}
 	if from == nil {
-		from = s.copyState(q.h, r.Key, &q.st)
+		from = s.copyState(q.h, q.key, &q.st)
 		q.orig.A, q.orig.B, q.from, q.first = q.st.A, q.st.B, from, true // not the log: deciding may rewrite it
 	}
 	if from != nil && !r.Limit.Same(from) {
@@ -168,15 +177,16 @@ func (s *Store) copyState(h uint64, key string, st *limiter.State) *limiter.Limi
 // nothing: from its first request's copy, or a new one for a sliding_log.
 func (s *Store) look(p []pending, reqs []store.Request, i int, t int64, now time.Time, d *limiter.Decision) {
 	r, q := &reqs[i], &p[i]
+	r0 := q.key
 	for j := i; !q.first; j-- {
-		if p[j].h == q.h && p[j].first && reqs[j].Key == r.Key {
+		if p[j].h == q.h && p[j].first && p[j].key == r0 {
 			q = &p[j]
 		}
 	}
 	st, from := q.orig, q.from
 	if r.Limit.Algorithm() == limiter.SlidingLog || from != nil && from.Algorithm() == limiter.SlidingLog {
 		st = limiter.State{}
-		from = s.copyState(q.h, r.Key, &st)
+		from = s.copyState(q.h, q.key, &st)
 	}
 	if from != nil && !r.Limit.Same(from) {
 		st = limiter.Reinterpret(*from, r.Limit, st, now)
@@ -194,7 +204,7 @@ func (s *Store) commit(p []pending, reqs []store.Request, t int64, now time.Time
 	for i := range reqs {
 		r, q, d := &reqs[i], &p[i], &out[i].Decision
 		sh := &s.shards[q.h&s.mask]
-		if k := sh.tab.find(q.h, r.Key); k >= 0 {
+		if k := sh.tab.find(q.h, q.key); k >= 0 {
 			e := sh.tab.at(k)
 			if w := sh.limits.slot(e.limit); !w.log && r.Limit.Same(&w.limit) {
 				sh.record(e, d.Allowed && d.Remaining > 0, expiryMicros(t, d.Reset), q.st.A, q.st.B)
@@ -202,7 +212,7 @@ func (s *Store) commit(p []pending, reqs []store.Request, t int64, now time.Time
 			}
 		}
 		var err error
-		*d, err = s.decideLocked(sh, q.h, r.Key, &r.Limit, now, r.Cost)
+		*d, err = s.decideLocked(sh, q.h, q.key, &r.Key, &r.Limit, now, r.Cost)
 		if err == errNoRoom {
 			q.full, full = true, true
 			continue
@@ -220,7 +230,7 @@ func (s *Store) overflowAll(p []pending, reqs []store.Request, now time.Time, ou
 			continue
 		}
 		r := &reqs[i]
-		d, err := s.decideOverflow(r.Key, r.Limit, now, r.Cost)
+		d, err := s.decideOverflow(r.Key.Rule, r.Limit, now, r.Cost)
 		out[i] = store.Result{Decision: d, Err: err, Shared: err == nil}
 	}
 }

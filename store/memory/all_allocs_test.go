@@ -15,9 +15,9 @@ import (
 func TestDecideAllAllocatesNothing(t *testing.T) {
 	s := newTest(t, Options{})
 	reqs := []store.Request{
-		{Key: store.Key("a", "c"), Limit: mustLimit(t, limiter.GCRA, 10, time.Second), Cost: 1},
-		{Key: store.Key("b", "c"), Limit: mustLimit(t, limiter.FixedWindow, 50, time.Hour), Cost: 1},
-		{Key: store.Key("c", "c"), Limit: mustLimit(t, limiter.TokenBucket, 1000, time.Second), Cost: 1, Shadow: true},
+		{Key: store.NewKey("a", "c"), Limit: mustLimit(t, limiter.GCRA, 10, time.Second), Cost: 1},
+		{Key: store.NewKey("b", "c"), Limit: mustLimit(t, limiter.FixedWindow, 50, time.Hour), Cost: 1},
+		{Key: store.NewKey("c", "c"), Limit: mustLimit(t, limiter.TokenBucket, 1000, time.Second), Cost: 1, Shadow: true},
 	}
 	dst := make([]store.Result, 0, len(reqs))
 	allocs := testing.AllocsPerRun(100, func() {

@@ -18,8 +18,8 @@ import (
 // that the narrow one then refuses.
 func TestDecideAllConcurrent(t *testing.T) {
 	s := newTest(t, Options{Shards: 64})
-	wide := store.Request{Key: store.Key("wide", "c"), Limit: mustLimit(t, limiter.FixedWindow, 100, time.Minute), Cost: 1}
-	narrow := store.Request{Key: store.Key("narrow", "c"), Limit: mustLimit(t, limiter.FixedWindow, 50, time.Minute), Cost: 1}
+	wide := store.Request{Key: store.NewKey("wide", "c"), Limit: mustLimit(t, limiter.FixedWindow, 100, time.Minute), Cost: 1}
+	narrow := store.Request{Key: store.NewKey("narrow", "c"), Limit: mustLimit(t, limiter.FixedWindow, 50, time.Minute), Cost: 1}
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -60,12 +60,12 @@ func TestDecideAllConcurrent(t *testing.T) {
 func TestDecideAllFullStore(t *testing.T) {
 	s := newTest(t, Options{MaxKeys: 1, Shards: 1})
 	one := mustLimit(t, limiter.FixedWindow, 1, time.Minute)
-	held := store.Key("held", "c")
+	held := store.NewKey("held", "c")
 	if d := mustDecide(t, s, held, one, t0); !d.Allowed {
 		t.Fatal(d)
 	}
 	reqs := []store.Request{
-		{Key: store.Key("new", "c"), Limit: mustLimit(t, limiter.FixedWindow, 5, time.Minute), Cost: 1},
+		{Key: store.NewKey("new", "c"), Limit: mustLimit(t, limiter.FixedWindow, 5, time.Minute), Cost: 1},
 		{Key: held, Limit: one, Cost: 0},
 	}
 	res, err := s.DecideAll(ctx, nil, reqs, t0)
@@ -81,7 +81,7 @@ func TestDecideAllFullStore(t *testing.T) {
 func TestDecideAllClosed(t *testing.T) {
 	s := newTest(t, Options{})
 	s.Close()
-	reqs := []store.Request{{Key: "k", Limit: mustLimit(t, limiter.GCRA, 1, time.Second), Cost: 1}}
+	reqs := []store.Request{{Key: store.RawKey("k"), Limit: mustLimit(t, limiter.GCRA, 1, time.Second), Cost: 1}}
 	if res, err := s.DecideAll(ctx, nil, reqs, t0); err != store.ErrClosed || len(res) != 0 {
 		t.Errorf("DecideAll after Close: %v, %v; want no results, store.ErrClosed", res, err)
 	}

@@ -21,10 +21,10 @@ func benchStore(b *testing.B, n int) *Store {
 }
 
 // benchKeys returns n distinct keys shaped as the gateway builds them.
-func benchKeys(n int) []string {
-	keys := make([]string, n)
+func benchKeys(n int) []store.Key {
+	keys := make([]store.Key, n)
 	for i := range keys {
-		keys[i] = store.Key("claims", "client-"+strconv.Itoa(i))
+		keys[i] = store.NewKey("claims", "client-"+strconv.Itoa(i))
 	}
 	return keys
 }
@@ -35,7 +35,7 @@ func BenchmarkDecideHotKey(b *testing.B) {
 	s := benchStore(b, 1)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.Decide(ctx, "hot", fast, t0, 1); err != nil {
+		if _, err := s.Decide(ctx, store.RawKey("hot"), fast, t0, 1); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -47,7 +47,7 @@ func BenchmarkDecideHotKeyClock(b *testing.B) {
 	s := benchStore(b, 1)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.Decide(ctx, "hot", fast, time.Now(), 1); err != nil {
+		if _, err := s.Decide(ctx, store.RawKey("hot"), fast, time.Now(), 1); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -60,7 +60,7 @@ func BenchmarkDecideHotKeyParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := s.Decide(ctx, "hot", fast, t0, 1); err != nil {
+			if _, err := s.Decide(ctx, store.RawKey("hot"), fast, t0, 1); err != nil {
 				b.Error(err)
 				return
 			}
@@ -75,7 +75,7 @@ func BenchmarkDecideHotKeyClockParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := s.Decide(ctx, "hot", fast, time.Now(), 1); err != nil {
+			if _, err := s.Decide(ctx, store.RawKey("hot"), fast, time.Now(), 1); err != nil {
 				b.Error(err)
 				return
 			}
@@ -121,7 +121,7 @@ func BenchmarkDecideAlgorithm(b *testing.B) {
 			s := benchStore(b, 1)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := s.Decide(ctx, "hot", l, t0, 1); err != nil {
+				if _, err := s.Decide(ctx, store.RawKey("hot"), l, t0, 1); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -136,7 +136,7 @@ func BenchmarkIdleKeyMemory(b *testing.B) {
 	keys := benchKeys(n)
 	keyBytes := 0
 	for _, k := range keys {
-		keyBytes += len(k)
+		keyBytes += k.Len()
 	}
 	for b.Loop() {
 		before := heapAlloc()
@@ -167,7 +167,7 @@ func BenchmarkDecideFullStore(b *testing.B) {
 	s := newTest(b, Options{MaxKeys: n})
 	spent := limiter.MustNew(limiter.FixedWindow, 1, time.Hour, 0)
 	for i := range 2 * n { // more than fit: every shard full
-		if _, err := s.Decide(ctx, store.Key("tenants", strconv.Itoa(i)), spent, t0, 1); err != nil {
+		if _, err := s.Decide(ctx, store.NewKey("tenants", strconv.Itoa(i)), spent, t0, 1); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -193,8 +193,8 @@ func BenchmarkDecideAll(b *testing.B) {
 		limit limiter.Limit
 	}{{"pass", fast}, {"limited", over}} {
 		reqs := []store.Request{
-			{Key: store.Key("claims", "client-1"), Limit: fast, Cost: 1},
-			{Key: store.Key("per-ip", "192.0.2.1"), Limit: bc.limit, Cost: 1},
+			{Key: store.NewKey("claims", "client-1"), Limit: fast, Cost: 1},
+			{Key: store.NewKey("per-ip", "192.0.2.1"), Limit: bc.limit, Cost: 1},
 		}
 		looks := []store.Request{reqs[0], reqs[1]}
 		looks[0].Cost, looks[1].Cost = 0, 0
@@ -214,14 +214,14 @@ func BenchmarkDecideAll(b *testing.B) {
 			again := reqs[1:]
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := s.AppendDecideBatch(ctx, dst[:0], looks, t0)
+				res, err := s.DecideEach(ctx, dst[:0], looks, t0)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if res[1].Decision.Remaining >= 1 {
-					_, err = s.AppendDecideBatch(ctx, dst[:0], reqs, t0)
+					_, err = s.DecideEach(ctx, dst[:0], reqs, t0)
 				} else {
-					_, err = s.AppendDecideBatch(ctx, dst[:0], again, t0)
+					_, err = s.DecideEach(ctx, dst[:0], again, t0)
 				}
 				if err != nil {
 					b.Fatal(err)

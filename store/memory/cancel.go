@@ -17,7 +17,9 @@ var _ store.Canceler = (*Store)(nil)
 // counter) gives nothing back. The key keeps its expiry: a later one than
 // its state needs only keeps it a little longer. It returns
 // store.ErrClosed after Close.
-func (s *Store) Cancel(_ context.Context, key string, limit limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
+func (s *Store) Cancel(_ context.Context, k store.Key, limit limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
+	var buf [keyBuf]byte
+	key := encode(&buf, &k)
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()

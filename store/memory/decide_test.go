@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // TestNoAllocationForExistingKey checks the hot path: a key the store holds
@@ -17,9 +18,9 @@ func TestNoAllocationForExistingKey(t *testing.T) {
 		t.Run(alg.String(), func(t *testing.T) {
 			s := newTest(t, Options{})
 			l := limiter.MustNew(alg, 1000, time.Second, 0)
-			mustDecide(t, s, "hot", l, t0)
+			mustDecide(t, s, store.RawKey("hot"), l, t0)
 			allocs := testing.AllocsPerRun(200, func() {
-				if _, err := s.Decide(ctx, "hot", l, t0, 1); err != nil {
+				if _, err := s.Decide(ctx, store.RawKey("hot"), l, t0, 1); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -42,7 +43,7 @@ func TestOneKeyManyGoroutines(t *testing.T) {
 			for range 64 {
 				wg.Go(func() {
 					for range 10 {
-						d, err := s.Decide(ctx, "shared", l, t0, 1)
+						d, err := s.Decide(ctx, store.RawKey("shared"), l, t0, 1)
 						if err != nil {
 							t.Error(err)
 							return

@@ -15,7 +15,7 @@ func Example() {
 	defer s.Close()
 
 	limit := limiter.MustNew(limiter.FixedWindow, 2, time.Minute, 0)
-	key := store.Key("claims", "partner-a")
+	key := store.NewKey("claims", "partner-a")
 	now := time.Date(2030, 1, 1, 12, 0, 30, 0, time.UTC)
 	for range 3 {
 		d, err := s.Decide(context.Background(), key, limit, now, 1)

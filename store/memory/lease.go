@@ -80,7 +80,7 @@ func (s *Store) isClosed() bool {
 // none expired) is decided on its rule's overflow key, as a rate key is
 // (see the package documentation). It returns store.ErrClosed after Close,
 // and the limit's error if limit.Check fails.
-func (s *Store) Acquire(_ context.Context, key string, limit store.Concurrency, now time.Time, cost int64) (store.LeaseDecision, error) {
+func (s *Store) Acquire(_ context.Context, key store.Key, limit store.Concurrency, now time.Time, cost int64) (store.LeaseDecision, error) {
 	if err := limit.Check(); err != nil {
 		return store.LeaseDecision{}, err
 	}
@@ -91,9 +91,11 @@ func (s *Store) Acquire(_ context.Context, key string, limit store.Concurrency, 
 		return limit.Decide(0, cost), nil
 	}
 	t := limiter.UnixMicro(now)
-	d, held, ok := s.acquireOn(key, limit, t, cost, 0, s.reserved != nil && s.reserved(key))
+	var buf [keyBuf]byte
+	d, held, ok := s.acquireOn(&key, encode(&buf, &key), limit, t, cost, 0, key.Listed)
 	if !ok {
-		d, _, _ = s.acquireOn(leaseOverflowKey(key, limit), limit, t, cost, held, true)
+		over := leaseOverflowKey(key.Rule, limit)
+		d, _, _ = s.acquireOn(&over, over.Rest, limit, t, cost, held, true)
 	}
 	return d, nil
 }
@@ -101,8 +103,8 @@ func (s *Store) Acquire(_ context.Context, key string, limit store.Concurrency, 
 // acquireOn decides on key at t (µs), counting also others, slots the
 // caller holds on another key (its InFlight includes them). It reports false, having decided nothing,
 // when the key would need room and there is none; held is then the key's
-// own slots in flight.
-func (s *Store) acquireOn(key string, limit store.Concurrency, t, cost, others int64, reserved bool) (d store.LeaseDecision, held int64, ok bool) {
+// own slots in flight. key is lk's encoding.
+func (s *Store) acquireOn(lk *store.Key, key string, limit store.Concurrency, t, cost, others int64, reserved bool) (d store.LeaseDecision, held int64, ok bool) {
 	sh := s.leaseShard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -133,7 +135,7 @@ func (s *Store) acquireOn(key string, limit store.Concurrency, t, cost, others i
 	id := s.leases.ids.Add(1)
 	k.leases = append(k.leases, heldLease{id: id, cost: cost, expiry: t + int64(limit.LeaseTTL()/time.Microsecond)})
 	k.inFlight += cost
-	d.Lease = store.Lease{Key: key, ID: strconv.FormatUint(id, 10), Cost: cost, TTL: limit.LeaseTTL()}
+	d.Lease = store.Lease{Key: *lk, ID: strconv.FormatUint(id, 10), Cost: cost, TTL: limit.LeaseTTL()}
 	return d, inFlight, true
 }
 
@@ -148,13 +150,15 @@ func (s *Store) Release(_ context.Context, lease store.Lease, now time.Time) err
 	if lease.IsZero() || err != nil {
 		return nil
 	}
-	sh := s.leaseShard(lease.Key)
+	var buf [keyBuf]byte
+	key := encode(&buf, &lease.Key)
+	sh := s.leaseShard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if k := sh.keys[lease.Key]; k != nil {
-		sh.expire(lease.Key, k, limiter.UnixMicro(now))
+	if k := sh.keys[key]; k != nil {
+		sh.expire(key, k, limiter.UnixMicro(now))
 		if i := k.find(id); i >= 0 {
-			sh.removeLease(lease.Key, k, i)
+			sh.removeLease(key, k, i)
 		}
 	}
 	return nil
@@ -174,10 +178,12 @@ func (s *Store) Renew(_ context.Context, leases []store.Lease, now time.Time) ([
 		if l.IsZero() || err != nil {
 			continue
 		}
-		sh := s.leaseShard(l.Key)
+		var buf [keyBuf]byte
+		key := encode(&buf, &l.Key)
+		sh := s.leaseShard(key)
 		sh.mu.Lock()
-		if k := sh.keys[l.Key]; k != nil {
-			sh.expire(l.Key, k, t)
+		if k := sh.keys[key]; k != nil {
+			sh.expire(key, k, t)
 			if j := k.find(id); j >= 0 {
 				k.leases[j].expiry = max(k.leases[j].expiry, t+int64(l.TTL/time.Microsecond))
 				kept[i] = true
@@ -249,9 +255,10 @@ func (sh *leaseShard) makeRoom(t int64) bool {
 	return sh.n < sh.max
 }
 
-// leaseOverflowKey returns the key shared by every key of key's rule and
-// limit that found no room for a lease: '#', then store.Key of the rule,
-// "concurrency" and the limit's Max (see appendOverflowKey).
-func leaseOverflowKey(key string, limit store.Concurrency) string {
-	return "#" + store.Key(store.RuleOf(key), "concurrency", strconv.FormatInt(limit.Max, 10))
+// leaseOverflowKey returns the key shared by every key of rule and limit
+// that found no room for a lease: a raw key, '#', then the encoding of
+// store.NewKey(rule, "concurrency", the limit's Max) (see
+// appendOverflowKey).
+func leaseOverflowKey(rule string, limit store.Concurrency) store.Key {
+	return store.RawKey("#" + store.NewKey(rule, "concurrency", strconv.FormatInt(limit.Max, 10)).String())
 }

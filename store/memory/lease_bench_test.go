@@ -16,7 +16,7 @@ func BenchmarkLeaseHotKey(b *testing.B) {
 		s := benchStore(b, 1)
 		b.ReportAllocs()
 		for b.Loop() {
-			acquireRelease(b, s, "hot", limit)
+			acquireRelease(b, s, store.RawKey("hot"), limit)
 		}
 	})
 	b.Run("parallel", func(b *testing.B) {
@@ -24,7 +24,7 @@ func BenchmarkLeaseHotKey(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				acquireRelease(b, s, "hot", limit)
+				acquireRelease(b, s, store.RawKey("hot"), limit)
 			}
 		})
 	})
@@ -45,7 +45,7 @@ func BenchmarkLeaseManyKeys(b *testing.B) {
 	})
 }
 
-func acquireRelease(b *testing.B, s *Store, key string, limit store.Concurrency) {
+func acquireRelease(b *testing.B, s *Store, key store.Key, limit store.Concurrency) {
 	d, err := s.Acquire(ctx, key, limit, t0, 1)
 	if err != nil || !d.Allowed {
 		b.Fatalf("%+v, %v", d, err)

@@ -67,7 +67,7 @@ func FuzzLeases(f *testing.F) {
 			switch op {
 			case 0: // acquire
 				cost := int64(arg % 6)
-				d, err := s.Acquire(ctx, "k", limit, now, cost)
+				d, err := s.Acquire(ctx, store.RawKey("k"), limit, now, cost)
 				want := m.inFlight()
 				if err != nil || d.Allowed != (want+cost <= max) {
 					t.Fatalf("op %d: acquire of %d with %d in flight: %+v, %v", i, cost, want, d, err)

@@ -43,9 +43,10 @@ func (s *Store) leaseCounts() (plain, reserved int) {
 // room comes back as the leases expire.
 func TestLeaseFloodLiftsNoLimit(t *testing.T) {
 	const maxKeys = 64
-	s := newTest(t, Options{MaxKeys: maxKeys, Shards: 1, Reserved: func(k string) bool { return k == store.Key("r", "vip") }})
+	s := newTest(t, Options{MaxKeys: maxKeys, Shards: 1})
+	vip := store.Key{Rule: "r", Rest: store.Parts("vip"), Listed: true}
 	limit := store.Concurrency{Max: 2, TTL: 10 * time.Second}
-	acquire := func(key string, now time.Time) store.LeaseDecision {
+	acquire := func(key store.Key, now time.Time) store.LeaseDecision {
 		t.Helper()
 		d, err := s.Acquire(ctx, key, limit, now, 1)
 		if err != nil {
@@ -56,7 +57,7 @@ func TestLeaseFloodLiftsNoLimit(t *testing.T) {
 	granted := 0
 	flood := func(from, to int) {
 		for i := from; i < to; i++ {
-			if acquire(store.Key("r", strconv.Itoa(i)), t0).Allowed {
+			if acquire(store.NewKey("r", strconv.Itoa(i)), t0).Allowed {
 				granted++
 			}
 		}
@@ -64,10 +65,10 @@ func TestLeaseFloodLiftsNoLimit(t *testing.T) {
 	flood(0, maxKeys) // fills the store
 	// Key 0 holds a lease and finds no room: its next lease goes to the
 	// overflow key, counting its own, so it never holds more than Max.
-	if d := acquire(store.Key("r", "0"), t0); !d.Allowed || d.InFlight != 2 || d.Lease.Key == store.Key("r", "0") {
+	if d := acquire(store.NewKey("r", "0"), t0); !d.Allowed || d.InFlight != 2 || d.Lease.Key == store.NewKey("r", "0") {
 		t.Fatalf("a key with a lease that finds no room: %+v, want a lease on the overflow key, 2 in flight", d)
 	}
-	if d := acquire(store.Key("r", "0"), t0); d.Allowed || d.InFlight != 2 {
+	if d := acquire(store.NewKey("r", "0"), t0); d.Allowed || d.InFlight != 2 {
 		t.Fatalf("a key at its limit, half of it on the overflow key: %+v, want denied, 2 in flight", d)
 	}
 	flood(maxKeys, 10*maxKeys) // the overflow key has room for one more
@@ -76,12 +77,12 @@ func TestLeaseFloodLiftsNoLimit(t *testing.T) {
 			10*maxKeys, granted, plain, reserved, maxKeys+1, maxKeys)
 	}
 	for range 2 {
-		if d := acquire(store.Key("r", "vip"), t0); !d.Allowed || d.Lease.Key != store.Key("r", "vip") {
+		if d := acquire(vip, t0); !d.Allowed || d.Lease.Key != vip {
 			t.Fatalf("reserved key in a full store: %+v, want its own lease", d)
 		}
 	}
 	later := t0.Add(10 * time.Second) // every lease has expired
-	if d := acquire(store.Key("r", "new"), later); !d.Allowed || d.Lease.Key != store.Key("r", "new") {
+	if d := acquire(store.NewKey("r", "new"), later); !d.Allowed || d.Lease.Key != store.NewKey("r", "new") {
 		t.Fatalf("after the flood's leases expired: %+v, want a lease of its own", d)
 	}
 	if plain, _ := s.leaseCounts(); plain != 1 {
@@ -94,20 +95,20 @@ func TestLeaseFloodLiftsNoLimit(t *testing.T) {
 func TestLeaseOverflowRelease(t *testing.T) {
 	s := newTest(t, Options{MaxKeys: 1, Shards: 1})
 	limit := store.Concurrency{Max: 1, TTL: time.Minute}
-	if d, _ := s.Acquire(ctx, store.Key("r", "a"), limit, t0, 1); !d.Allowed {
+	if d, _ := s.Acquire(ctx, store.NewKey("r", "a"), limit, t0, 1); !d.Allowed {
 		t.Fatal(d)
 	}
-	d, err := s.Acquire(ctx, store.Key("r", "b"), limit, t0, 1)
-	if err != nil || !d.Allowed || d.Lease.Key == store.Key("r", "b") {
+	d, err := s.Acquire(ctx, store.NewKey("r", "b"), limit, t0, 1)
+	if err != nil || !d.Allowed || d.Lease.Key == store.NewKey("r", "b") {
 		t.Fatalf("%+v, %v: want a lease on the overflow key", d, err)
 	}
-	if d2, _ := s.Acquire(ctx, store.Key("r", "c"), limit, t0, 1); d2.Allowed {
+	if d2, _ := s.Acquire(ctx, store.NewKey("r", "c"), limit, t0, 1); d2.Allowed {
 		t.Fatalf("the overflow key admitted a second lease: %+v", d2)
 	}
 	if err := s.Release(ctx, d.Lease, t0); err != nil {
 		t.Fatal(err)
 	}
-	if d2, _ := s.Acquire(ctx, store.Key("r", "c"), limit, t0, 1); !d2.Allowed {
+	if d2, _ := s.Acquire(ctx, store.NewKey("r", "c"), limit, t0, 1); !d2.Allowed {
 		t.Fatalf("after release on the overflow key: %+v", d2)
 	}
 }
@@ -117,7 +118,7 @@ func TestLeaseOverflowRelease(t *testing.T) {
 func TestLeaseCheck(t *testing.T) {
 	s := newTest(t, Options{})
 	for _, c := range []store.Concurrency{{Max: -1}, {Max: store.MaxConcurrency + 1}, {Max: 1, TTL: time.Microsecond}, {Max: 1, TTL: 25 * time.Hour}} {
-		if _, err := s.Acquire(ctx, "k", c, t0, 1); err == nil || !strings.Contains(err.Error(), "want") {
+		if _, err := s.Acquire(ctx, store.RawKey("k"), c, t0, 1); err == nil || !strings.Contains(err.Error(), "want") {
 			t.Errorf("%+v: %v, want an error saying what is accepted", c, err)
 		}
 	}

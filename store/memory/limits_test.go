@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // TestEntrySize: an entry, with the limit its state was written under, is
@@ -53,11 +54,11 @@ func TestLimitsFollowTheKeys(t *testing.T) {
 		}
 	}
 	for i := range 1000 { // more keys than fit: evictions
-		mustDecide(t, s, fmt.Sprint("k", i), perKey(i), t0)
+		mustDecide(t, s, store.RawKey(fmt.Sprint("k", i)), perKey(i), t0)
 	}
 	check("after 1000 new keys")
 	for i := range 1000 { // each key that is still stored moves to another limit
-		mustDecide(t, s, fmt.Sprint("k", i), perKey(i+7), t0.Add(time.Second))
+		mustDecide(t, s, store.RawKey(fmt.Sprint("k", i)), perKey(i+7), t0.Add(time.Second))
 	}
 	check("after changes of limit")
 	if held, _ := limitRefs(s); held == 0 {

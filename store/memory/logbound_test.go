@@ -2,12 +2,12 @@ package memory
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // logEntries counts the entries of every log the store holds, and checks
@@ -33,13 +33,13 @@ func logEntries(t *testing.T, s *Store) int64 {
 // that would need more are limited jointly on their overflow counter, not
 // waved through; reserved keys keep their whole log.
 func TestLogEntriesAreBounded(t *testing.T) {
-	s := newTest(t, Options{MaxLogEntries: 100, Reserved: func(k string) bool { return strings.HasPrefix(k, "partner") }})
+	s := newTest(t, Options{MaxLogEntries: 100})
 	l := limiter.MustNew(limiter.SlidingLog, 10, time.Hour, 0)
 	admitted := 0
 	for i := range 50 {
 		for j := range 11 { // 10 admitted, then limited: never evicted
 			at := t0.Add(time.Duration(i*11+j) * time.Microsecond) // one entry each
-			if mustDecide(t, s, fmt.Sprint("caller-", i), l, at).Allowed {
+			if mustDecide(t, s, store.RawKey(fmt.Sprint("caller-", i)), l, at).Allowed {
 				admitted++
 			}
 		}
@@ -53,7 +53,7 @@ func TestLogEntriesAreBounded(t *testing.T) {
 	}
 	at := t0.Add(time.Second)
 	for i := range 11 {
-		if d := mustDecide(t, s, "partner-a", l, at.Add(time.Duration(i)*time.Microsecond)); d.Allowed != (i < 10) {
+		if d := mustDecide(t, s, listedKey("partner-a"), l, at.Add(time.Duration(i)*time.Microsecond)); d.Allowed != (i < 10) {
 			t.Errorf("partner-a's request %d: allowed %v", i, d.Allowed)
 		}
 	}
@@ -71,14 +71,14 @@ func TestLogRoomFromIdleAndExpiredKeys(t *testing.T) {
 	defer s.Close()
 	l := limiter.MustNew(limiter.SlidingLog, 10, time.Minute, 0)
 	for i := range 1000 { // one request each: not limited, so evictable
-		if d := mustDecide(t, s, fmt.Sprint("k", i), l, t0.Add(time.Duration(i)*time.Microsecond)); !d.Allowed {
+		if d := mustDecide(t, s, store.RawKey(fmt.Sprint("k", i)), l, t0.Add(time.Duration(i)*time.Microsecond)); !d.Allowed {
 			t.Fatalf("k%d denied: %+v", i, d)
 		}
 		if n := logEntries(t, s); n > 64 {
 			t.Fatalf("after k%d the logs hold %d entries, more than 64", i, n)
 		}
 	}
-	if !s.has("k999") || s.has("k0") {
+	if !s.has(store.RawKey("k999")) || s.has(store.RawKey("k0")) {
 		t.Errorf("the newest key has no log of its own, or the oldest kept its log")
 	}
 	fake.Advance(time.Minute + DefaultSweepInterval)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
@@ -31,7 +32,7 @@ const (
 // default.
 type Options struct {
 	// MaxKeys is the most keys the store holds, split evenly over the
-	// shards, not counting the keys Reserved names, the overflow counters
+	// shards, not counting the Listed keys (store.Key.Listed), the overflow counters
 	// and the guests (see the package documentation). Zero or less means
 	// DefaultMaxKeys (1,000,000).
 	MaxKeys int
@@ -62,16 +63,6 @@ type Options struct {
 	// means DefaultSweepInterval (10s).
 	SweepInterval time.Duration
 
-	// Reserved, if set, names the keys that always have room: a new key
-	// for which it returns true is stored even when the store is full,
-	// does not count towards MaxKeys and is never evicted (it is
-	// forgotten only once expired). It is meant for a set of callers
-	// bounded in advance, such as the clients a configuration lists, so
-	// that a flood of other keys can neither evict nor starve them. It is
-	// called with the key's shard locked, for each decision on a key the
-	// store does not hold, so it must be quick; nil: no key is reserved.
-	Reserved func(key string) bool
-
 	// Guest, if set, names the keys that have a room of their own, apart
 	// from MaxKeys: keys that callers make as they like (package rls's
 	// counters, whose values and even limits an Envoy caller picks), so
@@ -81,9 +72,10 @@ type Options struct {
 	// it is full its least recently used keys are evicted, those not
 	// being limited first, then those being limited: a guest may have its
 	// count forgotten under a flood of guests, and is never refused for
-	// want of room. It is called as Reserved is, after it (a key Reserved
-	// names is reserved); nil: no key is a guest.
-	Guest func(key string) bool
+	// want of room. It is called with the key's shard locked, for each
+	// decision on a key the store does not hold, so it must be quick; a
+	// Listed key is never a guest; nil: no key is a guest.
+	Guest func(key store.Key) bool
 
 	// MaxGuestKeys is the most guests the store holds, split evenly over
 	// the shards and at least one in each. Zero or less means
@@ -103,8 +95,7 @@ type Store struct {
 	seed      maphash.Seed
 	mask      uint64 // len(shards) - 1
 	shards    []shard
-	reserved  func(string) bool // Options.Reserved
-	guest     func(string) bool // Options.Guest
+	guest     func(store.Key) bool // Options.Guest
 	bound     logBound
 	guestLogs logBound   // the guests' (Options.MaxGuestLogEntries)
 	leases    leaseTable // concurrency leases (lease.go)
@@ -126,11 +117,10 @@ func New(opts Options) *Store {
 func newStore(opts Options, afterSweep func()) *Store {
 	opts = opts.withDefaults()
 	s := &Store{
-		seed:     maphash.MakeSeed(),
-		reserved: opts.Reserved,
-		guest:    opts.Guest,
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		seed:  maphash.MakeSeed(),
+		guest: opts.Guest,
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
 	}
 	s.shards = make([]shard, opts.Shards)
 	s.bound.max = int64(opts.MaxLogEntries)
@@ -197,17 +187,32 @@ func (o Options) withDefaults() Options {
 // reinterpreted under this one (limiter.Reinterpret). It returns
 // store.ErrClosed after Close. The context is not consulted: a decision
 // does no I/O and waits only for the shard's lock.
-func (s *Store) Decide(_ context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
-	_, err = s.decide(key, &limit, now, cost, &d)
+func (s *Store) Decide(_ context.Context, key store.Key, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
+	_, err = s.decide(&key, &limit, now, cost, &d)
 	return d, err
+}
+
+// keyBuf is how long a key's encoding may be and still be written where
+// its decision runs, on the stack: longer ones are encoded on the heap.
+const keyBuf = 160
+
+// encode returns k's encoding (store.Key.Append), written into *buf when
+// it fits: a view of buf, which the store never keeps (a new key is
+// stored as a copy, table.insert), so that deciding a key allocates
+// nothing. buf must not be written again while the view is in use.
+func encode(buf *[keyBuf]byte, k *store.Key) string {
+	b := k.Append(buf[:0])
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // decide is Decide writing the decision to *d, which it overwrites, and
 // reporting whether it was made on an overflow counter (store.Result's
-// Shared): Decide and AppendDecideBatch share it, the batch passing its
+// Shared): Decide and DecideEach share it, the batch passing its
 // requests' limits and its results' decisions where they are instead of
 // copying each (72 bytes) in and out.
-func (s *Store) decide(key string, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) (shared bool, err error) {
+func (s *Store) decide(k *store.Key, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) (shared bool, err error) {
+	var buf [keyBuf]byte
+	key := encode(&buf, k)
 	h := maphash.String(s.seed, key)
 	t := limiter.UnixMicro(now) // read once, for the decision and the expiry, before the lock
 	sh := &s.shards[h&s.mask]
@@ -225,16 +230,16 @@ func (s *Store) decide(key string, l *limiter.Limit, now time.Time, cost int64, 
 			return false, nil
 		}
 	}
-	return s.decideSlow(sh, h, key, l, now, cost, d)
+	return s.decideSlow(sh, h, key, k, l, now, cost, d)
 }
 
 // decideSlow is decide past the common case, sh (the shard of key, whose
-// hash is h) locked: it unlocks it.
-func (s *Store) decideSlow(sh *shard, h uint64, key string, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) (shared bool, err error) {
-	*d, err = s.decideLocked(sh, h, key, l, now, cost)
+// hash is h; k's encoding) locked: it unlocks it.
+func (s *Store) decideSlow(sh *shard, h uint64, key string, k *store.Key, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) (shared bool, err error) {
+	*d, err = s.decideLocked(sh, h, key, k, l, now, cost)
 	sh.mu.Unlock()
 	if err == errNoRoom {
-		*d, err = s.decideOverflow(key, *l, now, cost)
+		*d, err = s.decideOverflow(k.Rule, *l, now, cost)
 		return err == nil, err
 	}
 	return false, err
@@ -242,20 +247,20 @@ func (s *Store) decideSlow(sh *shard, h uint64, key string, l *limiter.Limit, no
 
 // decideLocked is Decide with sh, the shard of key (whose hash is h),
 // locked: for a closed store, a key the shard does not hold, a sliding_log
-// or a state written under another limit.
-func (s *Store) decideLocked(sh *shard, h uint64, key string, l *limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+// or a state written under another limit. key is k's encoding.
+func (s *Store) decideLocked(sh *shard, h uint64, key string, k *store.Key, l *limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
 	if sh.closed {
 		return limiter.Decision{}, store.ErrClosed
 	}
 	log := l.Algorithm() == limiter.SlidingLog
 	if log {
-		if class := s.classOf(key); class != reservedBit && !sh.boundOf(class).fits(1) {
+		if class := s.classOf(k); class != reservedBit && !sh.boundOf(class).fits(1) {
 			sh.makeLogRoom(now, class) // before find: it may evict this key
 		}
 	}
 	i := sh.tab.find(h, key)
 	if i < 0 {
-		return sh.decideNew(h, key, *l, now, cost, s.classOf(key))
+		return sh.decideNew(h, key, *l, now, cost, s.classOf(k))
 	}
 	e := sh.tab.at(i)
 	if !l.Same(sh.limits.at(e.limit)) {
@@ -268,26 +273,37 @@ func (s *Store) decideLocked(sh *shard, h uint64, key string, l *limiter.Limit, 
 }
 
 // classOf returns the class of a key the store does not hold: reservedBit
-// for a key Options.Reserved names, guestBit for one Options.Guest names,
-// 0 for a key of the main room.
-func (s *Store) classOf(key string) uint32 {
+// for a Listed key, guestBit for one Options.Guest names, 0 for a key of
+// the main room.
+func (s *Store) classOf(k *store.Key) uint32 {
 	switch {
-	case s.reserved != nil && s.reserved(key):
+	case k.Listed:
 		return reservedBit
-	case s.guest != nil && s.guest(key):
+	case s.guest != nil && s.guest(*k):
 		return guestBit
 	}
 	return 0
 }
 
-// DecideBatch decides each request in order, as Decide does. After Close
-// it returns store.ErrClosed and no results.
-func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
-	results, err := s.AppendDecideBatch(ctx, make([]store.Result, 0, len(reqs)), reqs, now)
-	if err != nil {
-		return nil, err
+// DecideEach decides each request in order, as Decide does, appending
+// the results to dst: it allocates nothing when dst has room. After Close
+// it returns dst as given and store.ErrClosed.
+func (s *Store) DecideEach(_ context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	n := len(dst)
+	for i := range reqs {
+		r := &reqs[i]
+		dst = append(dst, store.Result{})
+		res := &dst[len(dst)-1]
+		shared, err := s.decide(&r.Key, &r.Limit, now, r.Cost, &res.Decision)
+		switch {
+		case err == store.ErrClosed:
+			return dst[:n], err
+		case err != nil:
+			res.Err = err
+		}
+		res.Shared = shared
 	}
-	return results, nil
+	return dst, nil
 }
 
 // Len returns the number of keys the store holds.

@@ -8,7 +8,6 @@ import (
 	"math/bits"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -40,7 +39,8 @@ func newTest(t testing.TB, opts Options) *Store {
 }
 
 // has reports whether s holds key.
-func (s *Store) has(key string) bool {
+func (s *Store) has(k store.Key) bool {
+	key := k.String()
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
@@ -48,7 +48,10 @@ func (s *Store) has(key string) bool {
 	return sh.tab.find(h, key) >= 0
 }
 
-func mustDecide(t testing.TB, s *Store, key string, l limiter.Limit, now time.Time) limiter.Decision {
+// listedKey is the raw key s, Listed: a key the store keeps room for.
+func listedKey(s string) store.Key { return store.Key{Rest: s, Listed: true} }
+
+func mustDecide(t testing.TB, s *Store, key store.Key, l limiter.Limit, now time.Time) limiter.Decision {
 	t.Helper()
 	d, err := s.Decide(ctx, key, l, now, 1)
 	if err != nil {
@@ -61,17 +64,17 @@ func TestDecideKeepsStatePerKey(t *testing.T) {
 	s := newTest(t, Options{})
 	l := limiter.MustNew(limiter.FixedWindow, 2, time.Minute, 0)
 	steps := []struct {
-		key     string
+		key     store.Key
 		at      time.Duration
 		allowed bool
 		remain  int64
 	}{
-		{"a", 0, true, 1},
-		{"b", 0, true, 1},
-		{"a", time.Second, true, 0},
-		{"a", 2 * time.Second, false, 0},
-		{"b", 3 * time.Second, true, 0},
-		{"a", time.Hour, true, 1}, // a new window
+		{store.RawKey("a"), 0, true, 1},
+		{store.RawKey("b"), 0, true, 1},
+		{store.RawKey("a"), time.Second, true, 0},
+		{store.RawKey("a"), 2 * time.Second, false, 0},
+		{store.RawKey("b"), 3 * time.Second, true, 0},
+		{store.RawKey("a"), time.Hour, true, 1}, // a new window
 	}
 	for i, st := range steps {
 		d := mustDecide(t, s, st.key, l, t0.Add(st.at))
@@ -88,10 +91,10 @@ func TestDecideKeepsStatePerKey(t *testing.T) {
 func TestFreshDecisionsAreNotStored(t *testing.T) {
 	s := newTest(t, Options{})
 	l := limiter.MustNew(limiter.GCRA, 10, time.Second, 0)
-	if _, err := s.Decide(ctx, "look", l, t0, 0); err != nil {
+	if _, err := s.Decide(ctx, store.RawKey("look"), l, t0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := s.Decide(ctx, "too-big", l, t0, 11); err != nil || d.Allowed {
+	if d, err := s.Decide(ctx, store.RawKey("too-big"), l, t0, 11); err != nil || d.Allowed {
 		t.Fatalf("cost above burst: %+v, %v", d, err)
 	}
 	if n := s.Len(); n != 0 {
@@ -105,7 +108,7 @@ func TestKeyIsCopiedOnce(t *testing.T) {
 	stored := ""
 	for i := range 3 {
 		key := string([]byte("caller-buffer")) // a new string each time
-		mustDecide(t, s, key, l, t0.Add(time.Duration(i)*time.Second))
+		mustDecide(t, s, store.RawKey(key), l, t0.Add(time.Duration(i)*time.Second))
 		sh := &s.shards[maphash.String(s.seed, key)&s.mask]
 		e := sh.tab.at(sh.tab.find(maphash.String(s.seed, key), key))
 		if unsafe.StringData(e.key()) == unsafe.StringData(key) {
@@ -129,7 +132,7 @@ func TestKeyIsCopiedOnce(t *testing.T) {
 func TestNoRoomCountsOnTheOverflowCounter(t *testing.T) {
 	s := newTest(t, Options{MaxKeys: 4, Shards: 1})
 	l := limiter.MustNew(limiter.FixedWindow, 2, time.Hour, 0)
-	key := func(rule, caller string) string { return store.GroupKey(store.Key("header", caller), rule, "") }
+	key := func(rule, caller string) store.Key { return store.GroupKey(store.Parts("header", caller), rule, "") }
 	for i := range 4 {
 		for range 2 { // remaining 0: limited
 			mustDecide(t, s, key("tenants", fmt.Sprint("k", i)), l, t0)
@@ -166,23 +169,22 @@ func TestNoRoomCountsOnTheOverflowCounter(t *testing.T) {
 	}
 }
 
-// Reserved keys always have room: in a store full of limited keys they
+// Listed keys always have room: in a store full of limited keys they
 // get counters of their own, which no flood evicts, and they take no room
 // from other keys.
 func TestReservedKeysAlwaysHaveRoom(t *testing.T) {
-	listed := func(key string) bool { return strings.HasPrefix(key, "partner-") }
-	s := newTest(t, Options{MaxKeys: 8, Shards: 1, Reserved: listed})
+	s := newTest(t, Options{MaxKeys: 8, Shards: 1})
 	l := limiter.MustNew(limiter.FixedWindow, 3, time.Hour, 0)
-	mustDecide(t, s, "partner-b", l, t0) // spends 1 before the flood
+	mustDecide(t, s, listedKey("partner-b"), l, t0) // spends 1 before the flood
 	for i := range 100 {
 		for range 3 {
-			mustDecide(t, s, fmt.Sprint("flood-", i), l, t0)
+			mustDecide(t, s, store.RawKey(fmt.Sprint("flood-", i)), l, t0)
 		}
 	}
 	for key, want := range map[string]int{"partner-a": 3, "partner-b": 2} {
 		passed := 0
 		for range 4 {
-			if mustDecide(t, s, key, l, t0).Allowed {
+			if mustDecide(t, s, listedKey(key), l, t0).Allowed {
 				passed++
 			}
 		}
@@ -196,12 +198,12 @@ func TestReservedKeysAlwaysHaveRoom(t *testing.T) {
 }
 
 func TestOverflowKeyIsNoOtherKey(t *testing.T) {
-	overflowKey := func(key string, l limiter.Limit) string { return string(appendOverflowKey(nil, key, l)) }
+	overflowKey := func(key store.Key, l limiter.Limit) string { return string(appendOverflowKey(nil, key.Rule, l)) }
 	l := limiter.MustNew(limiter.GCRA, 10, time.Minute, 5)
-	keys := map[string]string{}
-	for _, k := range []string{
-		store.Key("claims", "a"), store.Key("claims", "b"), store.GroupKey(store.Key("ip", "1"), "claims", "x"),
-		store.Key("tenants"), "not-a-store-key", "", "3:ab", "99:x",
+	keys := map[store.Key]string{}
+	for _, k := range []store.Key{
+		store.NewKey("claims", "a"), store.NewKey("claims", "b"), store.GroupKey(store.Parts("ip", "1"), "claims", "x"),
+		store.NewKey("tenants"), store.RawKey("not-a-store-key"), store.RawKey(""), store.RawKey("3:ab"), store.RawKey("99:x"),
 	} {
 		o := overflowKey(k, l)
 		if o[0] != '#' {
@@ -209,14 +211,14 @@ func TestOverflowKeyIsNoOtherKey(t *testing.T) {
 		}
 		keys[k] = o
 	}
-	if keys[store.Key("claims", "a")] != keys[store.Key("claims", "b")] ||
-		keys[store.Key("claims", "a")] != keys[store.GroupKey(store.Key("ip", "1"), "claims", "x")] {
+	if keys[store.NewKey("claims", "a")] != keys[store.NewKey("claims", "b")] ||
+		keys[store.NewKey("claims", "a")] != keys[store.GroupKey(store.Parts("ip", "1"), "claims", "x")] {
 		t.Errorf("one rule's keys have different overflow counters: %q", keys)
 	}
-	if keys[store.Key("claims", "a")] == keys[store.Key("tenants")] {
+	if keys[store.NewKey("claims", "a")] == keys[store.NewKey("tenants")] {
 		t.Errorf("two rules share an overflow counter: %q", keys)
 	}
-	if overflowKey("x", l) == overflowKey("x", limiter.MustNew(limiter.GCRA, 10, time.Minute, 6)) {
+	if overflowKey(store.RawKey("x"), l) == overflowKey(store.RawKey("x"), limiter.MustNew(limiter.GCRA, 10, time.Minute, 6)) {
 		t.Errorf("two limits share an overflow counter")
 	}
 }
@@ -224,7 +226,7 @@ func TestOverflowKeyIsNoOtherKey(t *testing.T) {
 func TestEvictsLeastRecentlyUsedFirst(t *testing.T) {
 	s := newTest(t, Options{MaxKeys: 16, Shards: 1})
 	l := limiter.MustNew(limiter.TokenBucket, 10, time.Minute, 0)
-	key := func(i int) string { return fmt.Sprint("k", i) }
+	key := func(i int) store.Key { return store.RawKey(fmt.Sprint("k", i)) }
 	for i := range 16 {
 		mustDecide(t, s, key(i), l, t0)
 	}
@@ -248,27 +250,27 @@ func TestLimitedKeySurvivesFlood(t *testing.T) {
 	strict := limiter.MustNew(limiter.FixedWindow, 2, time.Hour, 0)
 	loose := limiter.MustNew(limiter.FixedWindow, 1_000_000, time.Hour, 0)
 	for range 3 {
-		mustDecide(t, s, "abuser", strict, t0)
+		mustDecide(t, s, store.RawKey("abuser"), strict, t0)
 	}
 	used := int64(0)
 	for i := range 100_000 {
-		mustDecide(t, s, "flood-"+strconv.Itoa(i), loose, t0)
+		mustDecide(t, s, store.RawKey("flood-"+strconv.Itoa(i)), loose, t0)
 		if i%100 == 0 {
-			mustDecide(t, s, "regular", loose, t0)
+			mustDecide(t, s, store.RawKey("regular"), loose, t0)
 			used++
 		}
 		if i%10_000 == 0 && s.Len() > 1000 {
 			t.Fatalf("Len() = %d, above MaxKeys", s.Len())
 		}
 	}
-	if d := mustDecide(t, s, "abuser", strict, t0); d.Allowed {
+	if d := mustDecide(t, s, store.RawKey("abuser"), strict, t0); d.Allowed {
 		t.Errorf("the limited key was evicted by the flood: %+v", d)
 	}
-	if d := mustDecide(t, s, "regular", loose, t0); d.Remaining != loose.Rate()-used-1 {
+	if d := mustDecide(t, s, store.RawKey("regular"), loose, t0); d.Remaining != loose.Rate()-used-1 {
 		t.Errorf("the recently used key lost its count: remaining %d, want %d",
 			d.Remaining, loose.Rate()-used-1)
 	}
-	if s.has("flood-0") {
+	if s.has(store.RawKey("flood-0")) {
 		t.Errorf("the oldest idle key survived the flood")
 	}
 }
@@ -282,10 +284,10 @@ func TestSweepRemovesExpiredKeys(t *testing.T) {
 	short := limiter.MustNew(limiter.GCRA, 10, time.Second, 0) // reset 100ms
 	long := limiter.MustNew(limiter.GCRA, 10, time.Hour, 0)    // reset 6m
 	for i := range 3000 {
-		mustDecide(t, s, fmt.Sprint("short-", i), short, t0)
+		mustDecide(t, s, store.RawKey(fmt.Sprint("short-", i)), short, t0)
 	}
 	for i := range 10 {
-		mustDecide(t, s, fmt.Sprint("long-", i), long, t0)
+		mustDecide(t, s, store.RawKey(fmt.Sprint("long-", i)), long, t0)
 	}
 	steps := []struct {
 		advance time.Duration
@@ -311,19 +313,19 @@ func TestSweepRemovesExpiredKeys(t *testing.T) {
 func TestClose(t *testing.T) {
 	s := New(Options{})
 	l := limiter.MustNew(limiter.GCRA, 10, time.Second, 0)
-	mustDecide(t, s, "k", l, t0)
+	mustDecide(t, s, store.RawKey("k"), l, t0)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if _, err := s.Decide(ctx, "k", l, t0, 1); !errors.Is(err, store.ErrClosed) {
+	if _, err := s.Decide(ctx, store.RawKey("k"), l, t0, 1); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Decide after Close: %v, want ErrClosed", err)
 	}
-	res, err := s.DecideBatch(ctx, []store.Request{{Key: "k", Limit: l, Cost: 1}}, t0)
-	if !errors.Is(err, store.ErrClosed) || res != nil {
-		t.Errorf("DecideBatch after Close: %v, %v, want ErrClosed", res, err)
+	res, err := s.DecideEach(ctx, nil, []store.Request{{Key: store.RawKey("k"), Limit: l, Cost: 1}}, t0)
+	if !errors.Is(err, store.ErrClosed) || len(res) != 0 {
+		t.Errorf("DecideEach after Close: %v, %v, want ErrClosed", res, err)
 	}
 	if n := s.Len(); n != 0 {
 		t.Errorf("Len() after Close = %d", n)
@@ -331,21 +333,21 @@ func TestClose(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
-func TestDecideBatch(t *testing.T) {
+func TestDecideEach(t *testing.T) {
 	s := newTest(t, Options{MaxKeys: 1, Shards: 1})
 	l := limiter.MustNew(limiter.FixedWindow, 1, time.Minute, 0)
-	res, err := s.DecideBatch(ctx, []store.Request{
-		{Key: "a", Limit: l, Cost: 1},
-		{Key: "a", Limit: l, Cost: 1},
-		{Key: "b", Limit: l, Cost: 1}, // "a" is limited and fills the store: the overflow counter
-		{Key: "c", Limit: l, Cost: 1}, // the overflow counter is spent
+	res, err := s.DecideEach(ctx, nil, []store.Request{
+		{Key: store.RawKey("a"), Limit: l, Cost: 1},
+		{Key: store.RawKey("a"), Limit: l, Cost: 1},
+		{Key: store.RawKey("b"), Limit: l, Cost: 1}, // "a" is limited and fills the store: the overflow counter
+		{Key: store.RawKey("c"), Limit: l, Cost: 1}, // the overflow counter is spent
 	}, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res) != 4 || !res[0].Decision.Allowed || res[1].Decision.Allowed || !res[2].Decision.Allowed ||
 		res[3].Decision.Allowed {
-		t.Errorf("DecideBatch = %+v, want allowed, denied, allowed, denied", res)
+		t.Errorf("DecideEach = %+v, want allowed, denied, allowed, denied", res)
 	}
 	for i, r := range res {
 		if r.Err != nil {

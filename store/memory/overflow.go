@@ -16,12 +16,12 @@ import (
 // jointly rather than not at all. Overflow counters are reserved (they
 // always have room and are never evicted): there is at most one per rule
 // and limit, and a flood of distinct keys cannot make more.
-func (s *Store) decideOverflow(key string, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
+func (s *Store) decideOverflow(rule string, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
 	var buf [96]byte
-	b := appendOverflowKey(buf[:0], key, limit)
+	b := appendOverflowKey(buf[:0], rule, limit)
 	// A view of buf, which nothing keeps: a new counter stores a copy
 	// (table.insert), so that a flood of new keys allocates nothing here.
-	key = unsafe.String(unsafe.SliceData(b), len(b))
+	key := unsafe.String(unsafe.SliceData(b), len(b))
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()
@@ -39,15 +39,13 @@ func (s *Store) decideOverflow(key string, limit limiter.Limit, now time.Time, c
 	return sh.apply(sh.tab.at(i), &limit, now, cost), nil
 }
 
-// appendOverflowKey appends to b the key of the overflow counter of key's
-// rule under limit: '#' (no key made by store.Key or store.GroupKey starts
+// appendOverflowKey appends to b the key of the overflow counter of rule
+// under limit: '#' (no key made by store.NewKey or store.GroupKey starts
 // so), the rule as store.Key writes a part (its length, ':', its bytes),
 // then the limit's algorithm, rate, period in microseconds and burst, each
-// after a ':'. The rule is the first part of the key, after its group if
-// it has one; a key not made by store.Key has no rule, and shares one
+// after a ':'. A raw key (store.RawKey) has no rule, and shares one
 // overflow counter per limit with such keys.
-func appendOverflowKey(b []byte, key string, limit limiter.Limit) []byte {
-	rule := store.RuleOf(key)
+func appendOverflowKey(b []byte, rule string, limit limiter.Limit) []byte {
 	b = append(b, '#')
 	b = strconv.AppendInt(b, int64(len(rule)), 10)
 	b = append(append(b, ':'), rule...)

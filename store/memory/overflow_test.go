@@ -15,9 +15,9 @@ import (
 func TestFullStoreAllocatesNothing(t *testing.T) {
 	s := newTest(t, Options{MaxKeys: 64, Shards: 1})
 	spent := limiter.MustNew(limiter.FixedWindow, 1, time.Hour, 0)
-	keys := make([]string, 200)
+	keys := make([]store.Key, 200)
 	for i := range keys {
-		keys[i] = store.Key("tenants", fmt.Sprint(i))
+		keys[i] = store.NewKey("tenants", fmt.Sprint(i))
 	}
 	for _, k := range keys[:100] { // fills the store, then starts the overflow counter
 		if _, err := s.Decide(ctx, k, spent, t0, 1); err != nil {

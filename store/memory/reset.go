@@ -14,7 +14,9 @@ var _ store.Resetter = (*Store)(nil)
 // overflow counter a key without room was decided on is not reset: it is
 // shared by every such key of the rule. It returns store.ErrClosed after
 // Close.
-func (s *Store) Reset(_ context.Context, key string) error {
+func (s *Store) Reset(_ context.Context, k store.Key) error {
+	var buf [keyBuf]byte
+	key := encode(&buf, &k)
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()

@@ -17,7 +17,7 @@ func TestResetForgetsOneKey(t *testing.T) {
 	for _, alg := range []limiter.Algorithm{limiter.SlidingLog, limiter.GCRA, limiter.FixedWindow} {
 		t.Run(alg.String(), func(t *testing.T) {
 			l := mustLimit(t, alg, 2, time.Minute)
-			a, b := store.Key("r", alg.String(), "a"), store.Key("r", alg.String(), "b")
+			a, b := store.NewKey("r", alg.String(), "a"), store.NewKey("r", alg.String(), "b")
 			for i := range 2 { // a second apart: two entries each under sliding_log
 				mustDecide(t, s, a, l, t0.Add(time.Duration(i)*time.Second))
 				mustDecide(t, s, b, l, t0.Add(time.Duration(i)*time.Second))
@@ -40,7 +40,7 @@ func TestResetForgetsOneKey(t *testing.T) {
 			}
 		})
 	}
-	if err := s.Reset(ctx, store.Key("r", "never seen")); err != nil {
+	if err := s.Reset(ctx, store.NewKey("r", "never seen")); err != nil {
 		t.Errorf("Reset of a key never seen: %v, want nil", err)
 	}
 	// sliding_log's entries: b's two, and a's one since its reset.
@@ -61,7 +61,7 @@ func mustLimit(t *testing.T, alg limiter.Algorithm, n int64, period time.Duratio
 func TestResetForgetsLeases(t *testing.T) {
 	s := newTest(t, Options{})
 	limit := store.Concurrency{Max: 1, TTL: time.Minute}
-	key := store.Key("uploads", "concurrency", "a")
+	key := store.NewKey("uploads", "concurrency", "a")
 	if d, err := s.Acquire(ctx, key, limit, t0, 1); err != nil || !d.Allowed {
 		t.Fatalf("Acquire: %+v, %v", d, err)
 	}
@@ -79,7 +79,7 @@ func TestResetForgetsLeases(t *testing.T) {
 func TestResetAfterClose(t *testing.T) {
 	s := New(Options{})
 	s.Close()
-	if err := s.Reset(ctx, "k"); !errors.Is(err, store.ErrClosed) {
+	if err := s.Reset(ctx, store.RawKey("k")); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Reset after Close: %v, want store.ErrClosed", err)
 	}
 }

@@ -19,7 +19,9 @@ var _ store.Settler = (*Store)(nil)
 // or holds under another limit, is left as it is; the decision is then a
 // look at it. A sliding_log's entries stand under any limit (as in Redis,
 // whose logs record none): its reservation is settled under the new one. It returns store.ErrClosed after Close.
-func (s *Store) Settle(_ context.Context, key string, limit limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
+func (s *Store) Settle(_ context.Context, k store.Key, limit limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
+	var buf [keyBuf]byte
+	key := encode(&buf, &k)
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // TestSettleChargeKeepsTheKey: a charge makes the key's state last longer
@@ -17,11 +18,11 @@ func TestSettleChargeKeepsTheKey(t *testing.T) {
 	s := newStore(Options{Clock: fake, SweepInterval: 10 * time.Second, Shards: 4}, func() { swept <- struct{}{} })
 	defer s.Close()
 	l := limiter.MustNew(limiter.TokenBucket, 1, 10*time.Second, 100) // one token every 10s
-	r := mustDecide(t, s, "k", l, t0)
+	r := mustDecide(t, s, store.RawKey("k"), l, t0)
 	if r.Reset != 10*time.Second {
 		t.Fatalf("reservation: %+v, want Reset 10s", r)
 	}
-	d, err := s.Settle(ctx, "k", l, t0, r.Reservation, 1, 50) // 49 more: 490s to refill
+	d, err := s.Settle(ctx, store.RawKey("k"), l, t0, r.Reservation, 1, 50) // 49 more: 490s to refill
 	if err != nil || d.Remaining != 50 {
 		t.Fatalf("Settle: %+v, %v; want 50 remaining", d, err)
 	}
@@ -31,12 +32,12 @@ func TestSettleChargeKeepsTheKey(t *testing.T) {
 	case <-time.After(10 * time.Second): // a hang guard, not a timing assertion
 		t.Fatal("no sweep after the clock passed a tick")
 	}
-	if got := mustLook(t, s, "k", l, t0.Add(20*time.Second)); got.Remaining != 52 {
+	if got := mustLook(t, s, store.RawKey("k"), l, t0.Add(20*time.Second)); got.Remaining != 52 {
 		t.Errorf("after 20s: remaining %d, want 52 (50 + 2 refilled): the charge was forgotten", got.Remaining)
 	}
 }
 
-func mustLook(t *testing.T, s *Store, key string, l limiter.Limit, now time.Time) limiter.Decision {
+func mustLook(t *testing.T, s *Store, key store.Key, l limiter.Limit, now time.Time) limiter.Decision {
 	t.Helper()
 	d, err := s.Decide(ctx, key, l, now, 0)
 	if err != nil {

@@ -62,15 +62,15 @@ func TestClosed(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.FixedWindow, 1, time.Second, 0)
-	decide(t, s, "closed", l, epoch, 1)
+	decide(t, s, store.RawKey("closed"), l, epoch, 1)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Decide(context.Background(), "closed", l, epoch, 1); !errors.Is(err, store.ErrClosed) {
+	if _, err := s.Decide(context.Background(), store.RawKey("closed"), l, epoch, 1); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Decide after Close: %v, want store.ErrClosed", err)
 	}
-	if _, err := s.DecideBatch(context.Background(), []store.Request{{Key: "closed", Limit: l, Cost: 1}}, epoch); !errors.Is(err, store.ErrClosed) {
-		t.Errorf("DecideBatch after Close: %v, want store.ErrClosed", err)
+	if _, err := s.DecideEach(context.Background(), nil, []store.Request{{Key: store.RawKey("closed"), Limit: l, Cost: 1}}, epoch); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("DecideEach after Close: %v, want store.ErrClosed", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
@@ -115,7 +115,7 @@ func TestNewFromClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := mustLimit(t, limiter.SlidingWindow, 2, time.Second, 0)
-	if d := decide(t, s, "k", l, epoch, 2); !d.Allowed || d.Remaining != 0 {
+	if d := decide(t, s, store.RawKey("k"), l, epoch, 2); !d.Allowed || d.Remaining != 0 {
 		t.Fatalf("%+v", d)
 	}
 	s.Close()
@@ -126,16 +126,19 @@ func TestNewFromClient(t *testing.T) {
 
 func TestRedisKey(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ key, want string }{
-		{"", "p:{}"},
-		{"5:rule6:client", "p:{5:rule6:client}"},
-		{"a{b}c", "p:{a%7Bb%7Dc}"},
-		{"a%7Bb", "p:{a%257Bb}"},
-		{"}{", "p:{%7D%7B}"},
-		{store.GroupKey(store.Key("client", "a"), "claims", "t"), "p:{6:client1:a}6:claims1:t"},
+	for _, c := range []struct {
+		key  store.Key
+		want string
+	}{
+		{store.RawKey(""), "p:{}"},
+		{store.RawKey("5:rule6:client"), "p:{5:rule6:client}"},
+		{store.RawKey("a{b}c"), "p:{a%7Bb%7Dc}"},
+		{store.RawKey("a%7Bb"), "p:{a%257Bb}"},
+		{store.RawKey("}{"), "p:{%7D%7B}"},
+		{store.GroupKey(store.Parts("client", "a"), "claims", "t"), "p:{6:client1:a}6:claims1:t"},
 		{store.GroupKey("{x}", "r{"), "p:{%7Bx%7D}2:r%7B"},
-		{"@1:}", "p:{@1:%7D}"},       // nothing after the group: not a group, or it would be "}"'s key
-		{"@9:short", "p:{@9:short}"}, // not a group: the length does not fit
+		{store.RawKey("@1:}"), "p:{@1:%7D}"},       // nothing after the group: not a group, or it would be "}"'s key
+		{store.RawKey("@9:short"), "p:{@9:short}"}, // not a group: the length does not fit
 	} {
 		if got := redisKey("p:", c.key); got != c.want {
 			t.Errorf("redisKey(%q) = %q, want %q", c.key, got, c.want)
@@ -152,14 +155,15 @@ func FuzzRedisKeyDistinct(f *testing.F) {
 	f.Add("a", "@1:a", "b", "")
 	f.Add("@0:", "", "}", "{")
 	f.Add("6:client1:a", "claims", "@11:6:client1:a", "6:claims")
-	f.Fuzz(func(t *testing.T, k1, g1, k2, g2 string) {
+	f.Fuzz(func(t *testing.T, s1, g1, s2, g2 string) {
+		k1, k2 := store.RawKey(s1), store.RawKey(s2)
 		if g1 != "" {
-			k1 = store.GroupKey(g1, k1)
+			k1 = store.GroupKey(g1, s1)
 		}
 		if g2 != "" {
-			k2 = store.GroupKey(g2, k2)
+			k2 = store.GroupKey(g2, s2)
 		}
-		if (k1 == k2) != (redisKey("p:", k1) == redisKey("p:", k2)) {
+		if (k1.String() == k2.String()) != (redisKey("p:", k1) == redisKey("p:", k2)) {
 			t.Fatalf("store keys %q and %q: Redis keys %q and %q", k1, k2, redisKey("p:", k1), redisKey("p:", k2))
 		}
 	})

@@ -16,23 +16,34 @@ type batchCall struct {
 	req int
 }
 
-// DecideBatch decides several requests, each on its own key, in one round
+// DecideEach decides several requests, each on its own key, in one round
 // trip: the scripts are pipelined with EVALSHA, and in a cluster the
 // requests for different nodes go out in parallel. Each request is decided
 // on its own, as with Decide; a request that fails has its error in its
-// Result. The returned error is store.ErrClosed after Close, or a lazy
+// Result. The results are appended to dst. The returned error (dst then
+// as given) is store.ErrClosed after Close, or a lazy
 // store's failure to connect (ErrNotConnected), else nil.
-func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+func (s *Store) DecideEach(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	if s.closed.Load() {
-		return nil, store.ErrClosed
+		return dst, store.ErrClosed
 	}
+	var res []store.Result
+	var err error
 	if s.grants != nil {
-		return s.grantBatch(ctx, reqs, now)
+		res, err = s.grantBatch(ctx, reqs, now)
+	} else {
+		res, err = s.batchDirect(ctx, reqs, now)
 	}
-	return s.batchDirect(ctx, reqs, now)
+	if err != nil {
+		return dst, err
+	}
+	if dst == nil {
+		return res, nil
+	}
+	return append(dst, res...), nil
 }
 
-// batchDirect is DecideBatch without quota grants.
+// batchDirect is DecideEach without quota grants.
 func (s *Store) batchDirect(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	results := make([]store.Result, len(reqs))
 	if len(reqs) == 1 && !reqs[0].Limit.IsZero() && reqs[0].Cost >= 0 { // most calls: spare the calls slice

@@ -46,7 +46,7 @@ func BenchmarkDecideHotKey(b *testing.B) {
 			b.SetParallelism(benchParallelism)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := s.Decide(context.Background(), "hot:"+alg.String(), l, time.Time{}, 1); err != nil {
+					if _, err := s.Decide(context.Background(), store.RawKey("hot:"+alg.String()), l, time.Time{}, 1); err != nil {
 						b.Error(err)
 						return
 					}
@@ -59,9 +59,9 @@ func BenchmarkDecideHotKey(b *testing.B) {
 // BenchmarkDecide100kKeys spreads the decisions over 100,000 keys.
 func BenchmarkDecide100kKeys(b *testing.B) {
 	const keys = 100_000
-	names := make([]string, keys)
+	names := make([]store.Key, keys)
 	for i := range names {
-		names[i] = store.Key("bench", strconv.Itoa(i))
+		names[i] = store.NewKey("bench", strconv.Itoa(i))
 	}
 	s := benchStore(b)
 	for _, alg := range []limiter.Algorithm{limiter.SlidingWindow, limiter.GCRA, limiter.SlidingLog} {
@@ -82,18 +82,18 @@ func BenchmarkDecide100kKeys(b *testing.B) {
 	}
 }
 
-// BenchmarkDecideBatch decides three rules of one request per call.
-func BenchmarkDecideBatch(b *testing.B) {
+// BenchmarkDecideEach decides three rules of one request per call.
+func BenchmarkDecideEach(b *testing.B) {
 	s := benchStore(b)
 	reqs := []store.Request{
-		{Key: "batch:a", Limit: benchLimit(b, limiter.SlidingWindow), Cost: 1},
-		{Key: "batch:b", Limit: benchLimit(b, limiter.GCRA), Cost: 1},
-		{Key: "batch:c", Limit: benchLimit(b, limiter.FixedWindow), Cost: 1},
+		{Key: store.RawKey("batch:a"), Limit: benchLimit(b, limiter.SlidingWindow), Cost: 1},
+		{Key: store.RawKey("batch:b"), Limit: benchLimit(b, limiter.GCRA), Cost: 1},
+		{Key: store.RawKey("batch:c"), Limit: benchLimit(b, limiter.FixedWindow), Cost: 1},
 	}
 	b.SetParallelism(benchParallelism)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := s.DecideBatch(context.Background(), reqs, time.Time{}); err != nil {
+			if _, err := s.DecideEach(context.Background(), nil, reqs, time.Time{}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -112,7 +112,7 @@ return n`)
 // on one hot key. What the store adds to it is the algorithms' cost.
 func BenchmarkFloorIncr(b *testing.B) {
 	s := benchStore(b)
-	key := []string{redisKey(s.prefix, "floor")}
+	key := []string{redisKey(s.prefix, store.RawKey("floor"))}
 	args := []string{"1000"}
 	b.SetParallelism(benchParallelism)
 	b.RunParallel(func(pb *testing.PB) {

@@ -13,7 +13,7 @@ var _ store.Canceler = (*Store)(nil)
 // turn on key under limit, in one script call (lua/cancel.lua), as
 // limiter.Limit.Cancel does: only while it is the key's last reservation
 // and the key's state is under limit. The key keeps its TTL.
-func (s *Store) Cancel(ctx context.Context, key string, limit limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
+func (s *Store) Cancel(ctx context.Context, key store.Key, limit limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
 	if s.closed.Load() {
 		return false, store.ErrClosed
 	}

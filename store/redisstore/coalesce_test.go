@@ -18,7 +18,7 @@ import (
 // decideBatchNow runs the batch script for requests of costs on key at now
 // (caller time) and returns their outcomes.
 func decideBatchNow(s *Store, key string, l limiter.Limit, now time.Time, costs []int64) []outcome {
-	c := s.newCall(key, l, costs[0], now)
+	c := s.newCall(store.RawKey(key), l, costs[0], now)
 	batch := make([]*waiter, len(costs))
 	for i, cost := range costs {
 		batch[i] = &waiter{ctx: context.Background(), c: call{cost: min(cost, l.Burst()+1)}, by: time.Now().Add(s.timeout), done: make(chan outcome, 1)}
@@ -121,10 +121,10 @@ func holdKey(t *testing.T, srv *redistest.Server, s *Store, key string, l limite
 	t.Cleanup(resume)
 	done = make(chan outcome, 1)
 	go func() {
-		d, err := s.Decide(context.Background(), key, l, epoch, 1)
+		d, err := s.Decide(context.Background(), store.RawKey(key), l, epoch, 1)
 		done <- outcome{d, err}
 	}()
-	waitFor(t, "the first call to be in flight", func() bool { return s.waiting(redisKey(s.prefix, key)) == 0 })
+	waitFor(t, "the first call to be in flight", func() bool { return s.waiting(redisKey(s.prefix, store.RawKey(key))) == 0 })
 	return done, resume
 }
 
@@ -135,11 +135,11 @@ func queue(ctx context.Context, t *testing.T, s *Store, key string, l limiter.Li
 	out := make(chan outcome, n)
 	for range n {
 		go func() {
-			d, err := s.Decide(ctx, key, l, epoch, 1)
+			d, err := s.Decide(ctx, store.RawKey(key), l, epoch, 1)
 			out <- outcome{d, err}
 		}()
 	}
-	waitFor(t, fmt.Sprintf("%d requests to wait", n), func() bool { return s.waiting(redisKey(s.prefix, key)) == n })
+	waitFor(t, fmt.Sprintf("%d requests to wait", n), func() bool { return s.waiting(redisKey(s.prefix, store.RawKey(key))) == n })
 	return out
 }
 
@@ -177,7 +177,7 @@ func TestCoalescing(t *testing.T) {
 	if calls := redistest.ScriptCalls(t, srv.Addr) - before; calls != 2 {
 		t.Errorf("11 requests took %d script calls, want 2 (one, then one batch)", calls)
 	}
-	if n := s.waiting(redisKey(s.prefix, "hot")); n != -1 {
+	if n := s.waiting(redisKey(s.prefix, store.RawKey("hot"))); n != -1 {
 		t.Errorf("key still marked in flight (%d waiting) after every request was answered", n)
 	}
 }
@@ -203,7 +203,7 @@ func TestCoalescingCallerGone(t *testing.T) {
 	if o := <-first; o.err != nil || o.d.Remaining != 9 {
 		t.Fatalf("first request: %+v, %v", o.d, o.err)
 	}
-	if d := decide(t, s, "gone", l, epoch, 1); d.Remaining != 8 {
+	if d := decide(t, s, store.RawKey("gone"), l, epoch, 1); d.Remaining != 8 {
 		t.Errorf("after one request and three that left: %+v, want remaining 8", d)
 	}
 }
@@ -248,11 +248,11 @@ func TestCoalescingOtherLimit(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
-	rk := redisKey(s.prefix, "other")
+	rk := redisKey(s.prefix, store.RawKey("other"))
 	s.mu.Lock()
-	s.flights[rk] = &flight{call: s.newCall("other", l, 1, epoch)}
+	s.flights[rk] = &flight{call: s.newCall(store.RawKey("other"), l, 1, epoch)}
 	s.mu.Unlock()
-	d := decide(t, s, "other", mustLimit(t, limiter.GCRA, 20, time.Minute, 0), epoch, 1)
+	d := decide(t, s, store.RawKey("other"), mustLimit(t, limiter.GCRA, 20, time.Minute, 0), epoch, 1)
 	if !d.Allowed || d.Limit != 20 || d.Remaining != 19 {
 		t.Errorf("request with another limit than the call in flight: %+v, want allowed under its own limit (20, 19 left)", d)
 	}
@@ -300,7 +300,7 @@ func TestCoalescingWaiterPastDeadline(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
-	c := s.newCall("past", l, 1, epoch)
+	c := s.newCall(store.RawKey("past"), l, 1, epoch)
 	late := &waiter{ctx: context.Background(), c: call{cost: 1}, by: time.Now().Add(-time.Millisecond), done: make(chan outcome, 1)}
 	due := &waiter{ctx: context.Background(), c: call{cost: 1}, by: time.Now().Add(time.Minute), done: make(chan outcome, 1)}
 	s.mu.Lock()
@@ -336,7 +336,7 @@ func TestCoalescingOneCallerDeadline(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.FixedWindow, 5, time.Minute, 0)
-	c := s.newCall("one", l, 1, epoch)
+	c := s.newCall(store.RawKey("one"), l, 1, epoch)
 	short, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
 	defer cancel()
 	by := time.Now().Add(s.timeout)

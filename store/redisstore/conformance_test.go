@@ -59,7 +59,7 @@ func TestCluster(t *testing.T) {
 		s := open(t, c.Addrs, false)
 		l := mustLimit(t, limiter.GCRA, 3, time.Hour, 0)
 		for i := range 4 {
-			if d := decide(t, s, "time", l, time.Time{}, 1); d.Allowed != (i < 3) {
+			if d := decide(t, s, store.RawKey("time"), l, time.Time{}, 1); d.Allowed != (i < 3) {
 				t.Fatalf("request %d: %+v", i, d)
 			}
 		}
@@ -95,9 +95,9 @@ func checkSpread(t *testing.T, s *Store, n int) {
 	l := mustLimit(t, limiter.FixedWindow, 5, time.Minute, 0)
 	reqs := make([]store.Request, n)
 	for i := range reqs {
-		reqs[i] = store.Request{Key: fmt.Sprintf("spread:%d", i), Limit: l, Cost: 1}
+		reqs[i] = store.Request{Key: store.RawKey(fmt.Sprintf("spread:%d", i)), Limit: l, Cost: 1}
 	}
-	res, err := s.DecideBatch(context.Background(), reqs, epoch)
+	res, err := s.DecideEach(context.Background(), nil, reqs, epoch)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func replayDelay(t *testing.T, s *Store, key string, lims []limiter.Limit, rng *
 			}
 			h := holds[i]
 			want := m.limit.Same(&l) && l.Cancel(&m.state, h.r, h.cost)
-			got, err := s.Cancel(context.Background(), key, l, h.r, h.cost)
+			got, err := s.Cancel(context.Background(), store.RawKey(key), l, h.r, h.cost)
 			fmt.Fprintf(&history, "  step %d: cancel %+v cost %d -> %v\n", step, h.r, h.cost, want)
 			if err != nil || got != want {
 				t.Fatalf("step %d: cancel %+v cost %d under %v: redis %v (%v), go %v\nsteps so far (go):\n%s",
@@ -115,13 +115,13 @@ func decideSomehow(t *testing.T, s *Store, rng *rand.Rand, key string, l limiter
 	case len(costs) > 1:
 		return decideBatchNow(s, key, l, at, costs)
 	case rng.IntN(2) == 0 && costs[0] >= 0:
-		res, err := s.DecideAll(context.Background(), nil, []store.Request{{Key: key, Limit: l, Cost: costs[0]}}, at)
+		res, err := s.DecideAll(context.Background(), nil, []store.Request{{Key: store.RawKey(key), Limit: l, Cost: costs[0]}}, at)
 		if err != nil {
 			return []outcome{{err: err}}
 		}
 		return []outcome{{d: res[0].Decision, err: res[0].Err}}
 	}
-	return []outcome{{d: decide(t, s, key, l, at, costs[0])}}
+	return []outcome{{d: decide(t, s, store.RawKey(key), l, at, costs[0])}}
 }
 
 // TestDecideAllHoldsOrSpendsNothing: decided all or nothing with another

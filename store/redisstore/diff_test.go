@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // diffCase is a limit to replay random steps through, from a start time.
@@ -106,7 +107,7 @@ func replay(t *testing.T, s *Store, key string, l limiter.Limit, start int64, rn
 		cost := nextCost(rng, l.Burst())
 		at := time.UnixMicro(now)
 		want := m.decide(l, at, cost)
-		got := decide(t, s, key, l, at, cost)
+		got := decide(t, s, store.RawKey(key), l, at, cost)
 		fmt.Fprintf(&history, "  step %d: now %d cost %d -> %+v\n", step, now, cost, want)
 		if got != want {
 			t.Fatalf("%v: step %d (now %d µs, cost %d):\n redis %+v\n go    %+v\nsteps so far (go):\n%s",
@@ -211,7 +212,7 @@ func replayChanging(t *testing.T, s *Store, key string, lims []limiter.Limit, rn
 		at := time.UnixMicro(now)
 		var got []outcome
 		if len(costs) == 1 {
-			got = []outcome{{d: decide(t, s, key, l, at, costs[0])}}
+			got = []outcome{{d: decide(t, s, store.RawKey(key), l, at, costs[0])}}
 		} else {
 			got = decideBatchNow(s, key, l, at, costs)
 		}

@@ -80,10 +80,10 @@ func TestCallerContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		_, err := short.Decide(ctx, "ctx", l, epoch, 1)
+		_, err := short.Decide(ctx, store.RawKey("ctx"), l, epoch, 1)
 		done <- err
 	}()
-	waitFor(t, "the call to be in flight", func() bool { return short.waiting(redisKey(short.prefix, "ctx")) == 0 })
+	waitFor(t, "the call to be in flight", func() bool { return short.waiting(redisKey(short.prefix, store.RawKey("ctx"))) == 0 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "redis store: eval gcra: ") {
 		t.Errorf("Decide canceled while waiting: %v, want context.Canceled in context", err)
@@ -93,7 +93,7 @@ func TestCallerContext(t *testing.T) {
 	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = s.Decide(ctx, "ctx", l, epoch, 1)
+	_, err = s.Decide(ctx, store.RawKey("ctx"), l, epoch, 1)
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		t.Errorf("Decide with a 100ms deadline on a paused server: %v, want the deadline", err)
 	}
@@ -105,16 +105,16 @@ func TestCallerContext(t *testing.T) {
 	waitDecide(t, short, "ctx", l)
 }
 
-// checkCanceled decides with ctx through Decide and DecideBatch: both must
+// checkCanceled decides with ctx through Decide and DecideEach: both must
 // fail with an error that matches context.Canceled and says what failed.
 func checkCanceled(t *testing.T, ctx context.Context, s *Store, what string, l limiter.Limit) {
 	t.Helper()
-	_, err := s.Decide(ctx, "ctx", l, epoch, 1)
+	_, err := s.Decide(ctx, store.RawKey("ctx"), l, epoch, 1)
 	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "redis store: eval gcra: ") {
 		t.Errorf("Decide %s: %v, want context.Canceled in context", what, err)
 	}
-	res, err := s.DecideBatch(ctx, []store.Request{{Key: "ctx", Limit: l, Cost: 1}}, epoch)
+	res, err := s.DecideEach(ctx, nil, []store.Request{{Key: store.RawKey("ctx"), Limit: l, Cost: 1}}, epoch)
 	if err != nil || !errors.Is(res[0].Err, context.Canceled) {
-		t.Errorf("DecideBatch %s: %v, %+v; want context.Canceled in the result", what, err, res)
+		t.Errorf("DecideEach %s: %v, %+v; want context.Canceled in the result", what, err, res)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/redisstore"
 )
 
@@ -22,7 +23,7 @@ func Example() {
 	defer s.Close()
 
 	limit := limiter.MustNew(limiter.SlidingWindow, 100, time.Minute, 0)
-	d, err := s.Decide(ctx, "claims/partner-a", limit, time.Now(), 1)
+	d, err := s.Decide(ctx, store.RawKey("claims/partner-a"), limit, time.Now(), 1)
 	if err != nil {
 		log.Printf("no decision (Redis unreachable?): %v", err) // the failure policy decides
 		return

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // Quota grants (store.redis.lease in the configuration).
@@ -121,7 +122,7 @@ const grantReplyLen = replyLen + 8
 // least need (the asking request's cost), at now (with
 // Options.CallerTime). It returns the decision of the request that spent
 // the grant (a denial of need when none fits) and the units granted.
-func (s *Store) takeGrant(ctx context.Context, key string, l limiter.Limit, now time.Time, want, need int64) (limiter.Decision, int64, error) {
+func (s *Store) takeGrant(ctx context.Context, key store.Key, l limiter.Limit, now time.Time, want, need int64) (limiter.Decision, int64, error) {
 	sc := grantScripts[l.Algorithm()]
 	c := s.newCall(key, l, 0, now)
 	var b [7 * 8]byte
@@ -153,7 +154,7 @@ func (s *Store) takeGrant(ctx context.Context, key string, l limiter.Limit, now 
 
 // returnGrant gives back unused of the granted units of a grant on key
 // under l whose reservation is r, and reports whether they went back.
-func (s *Store) returnGrant(ctx context.Context, key string, l limiter.Limit, now time.Time, r limiter.Reservation, granted, unused int64) (bool, error) {
+func (s *Store) returnGrant(ctx context.Context, key store.Key, l limiter.Limit, now time.Time, r limiter.Reservation, granted, unused int64) (bool, error) {
 	sc := returnScripts[l.Algorithm()]
 	c := s.newCall(key, l, 0, now)
 	var b [9 * 8]byte

@@ -42,7 +42,7 @@ type grantStep struct {
 }
 
 // held returns the units the store's grant on key holds.
-func held(s *Store, key string) int64 {
+func held(s *Store, key store.Key) int64 {
 	sh := s.grants.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -82,10 +82,10 @@ func TestGrantTables(t *testing.T) {
 			s := openGrants(t, []string{srv.Addr}, redistest.KeyPrefix(t), true, 4, time.Second, clock.NewFake(epoch))
 			start := epoch.Truncate(time.Hour).Add(time.Hour) // a window's start
 			for i, st := range steps {
-				d := decide(t, s, "k", l, start.Add(time.Duration(st.at)*time.Microsecond), st.cost)
+				d := decide(t, s, store.RawKey("k"), l, start.Add(time.Duration(st.at)*time.Microsecond), st.cost)
 				g := s.GrantStats()
-				if d.Allowed != st.allowed || g.Grants.Load() != st.grants || g.CallsSaved.Load() != st.saved || held(s, "k") != st.left {
-					t.Fatalf("step %d (%+v): allowed %v, grants %d, saved %d, held %d", i, st, d.Allowed, g.Grants.Load(), g.CallsSaved.Load(), held(s, "k"))
+				if d.Allowed != st.allowed || g.Grants.Load() != st.grants || g.CallsSaved.Load() != st.saved || held(s, store.RawKey("k")) != st.left {
+					t.Fatalf("step %d (%+v): allowed %v, grants %d, saved %d, held %d", i, st, d.Allowed, g.Grants.Load(), g.CallsSaved.Load(), held(s, store.RawKey("k")))
 				}
 			}
 		})
@@ -134,20 +134,20 @@ func TestGrantReturn(t *testing.T) {
 			s := openGrants(t, []string{srv.Addr}, prefix, true, 4, time.Second, clk)
 			plain := openPrefix(t, []string{srv.Addr}, true, prefix)
 			start := epoch.Truncate(time.Hour).Add(time.Hour)
-			decide(t, s, "k", l, start, 1)
-			if d := decide(t, s, "k", l, start.Add(time.Millisecond), 1); !d.Allowed || held(s, "k") != 3 {
-				t.Fatalf("grant: %+v, held %d", d, held(s, "k"))
+			decide(t, s, store.RawKey("k"), l, start, 1)
+			if d := decide(t, s, store.RawKey("k"), l, start.Add(time.Millisecond), 1); !d.Allowed || held(s, store.RawKey("k")) != 3 {
+				t.Fatalf("grant: %+v, held %d", d, held(s, store.RawKey("k")))
 			}
 			if tc.other {
-				decide(t, plain, "k", l, start.Add(2*time.Millisecond), 1)
+				decide(t, plain, store.RawKey("k"), l, start.Add(2*time.Millisecond), 1)
 			}
 			at := start.Add(time.Millisecond + tc.after)
 			s.sweepGrants(at, false)
 			g := s.GrantStats()
-			if g.UnitsReturned.Load() != tc.returned || g.UnitsExpired.Load() != 3-tc.returned || held(s, "k") != 0 {
-				t.Fatalf("returned %d, expired %d, held %d; want %d returned", g.UnitsReturned.Load(), g.UnitsExpired.Load(), held(s, "k"), tc.returned)
+			if g.UnitsReturned.Load() != tc.returned || g.UnitsExpired.Load() != 3-tc.returned || held(s, store.RawKey("k")) != 0 {
+				t.Fatalf("returned %d, expired %d, held %d; want %d returned", g.UnitsReturned.Load(), g.UnitsExpired.Load(), held(s, store.RawKey("k")), tc.returned)
 			}
-			if d := decide(t, plain, "k", l, at, 0); d.Remaining != tc.look {
+			if d := decide(t, plain, store.RawKey("k"), l, at, 0); d.Remaining != tc.look {
 				t.Fatalf("look after the return: remaining %d, want %d", d.Remaining, tc.look)
 			}
 		})
@@ -175,7 +175,7 @@ func TestGrantNotGranted(t *testing.T) {
 		{"above_max", mustLimit(t, limiter.FixedWindow, 10, time.Hour, 0), 5},
 	} {
 		for i := range 4 {
-			decide(t, s, tc.name, tc.l, epoch.Add(time.Duration(i)*time.Millisecond), tc.cost)
+			decide(t, s, store.RawKey(tc.name), tc.l, epoch.Add(time.Duration(i)*time.Millisecond), tc.cost)
 		}
 		if g := s.GrantStats(); g.Grants.Load() != 0 || g.CallsSaved.Load() != 0 {
 			t.Fatalf("%s: %d grants, %d calls saved", tc.name, g.Grants.Load(), g.CallsSaved.Load())
@@ -294,26 +294,26 @@ func TestGrantRedisGone(t *testing.T) {
 	l := mustLimit(t, limiter.FixedWindow, 1000, 24*time.Hour, 0)
 	ctx := context.Background()
 	for range 2 { // cold, then a grant of 10: 9 left here
-		if d, err := fs.Decide(ctx, "k", l, time.Now(), 1); err != nil || !d.Allowed {
+		if d, err := fs.Decide(ctx, store.RawKey("k"), l, time.Now(), 1); err != nil || !d.Allowed {
 			t.Fatalf("%+v, %v", d, err)
 		}
 	}
-	if held(s, "k") != 9 {
-		t.Fatalf("held %d, want 9", held(s, "k"))
+	if held(s, store.RawKey("k")) != 9 {
+		t.Fatalf("held %d, want 9", held(s, store.RawKey("k")))
 	}
 	srv.Stop()
 	for i := range 9 {
-		if d, err := fs.Decide(ctx, "k", l, time.Now(), 1); err != nil || !d.Allowed {
+		if d, err := fs.Decide(ctx, store.RawKey("k"), l, time.Now(), 1); err != nil || !d.Allowed {
 			t.Fatalf("held unit %d: %+v, %v", i, d, err)
 		}
 	}
-	_, err = fs.Decide(ctx, "k", l, time.Now(), 1)
+	_, err = fs.Decide(ctx, store.RawKey("k"), l, time.Now(), 1)
 	var unavailable *store.UnavailableError
 	if !errors.As(err, &unavailable) {
 		t.Fatalf("after the held units: %v, want on_failure closed's 503", err)
 	}
 	// The circuit is open now: what is held still answers first.
-	if _, err := fs.Decide(ctx, "k", l, time.Now(), 1); !errors.As(err, &unavailable) {
+	if _, err := fs.Decide(ctx, store.RawKey("k"), l, time.Now(), 1); !errors.As(err, &unavailable) {
 		t.Fatalf("circuit open, nothing held: %v", err)
 	}
 }
@@ -328,12 +328,12 @@ func TestGrantWindowEnd(t *testing.T) {
 		s := openGrants(t, []string{srv.Addr}, redistest.KeyPrefix(t), true, 4, MaxGrantTTL, clock.NewFake(epoch))
 		l := mustLimit(t, alg, 10, 10*time.Second, 0)
 		end := epoch.Truncate(time.Hour).Add(time.Hour) // a window's end
-		decide(t, s, "k", l, end.Add(-2*time.Millisecond), 1)
-		decide(t, s, "k", l, end.Add(-time.Millisecond), 1) // a grant of 4: 3 held
-		if held(s, "k") != 3 {
-			t.Fatalf("%s: held %d", alg, held(s, "k"))
+		decide(t, s, store.RawKey("k"), l, end.Add(-2*time.Millisecond), 1)
+		decide(t, s, store.RawKey("k"), l, end.Add(-time.Millisecond), 1) // a grant of 4: 3 held
+		if held(s, store.RawKey("k")) != 3 {
+			t.Fatalf("%s: held %d", alg, held(s, store.RawKey("k")))
 		}
-		decide(t, s, "k", l, end, 1)
+		decide(t, s, store.RawKey("k"), l, end, 1)
 		if g := s.GrantStats(); g.CallsSaved.Load() != 0 || g.Grants.Load() != 2 {
 			t.Fatalf("%s: a decision at the window's end was answered from the grant before it (%d saved, %d grants)",
 				alg, g.CallsSaved.Load(), g.Grants.Load())

@@ -10,7 +10,7 @@ import (
 
 var _ store.Holder = (*Store)(nil)
 
-// grantBatch is DecideBatch with quota grants: each request is answered
+// grantBatch is DecideEach with quota grants: each request is answered
 // from its key's grant, or takes one, or (a cold key, a limit never
 // granted) goes with the others to Redis in one batch as without grants.
 // A request answered from a grant is answered even when Redis fails: the

@@ -97,7 +97,7 @@ func (g *grantTable) serveQueued(e *grantEntry, ws []*grantWaiter, now time.Time
 // waiter's cost in it as a lone request's is, and the others' besides; at
 // most the burst) and the least that serves (need: the cheapest waiter's
 // cost; 1 with no waiter).
-func (g *grantTable) ask(key string, l limiter.Limit, now time.Time, batch []*grantWaiter) (want, need int64) {
+func (g *grantTable) ask(key store.Key, l limiter.Limit, now time.Time, batch []*grantWaiter) (want, need int64) {
 	sh := g.shard(key)
 	sh.mu.Lock()
 	held := sh.keys[key].held(l, now)
@@ -122,7 +122,7 @@ func (g *grantTable) ask(key string, l limiter.Limit, now time.Time, batch []*gr
 // whether there is one (with no waiter: a busy key's refill ahead), to be
 // asked at the now of its first waiter (the oldest), or with none of the
 // key's last decision.
-func (g *grantTable) landBatch(key string, l limiter.Limit, now time.Time, batch []*grantWaiter, need int64,
+func (g *grantTable) landBatch(key store.Key, l limiter.Limit, now time.Time, batch []*grantWaiter, need int64,
 	d limiter.Decision, granted int64, err error) ([]*grantWaiter, time.Time, bool) {
 	sh := g.shard(key)
 	sh.mu.Lock()
@@ -191,7 +191,7 @@ func (s *Store) fillGrant(ctx context.Context, r store.Request, now time.Time) (
 }
 
 // grantCall makes one grant call on key under l for batch and lands it.
-func (s *Store) grantCall(ctx context.Context, key string, l limiter.Limit, now time.Time, batch []*grantWaiter) ([]*grantWaiter, time.Time, bool) {
+func (s *Store) grantCall(ctx context.Context, key store.Key, l limiter.Limit, now time.Time, batch []*grantWaiter) ([]*grantWaiter, time.Time, bool) {
 	want, need := s.grants.ask(key, l, now, batch)
 	err := s.Connect(ctx)
 	var d limiter.Decision
@@ -205,7 +205,7 @@ func (s *Store) grantCall(ctx context.Context, key string, l limiter.Limit, now 
 // flyGrants makes the next grant calls on key, for batch and whatever queues
 // after it, on a goroutine of its own, until the key needs none; after
 // Close they fail with store.ErrClosed.
-func (s *Store) flyGrants(key string, l limiter.Limit, now time.Time, batch []*grantWaiter) {
+func (s *Store) flyGrants(key store.Key, l limiter.Limit, now time.Time, batch []*grantWaiter) {
 	g := s.grants
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -228,7 +228,7 @@ func (s *Store) flyGrants(key string, l limiter.Limit, now time.Time, batch []*g
 
 // abortFlight ends the call in flight on key, answering batch and the
 // requests queued with store.ErrClosed.
-func (s *Store) abortFlight(key string, now time.Time, batch []*grantWaiter) {
+func (s *Store) abortFlight(key store.Key, now time.Time, batch []*grantWaiter) {
 	sh := s.grants.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // TestGrantConcurrent: 64 goroutines decide on one key over three stores
@@ -55,7 +56,7 @@ func checkConcurrent(t *testing.T, addrs []string, scriptCalls func() int) {
 				wg.Go(func() {
 					s := stores[w%3]
 					for range each {
-						d, err := s.Decide(context.Background(), "k", l, time.Now(), 1)
+						d, err := s.Decide(context.Background(), store.RawKey("k"), l, time.Now(), 1)
 						switch {
 						case err != nil:
 							failed.Add(1)
@@ -84,7 +85,7 @@ func checkConcurrent(t *testing.T, addrs []string, scriptCalls func() int) {
 			// Drain what the stores hold: admitted then is the limit exactly.
 			for _, s := range stores {
 				for s.heldTotal("k") > 0 {
-					if d := decide(t, s, "k", l, time.Now(), 1); d.Allowed {
+					if d := decide(t, s, store.RawKey("k"), l, time.Now(), 1); d.Allowed {
 						admitted.Add(1)
 					}
 				}
@@ -101,7 +102,7 @@ func checkConcurrent(t *testing.T, addrs []string, scriptCalls func() int) {
 }
 
 // heldTotal is what s's grant on key holds, whatever its limit.
-func (s *Store) heldTotal(key string) int64 { return held(s, key) }
+func (s *Store) heldTotal(key string) int64 { return held(s, store.RawKey(key)) }
 
 // BenchmarkGrantHotKey: 64 goroutines on one key allowed everything,
 // without grants and with grants of 10 and 100; script calls per decision
@@ -114,13 +115,13 @@ func BenchmarkGrantHotKey(b *testing.B) {
 	for _, max := range []int64{0, 10, 100} {
 		b.Run(fmt.Sprintf("max_%d", max), func(b *testing.B) {
 			s := openGrants(b, []string{srv.Addr}, redistest.KeyPrefix(b), false, max, time.Second, clock.Real{})
-			decide(b, s, "hot", l, time.Now(), 1)
+			decide(b, s, store.RawKey("hot"), l, time.Now(), 1)
 			before := redistest.ScriptCalls(b, srv.Addr)
 			b.SetParallelism(benchParallelism)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := s.Decide(context.Background(), "hot", l, time.Now(), 1); err != nil {
+					if _, err := s.Decide(context.Background(), store.RawKey("hot"), l, time.Now(), 1); err != nil {
 						b.Error(err)
 						return
 					}

@@ -29,7 +29,7 @@ type grantTable struct {
 
 type grantShard struct {
 	mu   sync.Mutex
-	keys map[string]*grantEntry
+	keys map[store.Key]*grantEntry
 }
 
 // grantEntry is one key's grant. Times are the now of decisions: the
@@ -90,13 +90,14 @@ func newGrantTable(opts GrantOptions) *grantTable {
 	}
 	g := &grantTable{opts: opts, perShard: max(1, opts.MaxKeys/grantShards), seed: maphash.MakeSeed()}
 	for i := range g.shards {
-		g.shards[i].keys = make(map[string]*grantEntry)
+		g.shards[i].keys = make(map[store.Key]*grantEntry)
 	}
 	return g
 }
 
-func (g *grantTable) shard(key string) *grantShard {
-	return &g.shards[maphash.String(g.seed, key)%grantShards]
+func (g *grantTable) shard(key store.Key) *grantShard {
+	h := maphash.String(g.seed, key.Group) ^ maphash.String(g.seed, key.Rule)<<1 ^ maphash.String(g.seed, key.Rest)<<2
+	return &g.shards[h%grantShards]
 }
 
 // want is the size of a grant under l.
@@ -232,7 +233,7 @@ func (g *grantTable) merge(e *grantEntry, l limiter.Limit, now time.Time, old in
 // failed). The request that asked costs cost; land returns its decision.
 // Requests that queued meanwhile are served from what is left, or take
 // again.
-func (g *grantTable) land(key string, l limiter.Limit, now time.Time, old, cost int64, d limiter.Decision, granted int64) limiter.Decision {
+func (g *grantTable) land(key store.Key, l limiter.Limit, now time.Time, old, cost int64, d limiter.Decision, granted int64) limiter.Decision {
 	sh := g.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -277,7 +278,7 @@ func (sh *grantShard) evict(now time.Time, ttl time.Duration) bool {
 
 // grantBack is a grant's unused units to give back.
 type grantBack struct {
-	key     string
+	key     store.Key
 	limit   limiter.Limit
 	res     limiter.Reservation
 	granted int64

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 func TestMain(m *testing.M) {
@@ -51,7 +52,7 @@ func openPrefix(t testing.TB, addrs []string, callerTime bool, prefix string) *S
 }
 
 // decide calls s.Decide and fails the test on an error.
-func decide(t testing.TB, s *Store, key string, l limiter.Limit, now time.Time, cost int64) limiter.Decision {
+func decide(t testing.TB, s *Store, key store.Key, l limiter.Limit, now time.Time, cost int64) limiter.Decision {
 	t.Helper()
 	d, err := s.Decide(context.Background(), key, l, now, cost)
 	if err != nil {

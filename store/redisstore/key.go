@@ -13,11 +13,11 @@ import (
 // '%', '{' and '}' are percent-encoded, which keeps the tag closed and
 // distinct store keys distinct (a grouped key always has something after
 // its tag, an ungrouped one never).
-func redisKey(prefix, key string) string {
-	if group, rest, ok := store.SplitGroup(key); ok {
-		return prefix + "{" + escape(group) + "}" + escape(rest)
+func redisKey(prefix string, key store.Key) string {
+	if key.Group != "" {
+		return prefix + "{" + escape(key.Group) + "}" + escape(key.Ungrouped())
 	}
-	return prefix + "{" + escape(key) + "}"
+	return prefix + "{" + escape(key.String()) + "}"
 }
 
 // hashTag returns the hash tag of a Redis key made by redisKey: what is

@@ -56,7 +56,7 @@ func TestKeysDifferential(t *testing.T) {
 				keys := make([]int, len(calls))
 				for j := range calls {
 					keys[j] = rng.IntN(len(models))
-					calls[j] = s.newCall("keysdiff:"+c.String()+":"+strconv.Itoa(keys[j]), l, nextCost(rng, l.Burst()), at)
+					calls[j] = s.newCall(store.RawKey("keysdiff:"+c.String()+":"+strconv.Itoa(keys[j])), l, nextCost(rng, l.Burst()), at)
 				}
 				got := decideKeysNow(s, calls)
 				for j, k := range keys {
@@ -80,7 +80,7 @@ func TestKeysOneFails(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.FixedWindow, 5, time.Minute, 0)
-	calls := []call{s.newCall("a", l, 1, epoch), s.newCall("b", l, 1, epoch), s.newCall("a", l, 2, epoch)}
+	calls := []call{s.newCall(store.RawKey("a"), l, 1, epoch), s.newCall(store.RawKey("b"), l, 1, epoch), s.newCall(store.RawKey("a"), l, 2, epoch)}
 	calls[1].req = calls[1].req[:8]
 	got := decideKeysNow(s, calls)
 	if got[0].err != nil || got[0].d.Remaining != 4 || got[2].err != nil || got[2].d.Remaining != 2 {
@@ -116,7 +116,7 @@ func TestKeysBatching(t *testing.T) {
 	defer srv.Resume()
 	out := make(chan string, 20)
 	ask := func(key string) {
-		d, err := s.Decide(context.Background(), key, l, epoch, 1)
+		d, err := s.Decide(context.Background(), store.RawKey(key), l, epoch, 1)
 		out <- fmt.Sprintf("%s %v %d %v", key, d.Allowed, d.Remaining, err)
 	}
 	for i := range slotFlights {
@@ -128,7 +128,7 @@ func TestKeysBatching(t *testing.T) {
 	}
 	waitFor(t, "ten requests to wait", func() bool { _, w := s.slotState(g); return w == 10 })
 	go ask("k0")
-	waitFor(t, "k0's second request", func() bool { return s.waiting(redisKey(s.prefix, "k0")) == 1 })
+	waitFor(t, "k0's second request", func() bool { return s.waiting(redisKey(s.prefix, store.RawKey("k0"))) == 1 })
 	srv.Resume()
 	got := map[string]int{}
 	for range slotFlights + 11 {
@@ -170,7 +170,7 @@ func TestKeysWaiterDeadline(t *testing.T) {
 	defer srv.Resume()
 	errs := make(chan error, slotFlights+3)
 	ask := func(key string) {
-		_, err := s.Decide(context.Background(), key, l, epoch, 1)
+		_, err := s.Decide(context.Background(), store.RawKey(key), l, epoch, 1)
 		errs <- err
 	}
 	for i := range slotFlights {
@@ -199,9 +199,9 @@ func TestKeySlot(t *testing.T) {
 	c := redistest.StartCluster(t)
 	s := open(t, c.Addrs, true)
 	keys := []string{"123456789", "", "a", "{user1000}.following", "{user1000}.followers", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}", "{}", "}{a}",
-		redisKey("p:", "k"), redisKey("p:", "a{b}%c"), redisKey("p:", store.GroupKey("g", "r", "x")), redisKey("p:", store.GroupKey("g", "r", "y"))}
+		redisKey("p:", store.RawKey("k")), redisKey("p:", store.RawKey("a{b}%c")), redisKey("p:", store.GroupKey("g", "r", "x")), redisKey("p:", store.GroupKey("g", "r", "y"))}
 	for i := range 50 {
-		keys = append(keys, redisKey("sluice:", store.Key("rls:bench", "key", "=", "k"+strconv.Itoa(i))))
+		keys = append(keys, redisKey("sluice:", store.NewKey("rls:bench", "key", "=", "k"+strconv.Itoa(i))))
 	}
 	for _, k := range keys {
 		want, err := s.client.Do(context.Background(), s.client.B().ClusterKeyslot().Key(k).Build()).AsInt64()
@@ -223,11 +223,11 @@ func TestKeysBatchingCluster(t *testing.T) {
 	s := open(t, c.Addrs, true)
 	l := mustLimit(t, limiter.FixedWindow, 5, time.Minute, 0)
 	sc := scripts[limiter.FixedWindow]
-	var sameSlot []string
+	var sameSlot []store.Key
 	for _, r := range []string{"x", "y", "z"} {
 		sameSlot = append(sameSlot, store.GroupKey("tenant-a", "r", r))
 	}
-	other := store.Key("b")
+	other := store.NewKey("b")
 	gA := slotGroup{slot: keySlot(redisKey(s.prefix, sameSlot[0])), sc: sc}
 	gB := slotGroup{slot: keySlot(redisKey(s.prefix, other)), sc: sc}
 	if gA.slot == gB.slot {
@@ -280,9 +280,9 @@ func TestKeysOneCallerDeadline(t *testing.T) {
 	short, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
 	defer cancel()
 	batch := []*waiter{
-		{ctx: short, c: s.newCall("gone", l, 1, epoch)},
-		{ctx: context.Background(), c: s.newCall("a", l, 1, epoch)},
-		{ctx: context.Background(), c: s.newCall("b", l, 2, epoch)},
+		{ctx: short, c: s.newCall(store.RawKey("gone"), l, 1, epoch)},
+		{ctx: context.Background(), c: s.newCall(store.RawKey("a"), l, 1, epoch)},
+		{ctx: context.Background(), c: s.newCall(store.RawKey("b"), l, 2, epoch)},
 	}
 	for _, w := range batch {
 		w.by, w.done = time.Now().Add(s.timeout), make(chan outcome, 1)
@@ -305,8 +305,8 @@ func TestKeysWaiterPastDeadline(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
-	late := &waiter{ctx: context.Background(), c: s.newCall("late", l, 1, epoch), by: time.Now().Add(-time.Millisecond), done: make(chan outcome, 1)}
-	due := &waiter{ctx: context.Background(), c: s.newCall("due", l, 1, epoch), by: time.Now().Add(time.Minute), done: make(chan outcome, 1)}
+	late := &waiter{ctx: context.Background(), c: s.newCall(store.RawKey("late"), l, 1, epoch), by: time.Now().Add(-time.Millisecond), done: make(chan outcome, 1)}
+	due := &waiter{ctx: context.Background(), c: s.newCall(store.RawKey("due"), l, 1, epoch), by: time.Now().Add(time.Minute), done: make(chan outcome, 1)}
 	g := slotGroup{sc: scripts[limiter.GCRA]}
 	s.mu.Lock()
 	s.slots[g] = &slotQueue{flying: 1, waiting: []*waiter{late, due}}

@@ -68,7 +68,7 @@ func TestLazyStoreConnectsWhenRedisAnswers(t *testing.T) {
 	ctx := context.Background()
 
 	down := newRefuser(t, srv.Addr)
-	if _, err := s.Decide(ctx, "k", l, epoch, 1); !errors.Is(err, ErrNotConnected) {
+	if _, err := s.Decide(ctx, store.RawKey("k"), l, epoch, 1); !errors.Is(err, ErrNotConnected) {
 		t.Fatalf("Decide with Redis down: %v, want ErrNotConnected", err)
 	}
 	tries := down.accepted.Load()
@@ -76,8 +76,8 @@ func TestLazyStoreConnectsWhenRedisAnswers(t *testing.T) {
 		t.Fatal("the first call did not try to connect")
 	}
 	fake.Advance(redialEvery - time.Millisecond)
-	if _, err := s.DecideBatch(ctx, []store.Request{{Key: "k", Limit: l, Cost: 1}}, epoch); !errors.Is(err, ErrNotConnected) {
-		t.Errorf("DecideBatch before a second has passed: %v, want ErrNotConnected", err)
+	if _, err := s.DecideEach(ctx, nil, []store.Request{{Key: store.RawKey("k"), Limit: l, Cost: 1}}, epoch); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("DecideEach before a second has passed: %v, want ErrNotConnected", err)
 	}
 	reqs := []store.Request{{Key: store.GroupKey("g", "a"), Limit: l, Cost: 1}, {Key: store.GroupKey("g", "b"), Limit: l, Cost: 1}}
 	if _, err := s.DecideAll(ctx, nil, reqs, epoch); !errors.Is(err, ErrNotConnected) {
@@ -89,12 +89,12 @@ func TestLazyStoreConnectsWhenRedisAnswers(t *testing.T) {
 	down.close()
 
 	srv.Restart(t)
-	if _, err := s.Decide(ctx, "k", l, epoch, 1); !errors.Is(err, ErrNotConnected) {
+	if _, err := s.Decide(ctx, store.RawKey("k"), l, epoch, 1); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("Decide with Redis up but before a second has passed: %v, want ErrNotConnected", err)
 	}
 	fake.Advance(time.Millisecond)
 	for i, want := range []bool{true, true, false} {
-		d, err := s.Decide(ctx, "k", l, epoch, 1)
+		d, err := s.Decide(ctx, store.RawKey("k"), l, epoch, 1)
 		if err != nil || d.Allowed != want {
 			t.Fatalf("decision %d once Redis is up: %+v, %v; want allowed %v", i, d, err, want)
 		}
@@ -125,7 +125,7 @@ func TestLazyStoreClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if _, err := s.Decide(context.Background(), "k", limiter.MustNew(limiter.GCRA, 1, time.Second, 0), epoch, 1); !errors.Is(err, store.ErrClosed) {
+	if _, err := s.Decide(context.Background(), store.RawKey("k"), limiter.MustNew(limiter.GCRA, 1, time.Second, 0), epoch, 1); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Decide after Close: %v, want store.ErrClosed", err)
 	}
 }

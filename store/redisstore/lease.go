@@ -49,7 +49,7 @@ func newLeaseID() string {
 // redisKey writes it, under Options.Prefix + "lease:", so that a lease
 // key never is a rate key of the same store and Cluster hash tags stay
 // as they are (a group's leases and rate keys share a slot).
-func leaseKey(prefix, key string) string { return redisKey(prefix+"lease:", key) }
+func leaseKey(prefix string, key store.Key) string { return redisKey(prefix+"lease:", key) }
 
 // leaseMember returns a lease's member in its key's sorted set.
 func leaseMember(l store.Lease) string { return strconv.FormatInt(l.Cost, 10) + ":" + l.ID }
@@ -68,7 +68,7 @@ func (s *Store) leaseNow(now time.Time) string {
 // have not expired), at Redis TIME unless Options.CallerTime. A zero limit
 // and a negative cost are answered without asking Redis. It returns the
 // limit's error if limit.Check fails, and store.ErrClosed after Close.
-func (s *Store) Acquire(ctx context.Context, key string, limit store.Concurrency, now time.Time, cost int64) (store.LeaseDecision, error) {
+func (s *Store) Acquire(ctx context.Context, key store.Key, limit store.Concurrency, now time.Time, cost int64) (store.LeaseDecision, error) {
 	if err := limit.Check(); err != nil {
 		return store.LeaseDecision{}, err
 	}
@@ -142,8 +142,8 @@ func (s *Store) Renew(ctx context.Context, leases []store.Lease, now time.Time) 
 		return nil, store.ErrClosed
 	}
 	kept := make([]bool, len(leases))
-	byKey := make(map[string][]int) // lease indices by key, zero Leases left out
-	var keys []string
+	byKey := make(map[store.Key][]int) // lease indices by key, zero Leases left out
+	var keys []store.Key
 	for i, l := range leases {
 		if l.IsZero() {
 			continue
@@ -190,7 +190,7 @@ func (s *Store) Renew(ctx context.Context, leases []store.Lease, now time.Time) 
 
 // renewAll sends the renew script for each key with its args in one
 // pipeline, by SHA-1, and again whole to nodes that answered NOSCRIPT.
-func (s *Store) renewAll(tctx context.Context, keys []string, args [][]string) []rueidis.RedisResult {
+func (s *Store) renewAll(tctx context.Context, keys []store.Key, args [][]string) []rueidis.RedisResult {
 	cmds := make(rueidis.Commands, len(keys))
 	for i, key := range keys {
 		cmds[i] = leaseRenew.command(s.client.B(), true, []string{leaseKey(s.prefix, key)}, args[i]...)

@@ -35,7 +35,7 @@ func diffLeases(t *testing.T, seed uint64, a, b store.Leaser, steps int) {
 	t.Helper()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 7))
-	keys := []string{store.Key("r", "a"), store.Key("r", "b"), store.GroupKey("c", "r")}
+	keys := []store.Key{store.NewKey("r", "a"), store.NewKey("r", "b"), store.GroupKey("c", "r")}
 	var la, lb []store.Lease // the leases granted so far, step by step
 	now := epoch
 	for i := range steps {

@@ -26,7 +26,7 @@ func TestLeaseConformance(t *testing.T) {
 // keeps the hash tag of its store key, so a group's leases and rate keys
 // share a Cluster slot.
 func TestLeaseKeys(t *testing.T) {
-	for _, key := range []string{store.Key("r", "c"), store.GroupKey("client", "r"), "{x}", "lease:"} {
+	for _, key := range []store.Key{store.NewKey("r", "c"), store.GroupKey("client", "r"), store.RawKey("{x}"), store.RawKey("lease:")} {
 		lk, rk := leaseKey("sluice:", key), redisKey("sluice:", key)
 		if lk == rk || hashTag(lk) != hashTag(rk) {
 			t.Errorf("key %q: lease key %q, rate key %q: want different keys with one hash tag", key, lk, rk)
@@ -53,7 +53,7 @@ func TestLeasesConcurrentRedisTime(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := stores[i%2].Acquire(context.Background(), "k", limit, time.Time{}, 1)
+			d, err := stores[i%2].Acquire(context.Background(), store.RawKey("k"), limit, time.Time{}, 1)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -84,7 +84,7 @@ func TestLeasesOfADeadInstance(t *testing.T) {
 	limit := store.Concurrency{Max: 3, TTL: 300 * time.Millisecond}
 	renewer := store.NewRenewer(dead, store.RenewerOptions{Every: 100 * time.Millisecond})
 	for range 3 {
-		if d, err := renewer.Acquire(ctx, "partner", limit, time.Time{}, 1); err != nil || !d.Allowed {
+		if d, err := renewer.Acquire(ctx, store.RawKey("partner"), limit, time.Time{}, 1); err != nil || !d.Allowed {
 			t.Fatalf("acquire: %+v, %v", d, err)
 		}
 	}
@@ -93,7 +93,7 @@ func TestLeasesOfADeadInstance(t *testing.T) {
 	dead.Close() // killed: nothing released
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		before := redisTime(t, live)
-		d, err := live.Acquire(ctx, "partner", limit, time.Time{}, 0) // a look: how many are held
+		d, err := live.Acquire(ctx, store.RawKey("partner"), limit, time.Time{}, 0) // a look: how many are held
 		after := redisTime(t, live)
 		switch {
 		case err != nil:
@@ -103,7 +103,7 @@ func TestLeasesOfADeadInstance(t *testing.T) {
 		case before >= last && d.InFlight != 0:
 			t.Fatalf("%d in flight at %dµs, after the dead instance's last lease expired at %dµs", d.InFlight, before, last)
 		case d.InFlight == 0:
-			if d, err := live.Acquire(ctx, "partner", limit, time.Time{}, 3); err != nil || !d.Allowed {
+			if d, err := live.Acquire(ctx, store.RawKey("partner"), limit, time.Time{}, 3); err != nil || !d.Allowed {
 				t.Fatalf("every slot back, but %+v, %v", d, err)
 			}
 			return
@@ -121,12 +121,12 @@ func TestLeaseKeyTTL(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, false)
 	ctx := context.Background()
-	key := leaseKey(s.prefix, "k")
-	short, err := s.Acquire(ctx, "k", store.Concurrency{Max: 2, TTL: time.Minute}, time.Time{}, 1)
+	key := leaseKey(s.prefix, store.RawKey("k"))
+	short, err := s.Acquire(ctx, store.RawKey("k"), store.Concurrency{Max: 2, TTL: time.Minute}, time.Time{}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, err := s.Acquire(ctx, "k", store.Concurrency{Max: 2, TTL: time.Hour}, time.Time{}, 1)
+	long, err := s.Acquire(ctx, store.RawKey("k"), store.Concurrency{Max: 2, TTL: time.Hour}, time.Time{}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestLeaseKeyTTL(t *testing.T) {
 // key.
 func expiries(t *testing.T, s *Store, key string) (first, last int64) {
 	t.Helper()
-	cmd := s.client.B().Zrangebyscore().Key(leaseKey(s.prefix, key)).Min("(0").Max("+inf").Withscores().Build()
+	cmd := s.client.B().Zrangebyscore().Key(leaseKey(s.prefix, store.RawKey(key))).Min("(0").Max("+inf").Withscores().Build()
 	v, err := s.client.Do(context.Background(), cmd).AsZScores()
 	if err != nil || len(v) == 0 {
 		t.Fatalf("ZRANGEBYSCORE: %v, %v", v, err)

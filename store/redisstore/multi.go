@@ -10,14 +10,12 @@ import (
 	"github.com/sluice-rl/sluice/store"
 )
 
-var _ store.AllOrNothing = (*Store)(nil)
-
 // multiEntryLen is the length of one request in the multi-rule script's
 // ARGV[1]: seven doubles (see lua/multi.lua).
 const multiEntryLen = 7 * 8
 
 // DecideAll decides the requests of one HTTP request all or nothing, as
-// store.AllOrNothing says, in one call of the multi-rule script
+// store.Store says, in one call of the multi-rule script
 // (lua/multi.lua), and appends the results to dst. A zero Limit and a
 // negative cost are denied here, as limiter.Decide denies them, without
 // asking Redis for them: when such a request enforces, the others are only
@@ -49,7 +47,7 @@ func (s *Store) decideAll(ctx context.Context, dst []store.Result, reqs []store.
 	for i, r := range reqs {
 		keys[i] = redisKey(s.prefix, r.Key)
 	}
-	if repeats(reqs) || s.client.Mode() == rueidis.ClientModeCluster && !oneTag(keys) {
+	if repeats(reqs) || s.client.Mode() == rueidis.ClientModeCluster && !oneGroup(reqs) {
 		return store.LookThenSpend(ctx, s, dst, reqs, now)
 	}
 	start := len(dst)
@@ -83,7 +81,7 @@ func (s *Store) lookAt(ctx context.Context, reqs []store.Request, valid []int, n
 	for j, i := range valid {
 		looks[j], looks[j].Cost = reqs[i], 0
 	}
-	res, err := s.DecideBatch(ctx, looks, now)
+	res, err := s.DecideEach(ctx, nil, looks, now)
 	if err != nil {
 		return err
 	}
@@ -145,11 +143,15 @@ func repeats(reqs []store.Request) bool {
 	return false
 }
 
-// oneTag reports whether the Redis keys share one hash tag, and so one
-// Cluster node.
-func oneTag(keys []string) bool {
-	for _, k := range keys {
-		if hashTag(k) != hashTag(keys[0]) {
+// oneGroup reports whether the keys of reqs share one hash tag, and so one
+// Cluster node: there is one, or they are of one group (redisKey makes a
+// key's group its hash tag; an ungrouped key's tag is the whole key).
+func oneGroup(reqs []store.Request) bool {
+	if len(reqs) < 2 {
+		return true
+	}
+	for _, r := range reqs {
+		if r.Key.Group == "" || r.Key.Group != reqs[0].Key.Group {
 			return false
 		}
 	}

@@ -71,7 +71,7 @@ func TestDecideAllDifferential(t *testing.T) {
 					l.burst = 0
 				}
 				rules[i] = store.Request{
-					Key:    fmt.Sprintf("multi:%d:%d", scenario, i),
+					Key:    store.RawKey(fmt.Sprintf("multi:%d:%d", scenario, i)),
 					Limit:  mustLimit(t, alg, l.rate, l.period, l.burst),
 					Shadow: rng.IntN(4) == 0,
 				}
@@ -123,7 +123,7 @@ func TestDecideAllOneCall(t *testing.T) {
 	s := open(t, []string{srv.Addr}, true)
 	wide := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
 	narrow := mustLimit(t, limiter.FixedWindow, 2, time.Minute, 0)
-	reqs := []store.Request{{Key: "wide", Limit: wide, Cost: 1}, {Key: "narrow", Limit: narrow, Cost: 1}}
+	reqs := []store.Request{{Key: store.RawKey("wide"), Limit: wide, Cost: 1}, {Key: store.RawKey("narrow"), Limit: narrow, Cost: 1}}
 	before := redistest.ScriptCalls(t, srv.Addr)
 	wideLeft := []int64{9, 8, 8, 8} // the third and fourth spend nothing: narrow denies
 	for i := range 4 {
@@ -151,8 +151,8 @@ func TestDecideAllBeyondTheScript(t *testing.T) {
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
 	for name, reqs := range map[string][]store.Request{
-		"zero limit": {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Cost: 1}},
-		"negative":   {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: -1}},
+		"zero limit": {{Key: store.RawKey("a"), Limit: l, Cost: 1}, {Key: store.RawKey("b"), Cost: 1}},
+		"negative":   {{Key: store.RawKey("a"), Limit: l, Cost: 1}, {Key: store.RawKey("b"), Limit: l, Cost: -1}},
 	} {
 		before := redistest.ScriptCalls(t, srv.Addr)
 		res, err := s.DecideAll(context.Background(), nil, reqs, epoch)
@@ -164,21 +164,21 @@ func TestDecideAllBeyondTheScript(t *testing.T) {
 			t.Errorf("%s: %d script calls, want 1 (a's look)", name, calls)
 		}
 	}
-	if d := decide(t, s, "a", l, epoch, 0); d.Remaining != 10 {
+	if d := decide(t, s, store.RawKey("a"), l, epoch, 0); d.Remaining != 10 {
 		t.Errorf("a refused DecideAll spent: %+v", d)
 	}
-	shadow := []store.Request{{Key: "a", Limit: l, Cost: 1}, {Key: "b", Cost: 1, Shadow: true}}
+	shadow := []store.Request{{Key: store.RawKey("a"), Limit: l, Cost: 1}, {Key: store.RawKey("b"), Cost: 1, Shadow: true}}
 	if res, err := s.DecideAll(context.Background(), nil, shadow, epoch); err != nil || res[0].Decision.Remaining != 9 || res[1].Decision.Allowed {
 		t.Errorf("a shadow zero Limit: %+v, %v; want a spent (9 left), b denied", res, err)
 	}
-	twice := []store.Request{{Key: "c", Limit: l, Cost: 1}, {Key: "c", Limit: l, Cost: 1}}
+	twice := []store.Request{{Key: store.RawKey("c"), Limit: l, Cost: 1}, {Key: store.RawKey("c"), Limit: l, Cost: 1}}
 	if res, err := s.DecideAll(context.Background(), nil, twice, epoch); err != nil || res[0].Decision.Remaining != 9 || res[1].Decision.Remaining != 8 {
 		t.Errorf("a key asked twice: %+v, %v; want 9 then 8 left", res, err)
 	}
 	c := redistest.StartCluster(t)
 	cs := open(t, c.Addrs, true)
 	for name, reqs := range map[string][]store.Request{
-		"keys of no group":   {{Key: "a", Limit: l, Cost: 1}, {Key: "b", Limit: l, Cost: 1}},
+		"keys of no group":   {{Key: store.RawKey("a"), Limit: l, Cost: 1}, {Key: store.RawKey("b"), Limit: l, Cost: 1}},
 		"keys of two groups": {{Key: store.GroupKey("g1", "a"), Limit: l, Cost: 1}, {Key: store.GroupKey("g2", "b"), Limit: l, Cost: 1}},
 		// One group shares a hash slot: decided in one call.
 		"keys of one group": {{Key: store.GroupKey("g", "a"), Limit: l, Cost: 1}, {Key: store.GroupKey("g", "b"), Limit: l, Cost: 1}},

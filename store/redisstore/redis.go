@@ -42,7 +42,7 @@ type Options struct {
 	// TLS, if not nil, makes every connection use TLS with this config.
 	TLS *tls.Config
 	// Timeout is the deadline of each store operation (a Decide or a
-	// DecideBatch), applied on top of the caller's context. Default 50ms.
+	// DecideEach), applied on top of the caller's context. Default 50ms.
 	Timeout time.Duration
 	// Prefix starts every Redis key the store writes. It must not contain
 	// '{' or '}', which would break the keys' hash tags. Default "sluice:".
@@ -230,7 +230,7 @@ func sendScripts(ctx context.Context, client rueidis.Client) error {
 // Redis, and returns the decision. now is used only with
 // Options.CallerTime; otherwise the time is Redis TIME. The zero Limit and
 // a negative cost are denied without asking Redis, as limiter.Decide does.
-func (s *Store) Decide(ctx context.Context, key string, limit limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+func (s *Store) Decide(ctx context.Context, key store.Key, limit limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
 	if s.closed.Load() {
 		return limiter.Decision{}, store.ErrClosed
 	}
@@ -278,7 +278,7 @@ func (s *Store) evalScript(tctx context.Context, sc *script, keys []string, args
 }
 
 // newCall returns the script call deciding a request.
-func (s *Store) newCall(key string, l limiter.Limit, cost int64, now time.Time) call {
+func (s *Store) newCall(key store.Key, l limiter.Limit, cost int64, now time.Time) call {
 	t := int64(useRedisTime)
 	if s.callerTime {
 		t = limiter.UnixMicro(now)

@@ -44,7 +44,7 @@ func resetChannel(prefix string) string { return prefix + "resets:{resets}" }
 // (WatchResets), and the resets of this store waiting for confirmations.
 type resetFeed struct {
 	mu      sync.Mutex
-	forget  func(key string)
+	forget  func(key store.Key)
 	waiting map[string]*confirmations
 	stop    context.CancelFunc // ends the watcher; nil until WatchResets
 	done    chan struct{}      // closed when the watcher has ended
@@ -63,7 +63,7 @@ type confirmations struct {
 // included) to forget what it keeps of the key, and waits up to a second
 // for each to confirm. It returns a *store.UnconfirmedResetError when some
 // did not confirm in time; the key is reset all the same.
-func (s *Store) Reset(ctx context.Context, key string) error {
+func (s *Store) Reset(ctx context.Context, key store.Key) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -79,7 +79,7 @@ func (s *Store) Reset(ctx context.Context, key string) error {
 	nonce := newLeaseID()
 	c := s.feed.expect(nonce)
 	defer s.feed.forgetNonce(nonce)
-	told, err := s.client.Do(tctx, b.Spublish().Channel(resetChannel(s.prefix)).Message("r "+nonce+" "+key).Build()).AsInt64()
+	told, err := s.client.Do(tctx, b.Spublish().Channel(resetChannel(s.prefix)).Message("r "+nonce+" "+key.Wire()).Build()).AsInt64()
 	if err != nil {
 		return fmt.Errorf("redis store: counter reset, but the instances could not be told: %w", err)
 	}
@@ -113,7 +113,7 @@ func (c *confirmations) wait(ctx context.Context, told int) error {
 // Close: forget("") each time the subscription is made (or made again
 // after it was lost), as resets may have been missed meanwhile. A lazy
 // store subscribes once it has connected.
-func (s *Store) WatchResets(forget func(key string)) {
+func (s *Store) WatchResets(forget func(key store.Key)) {
 	f := &s.feed
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -135,7 +135,7 @@ func (s *Store) watch(ctx context.Context) {
 	defer wg.Wait()
 	hooked := rueidis.WithOnSubscriptionHook(ctx, func(sub rueidis.PubSubSubscription) {
 		if sub.Kind == "ssubscribe" {
-			s.feed.call("")
+			s.feed.call(store.Key{})
 		}
 	})
 	for ctx.Err() == nil {
@@ -156,8 +156,9 @@ func (s *Store) heard(msg rueidis.PubSubMessage) {
 	kind, rest, _ := strings.Cut(msg.Message, " ")
 	switch kind {
 	case "r":
-		nonce, key, ok := strings.Cut(rest, " ")
-		if !ok {
+		nonce, wire, ok := strings.Cut(rest, " ")
+		key, parsed := store.ParseWire(wire)
+		if !ok || !parsed {
 			return
 		}
 		s.feed.call(key)
@@ -186,7 +187,7 @@ func (s *Store) confirm(ctx context.Context) {
 }
 
 // call calls the forget function, if any.
-func (f *resetFeed) call(key string) {
+func (f *resetFeed) call(key store.Key) {
 	f.mu.Lock()
 	forget := f.forget
 	f.mu.Unlock()

@@ -15,16 +15,16 @@ import (
 // heardResets records what a store's WatchResets hears.
 type heardResets struct {
 	mu   sync.Mutex
-	keys []string
+	keys []store.Key
 }
 
-func (h *heardResets) forget(key string) {
+func (h *heardResets) forget(key store.Key) {
 	h.mu.Lock()
 	h.keys = append(h.keys, key)
 	h.mu.Unlock()
 }
 
-func (h *heardResets) has(key string) bool {
+func (h *heardResets) has(key store.Key) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, k := range h.keys {
@@ -62,11 +62,11 @@ func testResetTellsEveryInstance(t *testing.T, addrs []string) {
 	other, otherHeard := open(t, addrs, false), &heardResets{}
 	other.WatchResets(otherHeard.forget)
 	for i, h := range append(heard, otherHeard) { // subscribed: each forgot everything once
-		waitFor(t, "subscription of store "+string(rune('0'+i)), func() bool { return h.has("") })
+		waitFor(t, "subscription of store "+string(rune('0'+i)), func() bool { return h.has(store.RawKey("")) })
 	}
 	ctx := context.Background()
 	l := mustLimit(t, limiter.SlidingWindow, 2, time.Minute, 0)
-	key := store.GroupKey(store.Key("client", "partner-a"), "claims", "sliding_window")
+	key := store.GroupKey(store.Parts("client", "partner-a"), "claims", "sliding_window")
 	for range 2 {
 		decide(t, stores[1], key, l, epoch, 1)
 	}
@@ -103,15 +103,15 @@ func TestResetWithoutWatchers(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, false)
 	l := mustLimit(t, limiter.FixedWindow, 1, time.Minute, 0)
-	decide(t, s, "k", l, epoch, 1)
-	if err := s.Reset(context.Background(), "k"); err != nil {
+	decide(t, s, store.RawKey("k"), l, epoch, 1)
+	if err := s.Reset(context.Background(), store.RawKey("k")); err != nil {
 		t.Fatalf("Reset: %v", err)
 	}
-	if d := decide(t, s, "k", l, epoch, 1); !d.Allowed {
+	if d := decide(t, s, store.RawKey("k"), l, epoch, 1); !d.Allowed {
 		t.Errorf("after Reset: %+v, want allowed", d)
 	}
 	_ = s.Close()
-	if err := s.Reset(context.Background(), "k"); !errors.Is(err, store.ErrClosed) {
+	if err := s.Reset(context.Background(), store.RawKey("k")); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Reset after Close: %v, want store.ErrClosed", err)
 	}
 }

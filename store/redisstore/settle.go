@@ -35,7 +35,7 @@ func loadSettleScripts() (out [limiter.LeakyBucket + 1]*script) {
 // it is; a sliding_log's list, which records no limit, is settled under
 // any. A refund keeps the key's TTL; a bucket's charge gives it the
 // settled state's Reset.
-func (s *Store) Settle(ctx context.Context, key string, limit limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
+func (s *Store) Settle(ctx context.Context, key store.Key, limit limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
 	if s.closed.Load() {
 		return limiter.Decision{}, store.ErrClosed
 	}

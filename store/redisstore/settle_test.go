@@ -33,18 +33,18 @@ func TestSettleInRedisTime(t *testing.T) {
 	for _, alg := range limiter.Algorithms {
 		l := mustLimit(t, alg, 5, time.Hour, 0)
 		key := "redistime:" + alg.String()
-		d := decide(t, s, key, l, time.Time{}, 5)
+		d := decide(t, s, store.RawKey(key), l, time.Time{}, 5)
 		if !d.Allowed || d.Reservation.At == 0 {
 			t.Fatalf("%v: %+v, want allowed with a reservation", alg, d)
 		}
 		// The caller's clock is a year off: Redis's is the one that counts.
-		got, err := s.Settle(ctx, key, l, time.Now().Add(365*24*time.Hour), d.Reservation, 5, 1)
+		got, err := s.Settle(ctx, store.RawKey(key), l, time.Now().Add(365*24*time.Hour), d.Reservation, 5, 1)
 		if err != nil || got.Remaining != 4 {
 			t.Errorf("%v: refund of 4 at Redis time: %+v, %v; want 4 remaining", alg, got, err)
 		}
 		if alg.HasBurst() {
-			got, err = s.Settle(ctx, key, l, time.Time{}, decide(t, s, key, l, time.Time{}, 1).Reservation, 1, 4)
-			ttl, _ := s.client.Do(ctx, s.client.B().Pttl().Key(redisKey(s.prefix, key)).Build()).AsInt64()
+			got, err = s.Settle(ctx, store.RawKey(key), l, time.Time{}, decide(t, s, store.RawKey(key), l, time.Time{}, 1).Reservation, 1, 4)
+			ttl, _ := s.client.Do(ctx, s.client.B().Pttl().Key(redisKey(s.prefix, store.RawKey(key))).Build()).AsInt64()
 			if err != nil || got.Remaining != 0 || ttl < int64(got.Reset/time.Millisecond)-1000 {
 				t.Errorf("%v: charge of 3: %+v, %v, TTL %d ms; want 0 remaining and a TTL of its Reset", alg, got, err, ttl)
 			}
@@ -103,7 +103,7 @@ func replaySettle(t *testing.T, s *Store, key string, lims []limiter.Limit, rng 
 		}
 		cost := nextCost(rng, l.Burst())
 		want := m.decide(l, at, cost)
-		got := decide(t, s, key, l, at, cost)
+		got := decide(t, s, store.RawKey(key), l, at, cost)
 		fmt.Fprintf(&history, "  step %d: %v now %d cost %d -> %+v\n", step, l, now, cost, want)
 		if got != want {
 			t.Fatalf("step %d under %v (now %d µs, cost %d):\n redis %+v\n go    %+v\nsteps so far (go):\n%s",
@@ -121,7 +121,7 @@ func settleBoth(t *testing.T, s *Store, m *model, key string, l limiter.Limit, a
 	t.Helper()
 	actual := []int64{0, a.cost - 1, a.cost + 1, a.cost + 3, -1, 1 << 40}[rng.IntN(6)]
 	want := m.settle(l, at, a.r, a.cost, actual)
-	got, err := s.Settle(context.Background(), key, l, at, a.r, a.cost, actual)
+	got, err := s.Settle(context.Background(), store.RawKey(key), l, at, a.r, a.cost, actual)
 	fmt.Fprintf(history, "  %s: %v now %d settle %+v of %d at %d -> %+v\n", step, l, at.UnixMicro(), a.r, a.cost, actual, want)
 	if err != nil || got != want {
 		t.Fatalf("%s: settle under %v of %+v, %d at %d:\n redis %+v (%v)\n go    %+v\nsteps so far (go):\n%s",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // TestExpiry checks that a key expires at its Reset (with Redis TIME), has
@@ -20,8 +21,8 @@ func TestExpiry(t *testing.T) {
 	for _, alg := range limiter.Algorithms {
 		l := mustLimit(t, alg, 1, time.Hour, 0)
 		key := "expiry:" + alg.String()
-		d := decide(t, s, key, l, epoch, 1)
-		rk := redisKey(s.prefix, key)
+		d := decide(t, s, store.RawKey(key), l, epoch, 1)
+		rk := redisKey(s.prefix, store.RawKey(key))
 		pttl, err := do(t, s, s.client.B().Pttl().Key(rk).Build()).AsInt64()
 		if err != nil {
 			t.Fatal(err)
@@ -31,7 +32,7 @@ func TestExpiry(t *testing.T) {
 			t.Errorf("%v: PTTL %dms after a decision with Reset %v", alg, pttl, d.Reset)
 		}
 		before, ttlBefore := dump(t, s, rk)
-		if d := decide(t, s, key, l, epoch, 1); d.Allowed {
+		if d := decide(t, s, store.RawKey(key), l, epoch, 1); d.Allowed {
 			t.Fatalf("%v: second request at 1 per hour allowed: %+v", alg, d)
 		}
 		// The TTL, in whole seconds, may tick down one meanwhile.
@@ -40,8 +41,8 @@ func TestExpiry(t *testing.T) {
 		}
 	}
 	c := open(t, []string{srv.Addr}, true)
-	decide(t, c, "caller", mustLimit(t, limiter.GCRA, 1, time.Hour, 0), epoch, 1)
-	if pttl, _ := do(t, c, c.client.B().Pttl().Key(redisKey(c.prefix, "caller")).Build()).AsInt64(); pttl != -1 {
+	decide(t, c, store.RawKey("caller"), mustLimit(t, limiter.GCRA, 1, time.Hour, 0), epoch, 1)
+	if pttl, _ := do(t, c, c.client.B().Pttl().Key(redisKey(c.prefix, store.RawKey("caller"))).Build()).AsInt64(); pttl != -1 {
 		t.Errorf("with CallerTime a key has PTTL %d, want -1 (none)", pttl)
 	}
 }
@@ -74,12 +75,12 @@ func TestFreshStateDeleted(t *testing.T) {
 	for _, alg := range limiter.Algorithms {
 		l := mustLimit(t, alg, 2, time.Second, 0)
 		key := "fresh:" + alg.String()
-		rk := redisKey(s.prefix, key)
-		decide(t, s, key, l, epoch, 1)
+		rk := redisKey(s.prefix, store.RawKey(key))
+		decide(t, s, store.RawKey(key), l, epoch, 1)
 		if n, _ := do(t, s, s.client.B().Exists().Key(rk).Build()).AsInt64(); n != 1 {
 			t.Fatalf("%v: no key after an admitted request", alg)
 		}
-		d := decide(t, s, key, l, epoch.Add(5*time.Second), 0)
+		d := decide(t, s, store.RawKey(key), l, epoch.Add(5*time.Second), 0)
 		if d.Reset != 0 || !d.Allowed {
 			t.Fatalf("%v: a look after 5 periods: %+v, want allowed with Reset 0", alg, d)
 		}
@@ -101,16 +102,16 @@ func TestCostEdges(t *testing.T) {
 	for _, alg := range limiter.Algorithms {
 		l := mustLimit(t, alg, 10, time.Second, 0)
 		key := "edge:" + alg.String()
-		decide(t, s, key, l, epoch, 1)
-		d := decide(t, s, key, l, epoch, math.MaxInt64)
+		decide(t, s, store.RawKey(key), l, epoch, 1)
+		d := decide(t, s, store.RawKey(key), l, epoch, math.MaxInt64)
 		if d.Allowed || d.RetryAfter != limiter.Never || d.Remaining != 9 {
 			t.Errorf("%v: cost MaxInt64: %+v, want denied, Never, remaining 9", alg, d)
 		}
-		if d := decide(t, s, key, l, epoch, -1); d != (limiter.Decision{Limit: 10, RetryAfter: limiter.Never}) {
+		if d := decide(t, s, store.RawKey(key), l, epoch, -1); d != (limiter.Decision{Limit: 10, RetryAfter: limiter.Never}) {
 			t.Errorf("%v: cost -1: %+v", alg, d)
 		}
 	}
-	if d := decide(t, s, "zero", limiter.Limit{}, epoch, 1); d != (limiter.Decision{RetryAfter: limiter.Never}) {
+	if d := decide(t, s, store.RawKey("zero"), limiter.Limit{}, epoch, 1); d != (limiter.Decision{RetryAfter: limiter.Never}) {
 		t.Errorf("zero Limit: %+v", d)
 	}
 }
@@ -125,7 +126,7 @@ func TestAlgorithmChanged(t *testing.T) {
 		limiter.GCRA, limiter.SlidingWindow, limiter.TokenBucket, limiter.FixedWindow, limiter.LeakyBucket, limiter.SlidingWindow}
 	for i, alg := range order {
 		l := mustLimit(t, alg, 3, time.Minute, 0)
-		if d := decide(t, s, "changed", l, epoch.Add(time.Duration(i)*time.Second), 1); !d.Allowed {
+		if d := decide(t, s, store.RawKey("changed"), l, epoch.Add(time.Duration(i)*time.Second), 1); !d.Allowed {
 			t.Errorf("%v after another algorithm: %+v", alg, d)
 		}
 	}

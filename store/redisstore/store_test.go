@@ -43,7 +43,7 @@ func TestRedisTimeSharedCounter(t *testing.T) {
 			if i%2 == 1 {
 				s, now = b, time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC) // and one far ahead
 			}
-			if decide(t, s, "shared:"+alg.String(), l, now, 1).Allowed {
+			if decide(t, s, store.RawKey("shared:"+alg.String()), l, now, 1).Allowed {
 				passed++
 			}
 		}
@@ -54,7 +54,7 @@ func TestRedisTimeSharedCounter(t *testing.T) {
 }
 
 // TestNoScriptRecovery flushes the script cache between decisions: Decide,
-// DecideBatch and DecideAll must fall back to EVAL and keep the keys'
+// DecideEach and DecideAll must fall back to EVAL and keep the keys'
 // state.
 func TestNoScriptRecovery(t *testing.T) {
 	t.Parallel()
@@ -63,21 +63,21 @@ func TestNoScriptRecovery(t *testing.T) {
 	for _, alg := range limiter.Algorithms {
 		l := mustLimit(t, alg, 3, time.Minute, 0)
 		key := "noscript:" + alg.String()
-		decide(t, s, key, l, epoch, 1)
+		decide(t, s, store.RawKey(key), l, epoch, 1)
 		do(t, s, s.client.B().ScriptFlush().Build())
-		if d := decide(t, s, key, l, epoch, 1); d.Remaining != 1 {
+		if d := decide(t, s, store.RawKey(key), l, epoch, 1); d.Remaining != 1 {
 			t.Fatalf("%v after SCRIPT FLUSH: %+v, want remaining 1", alg, d)
 		}
 		do(t, s, s.client.B().ScriptFlush().Build())
-		res, err := s.DecideBatch(context.Background(), []store.Request{{Key: key, Limit: l, Cost: 1}, {Key: key + ":b", Limit: l, Cost: 3}}, epoch)
+		res, err := s.DecideEach(context.Background(), nil, []store.Request{{Key: store.RawKey(key), Limit: l, Cost: 1}, {Key: store.RawKey(key + ":b"), Limit: l, Cost: 3}}, epoch)
 		if err != nil || res[0].Err != nil || res[1].Err != nil {
-			t.Fatalf("%v: DecideBatch after SCRIPT FLUSH: %v %+v", alg, err, res)
+			t.Fatalf("%v: DecideEach after SCRIPT FLUSH: %v %+v", alg, err, res)
 		}
 		if res[0].Decision.Remaining != 0 || res[1].Decision.Remaining != 0 || !res[1].Decision.Allowed {
-			t.Fatalf("%v: DecideBatch after SCRIPT FLUSH: %+v", alg, res)
+			t.Fatalf("%v: DecideEach after SCRIPT FLUSH: %+v", alg, res)
 		}
 		do(t, s, s.client.B().ScriptFlush().Build())
-		all := []store.Request{{Key: key + ":c", Limit: l, Cost: 1}, {Key: key + ":d", Limit: l, Cost: 2}}
+		all := []store.Request{{Key: store.RawKey(key + ":c"), Limit: l, Cost: 1}, {Key: store.RawKey(key + ":d"), Limit: l, Cost: 2}}
 		res, err = s.DecideAll(context.Background(), nil, all, epoch)
 		if err != nil || res[0].Decision.Remaining != 2 || res[1].Decision.Remaining != 1 {
 			t.Fatalf("%v: DecideAll after SCRIPT FLUSH: %v %+v", alg, err, res)
@@ -107,7 +107,7 @@ func TestTimeoutOnPausedServer(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	_, err = s.Decide(context.Background(), "pause", l, epoch, 1)
+	_, err = s.Decide(context.Background(), store.RawKey("pause"), l, epoch, 1)
 	elapsed := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		t.Fatalf("Decide on a paused server: error %v, want the deadline (and no cancellation)", err)
@@ -121,9 +121,9 @@ func TestTimeoutOnPausedServer(t *testing.T) {
 		t.Errorf("Decide on a paused server took %v with a %v timeout", elapsed, DefaultTimeout)
 	}
 	t.Logf("Decide on a paused server failed after %v (timeout %v)", elapsed, DefaultTimeout)
-	res, err := s.DecideBatch(context.Background(), []store.Request{{Key: "pause", Limit: l, Cost: 1}}, epoch)
+	res, err := s.DecideEach(context.Background(), nil, []store.Request{{Key: store.RawKey("pause"), Limit: l, Cost: 1}}, epoch)
 	if err != nil || !errors.Is(res[0].Err, context.DeadlineExceeded) {
-		t.Fatalf("DecideBatch on a paused server: %v, %+v; want the deadline in the result", err, res)
+		t.Fatalf("DecideEach on a paused server: %v, %+v; want the deadline in the result", err, res)
 	}
 
 	srv.Resume()
@@ -138,7 +138,7 @@ func waitDecide(t *testing.T, s *Store, key string, l limiter.Limit) limiter.Dec
 	var err error
 	for range 200 {
 		var d limiter.Decision
-		if d, err = s.Decide(context.Background(), key, l, epoch, 1); err == nil {
+		if d, err = s.Decide(context.Background(), store.RawKey(key), l, epoch, 1); err == nil {
 			return d
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -155,11 +155,11 @@ func TestReconnectAfterRestart(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, false)
 	l := mustLimit(t, limiter.TokenBucket, 10, time.Minute, 0)
-	if d := decide(t, s, "restart", l, epoch, 4); d.Remaining != 6 {
+	if d := decide(t, s, store.RawKey("restart"), l, epoch, 4); d.Remaining != 6 {
 		t.Fatalf("first decision: %+v", d)
 	}
 	srv.Stop()
-	if _, err := s.Decide(context.Background(), "restart", l, epoch, 1); err == nil {
+	if _, err := s.Decide(context.Background(), store.RawKey("restart"), l, epoch, 1); err == nil {
 		t.Fatal("Decide succeeded with Redis stopped")
 	}
 	srv.Restart(t)
@@ -168,9 +168,9 @@ func TestReconnectAfterRestart(t *testing.T) {
 	}
 }
 
-// TestDecideBatchMatchesDecide decides the same requests on two prefixes,
+// TestDecideEachMatchesDecide decides the same requests on two prefixes,
 // in batches on one and one by one on the other: the decisions must agree.
-func TestDecideBatchMatchesDecide(t *testing.T) {
+func TestDecideEachMatchesDecide(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
 	batch := open(t, []string{srv.Addr}, true)
@@ -178,7 +178,7 @@ func TestDecideBatchMatchesDecide(t *testing.T) {
 	checkBatch(t, batch, single)
 }
 
-// checkBatch compares DecideBatch on one store with Decide on another over
+// checkBatch compares DecideEach on one store with Decide on another over
 // rounds of requests on many keys, every algorithm, the zero Limit and a
 // negative cost.
 func checkBatch(t *testing.T, batch, single *Store) {
@@ -187,13 +187,13 @@ func checkBatch(t *testing.T, batch, single *Store) {
 	for _, alg := range limiter.Algorithms {
 		l := mustLimit(t, alg, 4, time.Second, 0)
 		for k := range 5 {
-			reqs = append(reqs, store.Request{Key: fmt.Sprintf("batch:%v:%d", alg, k), Limit: l, Cost: int64(k % 3)})
+			reqs = append(reqs, store.Request{Key: store.RawKey(fmt.Sprintf("batch:%v:%d", alg, k)), Limit: l, Cost: int64(k % 3)})
 		}
 	}
-	reqs = append(reqs, store.Request{Key: "zero"}, store.Request{Key: "neg", Limit: reqs[0].Limit, Cost: -1})
+	reqs = append(reqs, store.Request{Key: store.RawKey("zero")}, store.Request{Key: store.RawKey("neg"), Limit: reqs[0].Limit, Cost: -1})
 	for round := range 6 {
 		now := epoch.Add(time.Duration(round) * 150 * time.Millisecond)
-		got, err := batch.DecideBatch(context.Background(), reqs, now)
+		got, err := batch.DecideEach(context.Background(), nil, reqs, now)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // roundingPoints returns elapsed times e in [0, period) at which the
@@ -80,7 +81,7 @@ func TestSlidingWindowRounding(t *testing.T) {
 				for _, st := range steps {
 					at := time.UnixMicro(st.at)
 					want := m.decide(l, at, st.cost)
-					if got := decide(t, s, key, l, at, st.cost); got != want {
+					if got := decide(t, s, store.RawKey(key), l, at, st.cost); got != want {
 						t.Fatalf("%v prev %d e %d cost %d:\n redis %+v\n go    %+v", l, prev, e, st.cost, got, want)
 					}
 				}
@@ -101,13 +102,13 @@ func TestSlidingLogBounded(t *testing.T) {
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.SlidingLog, 5, time.Second, 0)
 	for i := range 5 {
-		decide(t, s, "log", l, epoch, 1)
-		decide(t, s, "log", l, epoch.Add(time.Duration(i)*time.Microsecond), 0)
+		decide(t, s, store.RawKey("log"), l, epoch, 1)
+		decide(t, s, store.RawKey("log"), l, epoch.Add(time.Duration(i)*time.Microsecond), 0)
 	}
-	if d := decide(t, s, "log", l, epoch, 1); d.Allowed {
+	if d := decide(t, s, store.RawKey("log"), l, epoch, 1); d.Allowed {
 		t.Fatalf("sixth request allowed: %+v", d)
 	}
-	n, err := s.client.Do(context.Background(), s.client.B().Llen().Key(redisKey(s.prefix, "log")).Build()).AsInt64()
+	n, err := s.client.Do(context.Background(), s.client.B().Llen().Key(redisKey(s.prefix, store.RawKey("log"))).Build()).AsInt64()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,9 +116,9 @@ func TestSlidingLogBounded(t *testing.T) {
 		t.Fatalf("log of 5 requests in one microsecond has %d list elements, want 3 (the total and one entry)", n)
 	}
 	// Entries expire from the front as time passes.
-	decide(t, s, "log", l, epoch.Add(time.Second+time.Microsecond), 2)
-	decide(t, s, "log", l, epoch.Add(time.Second+2*time.Microsecond), 1)
-	n, err = s.client.Do(context.Background(), s.client.B().Llen().Key(redisKey(s.prefix, "log")).Build()).AsInt64()
+	decide(t, s, store.RawKey("log"), l, epoch.Add(time.Second+time.Microsecond), 2)
+	decide(t, s, store.RawKey("log"), l, epoch.Add(time.Second+2*time.Microsecond), 1)
+	n, err = s.client.Do(context.Background(), s.client.B().Llen().Key(redisKey(s.prefix, store.RawKey("log"))).Build()).AsInt64()
 	if err != nil || n != 5 {
 		t.Fatalf("log after expiry: %d elements (err %v), want 5 (the total and two entries)", n, err)
 	}
@@ -154,7 +155,7 @@ func TestSlidingLogLong(t *testing.T) {
 	for i, st := range steps {
 		at := epoch.Add(st.at)
 		want := m.decide(l, at, st.cost)
-		if got := decide(t, s, "long", l, at, st.cost); got != want {
+		if got := decide(t, s, store.RawKey("long"), l, at, st.cost); got != want {
 			t.Fatalf("step %d (+%v, cost %d):\n redis %+v\n go    %+v", i, st.at, st.cost, got, want)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // zero Limit, and buckets with a delay asked until they hold requests for
 // their turn and then deny.
 func batchRequests() []store.Request {
-	key := func(name string) string { return store.Key("storetest-batch", name) }
+	key := func(name string) store.Key { return store.NewKey("storetest-batch", name) }
 	delayed := func(alg limiter.Algorithm) limiter.Limit {
 		l, err := must(alg, 10, sec, 1).WithDelay(250 * ms)
 		if err != nil {
@@ -49,17 +49,17 @@ func batchRequests() []store.Request {
 func checkBatch(t *testing.T, a, b store.Store) {
 	ctx := context.Background()
 	reqs := batchRequests()
-	if res, err := a.DecideBatch(ctx, nil, unaligned); err != nil || len(res) != 0 {
-		t.Fatalf("DecideBatch(no requests) = %v, %v; want no results, no error", res, err)
+	if res, err := a.DecideEach(ctx, nil, nil, unaligned); err != nil || len(res) != 0 {
+		t.Fatalf("DecideEach(no requests) = %v, %v; want no results, no error", res, err)
 	}
 	for _, at := range []time.Duration{0, 0, 150 * ms, 150 * ms, sec, hour} {
 		now := unaligned.Add(at)
-		got, err := a.DecideBatch(ctx, reqs, now)
+		got, err := a.DecideEach(ctx, nil, reqs, now)
 		if err != nil {
-			t.Fatalf("DecideBatch at +%v: %v", at, err)
+			t.Fatalf("DecideEach at +%v: %v", at, err)
 		}
 		if len(got) != len(reqs) {
-			t.Fatalf("DecideBatch at +%v: %d results for %d requests", at, len(got), len(reqs))
+			t.Fatalf("DecideEach at +%v: %d results for %d requests", at, len(got), len(reqs))
 		}
 		for i, q := range reqs {
 			want, err := b.Decide(ctx, q.Key, q.Limit, now, q.Cost)
@@ -80,7 +80,7 @@ func checkBatch(t *testing.T, a, b store.Store) {
 func checkConcurrent(t *testing.T, s store.Store, alg limiter.Algorithm) {
 	const goroutines, attempts, rate = 64, 4, 100
 	l := must(alg, rate, minute, 0)
-	key := store.Key("storetest-concurrent", alg.String())
+	key := store.NewKey("storetest-concurrent", alg.String())
 	var (
 		wg        sync.WaitGroup
 		mu        sync.Mutex
@@ -121,18 +121,18 @@ func checkConcurrent(t *testing.T, s store.Store, alg limiter.Algorithm) {
 func checkClosed(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	l := must(limiter.GCRA, 1, sec, 0)
-	if _, err := s.Decide(ctx, "k", l, aligned, 1); err != nil {
+	if _, err := s.Decide(ctx, store.RawKey("k"), l, aligned, 1); err != nil {
 		t.Fatalf("Decide before Close: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, err := s.Decide(ctx, "k", l, aligned, 1); !errors.Is(err, store.ErrClosed) {
+	if _, err := s.Decide(ctx, store.RawKey("k"), l, aligned, 1); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Decide after Close: %v, want store.ErrClosed", err)
 	}
-	reqs := []store.Request{{Key: "k", Limit: l, Cost: 1}}
-	if res, err := s.DecideBatch(ctx, reqs, aligned); !errors.Is(err, store.ErrClosed) && !batchClosed(res) {
-		t.Errorf("DecideBatch after Close: %v, %v; want store.ErrClosed", res, err)
+	reqs := []store.Request{{Key: store.RawKey("k"), Limit: l, Cost: 1}}
+	if res, err := s.DecideEach(ctx, nil, reqs, aligned); !errors.Is(err, store.ErrClosed) && !batchClosed(res) {
+		t.Errorf("DecideEach after Close: %v, %v; want store.ErrClosed", res, err)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/sluice-rl/sluice/store"
 )
 
-// AllTable is one table of store.AllOrNothing's DecideAll: calls made in
+// AllTable is one table of store.Store's DecideAll: calls made in
 // order on one store, each deciding the requests of one HTTP request (one
 // per matching rule) all or nothing.
 type AllTable struct {
@@ -48,7 +48,7 @@ type AllReq struct {
 // Key returns the key of rule in the table: a key of the group
 // "storetest-all/" + the table's name, so that on a Redis Cluster every
 // key of a table has one hash tag.
-func (tb AllTable) Key(rule string) string {
+func (tb AllTable) Key(rule string) store.Key {
 	return store.GroupKey("storetest-all/"+tb.Name, rule)
 }
 
@@ -180,8 +180,7 @@ func allClockBackwards() AllTable {
 }
 
 // RunDecideAll runs every table of AllTables on a fresh store from
-// newStore, which must be a store.AllOrNothing; Run closes it when the
-// subtest ends.
+// newStore; Run closes it when the subtest ends.
 func RunDecideAll(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	for _, tb := range AllTables() {
@@ -194,12 +193,9 @@ func RunDecideAll(t *testing.T, newStore func(t *testing.T) store.Store) {
 // at the first error from the store.
 func CheckAll(t *testing.T, s store.Store, tb AllTable) {
 	t.Helper()
-	all, isAll := s.(store.AllOrNothing)
-	if !isAll {
-		t.Fatalf("the store is no store.AllOrNothing")
-	}
+	all := s
 	ctx := context.Background()
-	ref := NewReference().(store.AllOrNothing)
+	ref := NewReference()
 	for i, step := range tb.Steps {
 		reqs := make([]store.Request, len(step.Reqs))
 		for k, r := range step.Reqs {

@@ -20,7 +20,7 @@ func edgeTables() []Table {
 		never(0, 1, 0, 0),
 		never(0, 0, 0, 0),
 		never(0, -1, 0, 0),
-		never(0, 1, 0, 0).on(store.Key("other")),
+		never(0, 1, 0, 0).on(store.NewKey("other")),
 	))
 }
 
@@ -123,10 +123,10 @@ func firstAndSecond(alg limiter.Algorithm) (pass, fail Step) {
 // keysByEncoding: keys that a naive encoding would confuse are independent.
 func keysByEncoding(alg limiter.Algorithm) Table {
 	pass, fail := firstAndSecond(alg)
-	keys := []string{
-		store.Key("a_b", "c"), store.Key("a", "b_c"),
-		store.Key("a:b", "c"), store.Key("a", "b:c"),
-		"a\x00b", "a\x00c", "{a}b", "{a}c",
+	keys := []store.Key{
+		store.NewKey("a_b", "c"), store.NewKey("a", "b_c"),
+		store.NewKey("a:b", "c"), store.NewKey("a", "b:c"),
+		store.RawKey("a\x00b"), store.RawKey("a\x00c"), store.RawKey("{a}b"), store.RawKey("{a}c"),
 	}
 	var steps []Step
 	for _, k := range keys {

@@ -46,7 +46,7 @@ type LeaseStep struct {
 	At time.Duration // when, from the table's Base
 	Op LeaseOp
 	// Key is the key acquired on; "" means the table's, LeaseTable.Key().
-	Key string
+	Key store.Key
 	// Limit, if not nil, replaces the table's for this Acquire.
 	Limit *store.Concurrency
 	// Cost is an Acquire's cost.
@@ -63,7 +63,7 @@ type LeaseStep struct {
 }
 
 // Key returns the key that the table's steps use unless they name one.
-func (tb LeaseTable) Key() string { return store.Key("storetest-lease", tb.Name) }
+func (tb LeaseTable) Key() store.Key { return store.NewKey("storetest-lease", tb.Name) }
 
 // RunLeases runs the lease suite against the stores newStore returns: every
 // table of LeaseTables (each on a fresh store), concurrent acquires on one
@@ -93,7 +93,7 @@ func CheckLeases(t *testing.T, s store.Leaser, tb LeaseTable) {
 		switch st.Op {
 		case Acquire:
 			key, limit := st.Key, tb.Limit
-			if key == "" {
+			if key == (store.Key{}) {
 				key = tb.Key()
 			}
 			if st.Limit != nil {
@@ -125,7 +125,7 @@ func CheckLeases(t *testing.T, s store.Leaser, tb LeaseTable) {
 
 // leaseMismatch describes how got differs from want for an Acquire on key
 // under limit, or returns "".
-func leaseMismatch(got, want store.LeaseDecision, key string, limit store.Concurrency, cost int64) string {
+func leaseMismatch(got, want store.LeaseDecision, key store.Key, limit store.Concurrency, cost int64) string {
 	lease := got.Lease
 	got.Lease = store.Lease{}
 	if got != want {
@@ -144,7 +144,7 @@ func checkLeasesConcurrent(t *testing.T, s store.Leaser) {
 	const n, tries = 8, 64
 	ctx := context.Background()
 	limit := store.Concurrency{Max: n, TTL: time.Hour}
-	key, now := store.Key("storetest-lease", "concurrent"), aligned
+	key, now := store.NewKey("storetest-lease", "concurrent"), aligned
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -194,7 +194,7 @@ func checkRenewer(t *testing.T, s store.Leaser) {
 	r := store.NewRenewer(s, store.RenewerOptions{Clock: clk, Every: 3 * sec, OnRenew: func(rep store.RenewReport) { renewed <- rep }})
 	defer r.Close()
 	limit := store.Concurrency{Max: 1, TTL: 10 * sec}
-	key := store.Key("storetest-lease", "renewer")
+	key := store.NewKey("storetest-lease", "renewer")
 	if d, err := r.Acquire(ctx, key, limit, clk.Now(), 1); err != nil || !d.Allowed || r.Held() != 1 {
 		t.Fatalf("first acquire: %+v, %v, %d held", d, err, r.Held())
 	}
@@ -206,7 +206,7 @@ func checkRenewer(t *testing.T, s store.Leaser) {
 	}
 	// A lease released behind the Renewer's back is reported lost and
 	// dropped from its set.
-	gone, err := r.Acquire(ctx, store.Key("storetest-lease", "renewer-gone"), limit, clk.Now(), 1)
+	gone, err := r.Acquire(ctx, store.NewKey("storetest-lease", "renewer-gone"), limit, clk.Now(), 1)
 	if err != nil || !gone.Allowed || s.Release(ctx, gone.Lease, clk.Now()) != nil {
 		t.Fatalf("second lease: %+v, %v", gone, err)
 	}
@@ -221,7 +221,7 @@ func checkRenewer(t *testing.T, s store.Leaser) {
 	if d, err := s.Acquire(ctx, key, limit, clk.Now().Add(10*sec), 1); err != nil || !d.Allowed {
 		t.Fatalf("a TTL after the last renewal: %+v, %v; want the slot back", d, err)
 	}
-	other := store.Key("storetest-lease", "renewer-closed")
+	other := store.NewKey("storetest-lease", "renewer-closed")
 	if _, err := r.Acquire(ctx, other, limit, clk.Now(), 1); !errors.Is(err, store.ErrRenewerClosed) {
 		t.Fatalf("a closed Renewer's acquire: %v, want store.ErrRenewerClosed", err)
 	}
@@ -234,14 +234,14 @@ func checkRenewer(t *testing.T, s store.Leaser) {
 func checkLeasesClosed(t *testing.T, s LeaseStore) {
 	ctx := context.Background()
 	limit := store.Concurrency{Max: 1}
-	d, err := s.Acquire(ctx, "k", limit, aligned, 1)
+	d, err := s.Acquire(ctx, store.RawKey("k"), limit, aligned, 1)
 	if err != nil || !d.Allowed {
 		t.Fatalf("before Close: %+v, %v", d, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Acquire(ctx, "k", limit, aligned, 1); !errors.Is(err, store.ErrClosed) {
+	if _, err := s.Acquire(ctx, store.RawKey("k"), limit, aligned, 1); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Acquire after Close: %v, want store.ErrClosed", err)
 	}
 	if err := s.Release(ctx, d.Lease, aligned); !errors.Is(err, store.ErrClosed) {

@@ -56,7 +56,7 @@ func (s LeaseStep) under(c store.Concurrency) LeaseStep {
 }
 
 // onKey returns s acquired on key instead of the table's.
-func (s LeaseStep) onKey(key string) LeaseStep {
+func (s LeaseStep) onKey(key store.Key) LeaseStep {
 	s.Key = key
 	return s
 }
@@ -234,10 +234,10 @@ func defaultTTL() LeaseTable {
 
 // Keys that a naive encoding would confuse hold their own leases.
 func leaseKeysByEncoding() LeaseTable {
-	keys := []string{
-		store.Key("a_b", "c"), store.Key("a", "b_c"),
-		store.Key("a:b", "c"), store.Key("a", "b:c"),
-		"a\x00b", "a\x00c", "{a}b", "{a}c", "%7Ba%7Db", "a%", "a%25",
+	keys := []store.Key{
+		store.NewKey("a_b", "c"), store.NewKey("a", "b_c"),
+		store.NewKey("a:b", "c"), store.NewKey("a", "b:c"),
+		store.RawKey("a\x00b"), store.RawKey("a\x00c"), store.RawKey("{a}b"), store.RawKey("{a}c"), store.RawKey("%7Ba%7Db"), store.RawKey("a%"), store.RawKey("a%25"),
 		store.GroupKey("g", "r"), store.GroupKey("g", "r", ""), store.GroupKey("g}", "r"),
 	}
 	var steps []LeaseStep

@@ -34,7 +34,7 @@ var _ store.Store = (*reference)(nil)
 func NewReference() store.Store { return &reference{states: map[string]kept{}} }
 
 // Decide decides one request with limiter.Decide under the store's mutex.
-func (r *reference) Decide(ctx context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+func (r *reference) Decide(ctx context.Context, key store.Key, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return limiter.Decision{}, fmt.Errorf("reference store: decide: %w", err)
 	}
@@ -43,7 +43,7 @@ func (r *reference) Decide(ctx context.Context, key string, l limiter.Limit, now
 	if r.closed {
 		return limiter.Decision{}, store.ErrClosed
 	}
-	return r.decide(key, l, now, cost), nil
+	return r.decide(key.String(), l, now, cost), nil
 }
 
 // decide runs the algorithm and keeps the new state; r.mu is held. A
@@ -59,21 +59,20 @@ func (r *reference) decide(key string, l limiter.Limit, now time.Time, cost int6
 	return d
 }
 
-// DecideBatch decides the requests in order, under one lock.
-func (r *reference) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+// DecideEach decides the requests in order, under one lock.
+func (r *reference) DecideEach(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("reference store: decide batch: %w", err)
+		return dst, fmt.Errorf("reference store: decide each: %w", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return nil, store.ErrClosed
+		return dst, store.ErrClosed
 	}
-	res := make([]store.Result, len(reqs))
-	for i, q := range reqs {
-		res[i].Decision = r.decide(q.Key, q.Limit, now, q.Cost)
+	for _, q := range reqs {
+		dst = append(dst, store.Result{Decision: r.decide(q.Key.String(), q.Limit, now, q.Cost)})
 	}
-	return res, nil
+	return dst, nil
 }
 
 // Close forgets every key; later calls return store.ErrClosed.
@@ -92,7 +91,7 @@ var _ store.Settler = (*reference)(nil)
 // Settle settles with limiter.Settle under the store's mutex. A key held
 // under another limit (limiter.Limit.Same: not merely another delay), or
 // not held, is left as it is: the decision is a look at it.
-func (r *reference) Settle(ctx context.Context, key string, l limiter.Limit, now time.Time, res limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
+func (r *reference) Settle(ctx context.Context, key store.Key, l limiter.Limit, now time.Time, res limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return limiter.Decision{}, fmt.Errorf("reference store: settle: %w", err)
 	}
@@ -101,14 +100,14 @@ func (r *reference) Settle(ctx context.Context, key string, l limiter.Limit, now
 	if r.closed {
 		return limiter.Decision{}, store.ErrClosed
 	}
-	k, ok := r.states[key]
+	k, ok := r.states[key.String()]
 	if ok && k.limit.Algorithm() == limiter.SlidingLog && l.Algorithm() == limiter.SlidingLog {
 		k.limit = l // a log's entries stand under any limit
 	}
 	if ok && k.limit.Same(&l) { // a changed delay is not a changed limit
 		var d limiter.Decision
 		k.state, d = limiter.Settle(l, k.state, now, res, reserved, actual)
-		r.states[key] = k
+		r.states[key.String()] = k
 		return d, nil
 	}
 	if ok {
@@ -122,7 +121,7 @@ var _ store.Canceler = (*reference)(nil)
 
 // Cancel gives a held request's reservation back with limiter's Cancel,
 // if the key's state is still under the same limit.
-func (r *reference) Cancel(ctx context.Context, key string, l limiter.Limit, res limiter.Reservation, cost int64) (bool, error) {
+func (r *reference) Cancel(ctx context.Context, key store.Key, l limiter.Limit, res limiter.Reservation, cost int64) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("reference store: cancel: %w", err)
 	}
@@ -131,15 +130,13 @@ func (r *reference) Cancel(ctx context.Context, key string, l limiter.Limit, res
 	if r.closed {
 		return false, store.ErrClosed
 	}
-	k, ok := r.states[key]
+	k, ok := r.states[key.String()]
 	if !ok || !k.limit.Same(&l) || !l.Cancel(&k.state, res, cost) {
 		return false, nil
 	}
-	r.states[key] = k
+	r.states[key.String()] = k
 	return true, nil
 }
-
-var _ store.AllOrNothing = (*reference)(nil)
 
 // DecideAll decides the requests in turn on copies of their keys' states,
 // under one lock, each seeing the requests before it. If every request
@@ -159,9 +156,10 @@ func (r *reference) DecideAll(ctx context.Context, dst []store.Result, reqs []st
 	res := make([]store.Result, len(reqs))
 	pass := true
 	for i, q := range reqs {
-		k, ok := copies[q.Key]
+		key := q.Key.String()
+		k, ok := copies[key]
 		if !ok {
-			k, ok = r.states[q.Key]
+			k, ok = r.states[key]
 			k.state.Log = slices.Clone(k.state.Log) // Decide reuses a log's array
 		}
 		if ok && !k.limit.Same(&q.Limit) {
@@ -169,7 +167,7 @@ func (r *reference) DecideAll(ctx context.Context, dst []store.Result, reqs []st
 		}
 		res[i].Decision, k.state = limiter.Decide(q.Limit, k.state, now, q.Cost)
 		k.limit = q.Limit
-		copies[q.Key] = k
+		copies[key] = k
 		pass = pass && (q.Shadow || res[i].Decision.Allowed)
 	}
 	if pass {
@@ -180,7 +178,7 @@ func (r *reference) DecideAll(ctx context.Context, dst []store.Result, reqs []st
 	}
 	for i, q := range reqs {
 		if res[i].Decision.Allowed {
-			res[i].Decision = r.look(q.Key, q.Limit, now)
+			res[i].Decision = r.look(q.Key.String(), q.Limit, now)
 		}
 	}
 	return append(dst, res...), nil

@@ -43,7 +43,7 @@ func settleAt(at time.Duration, of int, actual, remaining int64) SettleStep {
 }
 
 // Key is the table's store key.
-func (tb SettleTable) Key() string { return store.Key("storetest-settle", tb.Name) }
+func (tb SettleTable) Key() store.Key { return store.NewKey("storetest-settle", tb.Name) }
 
 // SettleTables returns the settle tables. Each was worked out by hand from
 // limiter.Settle's rules (docs/algorithms.md, "Settling after the

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // Units for writing steps.
@@ -47,7 +48,7 @@ func never(at time.Duration, cost, remaining int64, reset time.Duration) Step {
 }
 
 // on returns s made on key instead of the table's key.
-func (s Step) on(key string) Step {
+func (s Step) on(key store.Key) Step {
 	s.Key = key
 	return s
 }

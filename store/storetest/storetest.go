@@ -21,7 +21,7 @@
 // algorithms' definitions in package limiter; comments show the arithmetic
 // where a number is not obvious. NewReference is the reference store.
 //
-// RunDecideAll is the same for store.AllOrNothing: its tables
+// RunDecideAll is the same for DecideAll: its tables
 // (AllTables, checked by CheckAll) decide the rules of one request all or
 // nothing, as the reference store's DecideAll does.
 //
@@ -65,7 +65,7 @@ type Step struct {
 	// instead of Base+At (for times far from any base).
 	Time time.Time
 	// Key is the store key; "" means the table's own key, Table.Key().
-	Key string
+	Key store.Key
 	// Limit, when it is not the zero Limit, is the limit of this step
 	// instead of the table's: a reload changed it between two steps.
 	Limit limiter.Limit
@@ -87,8 +87,8 @@ type Step struct {
 }
 
 // Key returns the key that the table's steps use unless they name one:
-// store.Key("storetest", tb.Name).
-func (tb Table) Key() string { return store.Key("storetest", tb.Name) }
+// store.NewKey("storetest", tb.Name).
+func (tb Table) Key() store.Key { return store.NewKey("storetest", tb.Name) }
 
 // Now returns the time of step s of a table whose base is base.
 func (s Step) Now(base time.Time) time.Time {
@@ -126,7 +126,7 @@ func Tables() []Table {
 }
 
 // Run runs the whole suite against the stores that newStore returns: every
-// table of Tables (each on a fresh store), DecideBatch against one-by-one
+// table of Tables (each on a fresh store), DecideEach against one-by-one
 // Decide, concurrent callers on one key, and use after Close. newStore must
 // return a new store, or one with a key namespace of its own, on every call;
 // Run closes it when the subtest ends.
@@ -167,7 +167,7 @@ func Check(t *testing.T, s store.Store, tb Table) {
 	ref := NewReference()
 	for i, step := range tb.Steps {
 		key := step.Key
-		if key == "" {
+		if key == (store.Key{}) {
 			key = tb.Key()
 		}
 		now := step.Now(tb.Base)
@@ -201,7 +201,7 @@ func Check(t *testing.T, s store.Store, tb Table) {
 }
 
 // checkCancel makes step i of tb, a Cancel, on s.
-func checkCancel(t *testing.T, s store.Store, tb Table, i int, key string, l limiter.Limit) {
+func checkCancel(t *testing.T, s store.Store, tb Table, i int, key store.Key, l limiter.Limit) {
 	t.Helper()
 	c, ok := s.(store.Canceler)
 	if !ok {

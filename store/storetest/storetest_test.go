@@ -55,11 +55,11 @@ func TestReferenceCloseAndContext(t *testing.T) {
 	l := must(limiter.TokenBucket, 1, sec, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Decide(ctx, "k", l, aligned, 1); !errors.Is(err, context.Canceled) {
+	if _, err := s.Decide(ctx, store.RawKey("k"), l, aligned, 1); !errors.Is(err, context.Canceled) {
 		t.Errorf("Decide with a cancelled context: %v", err)
 	}
-	if _, err := s.DecideBatch(ctx, nil, aligned); !errors.Is(err, context.Canceled) {
-		t.Errorf("DecideBatch with a cancelled context: %v", err)
+	if _, err := s.DecideEach(ctx, nil, nil, aligned); !errors.Is(err, context.Canceled) {
+		t.Errorf("DecideEach with a cancelled context: %v", err)
 	}
 	checkClosed(t, s)
 	if err := s.Close(); !errors.Is(err, store.ErrClosed) {
@@ -79,11 +79,11 @@ func TestReferenceSettlesUnderAChangedDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	d, err := s.(store.Store).Decide(ctx, "k", held, aligned, 10)
+	d, err := s.(store.Store).Decide(ctx, store.RawKey("k"), held, aligned, 10)
 	if err != nil || !d.Allowed || d.Remaining != 0 {
 		t.Fatalf("Decide 10 of 10: %+v, %v", d, err)
 	}
-	d, err = s.Settle(ctx, "k", l, aligned, d.Reservation, 10, 0)
+	d, err = s.Settle(ctx, store.RawKey("k"), l, aligned, d.Reservation, 10, 0)
 	if err != nil || d.Remaining != 10 {
 		t.Errorf("Settle at 0 of 10 under the same limit without its delay: %+v, %v; want Remaining 10", d, err)
 	}

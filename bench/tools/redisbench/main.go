@@ -15,7 +15,7 @@
 //
 // At such a rate a key's state drains within a microsecond, so the store
 // sets a 1ms TTL and most decisions find the key gone and write it anew.
-// -api batch calls Store.DecideBatch with one request, as the gateway does,
+// -api batch calls Store.DecideEach with one request, as the gateway does,
 // instead of Store.Decide.
 //
 // With -script FILE and -args, mode floor runs another script on its one
@@ -73,7 +73,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "how long to run before measuring")
 	fs.IntVar(&c.concurrency, "concurrency", 64, "concurrent callers")
 	fs.IntVar(&c.keys, "keys", 100_000, "number of keys in mode keys")
-	fs.StringVar(&c.api, "api", "decide", "store call in modes hot and keys: decide (Store.Decide) | batch (Store.DecideBatch of one request, as the gateway calls it)")
+	fs.StringVar(&c.api, "api", "decide", "store call in modes hot and keys: decide (Store.Decide) | batch (Store.DecideEach of one request, as the gateway calls it)")
 	fs.StringVar(&c.script, "script", "", "mode floor: run the Lua script in this file instead of INCR+PEXPIRE (to weigh a script's cost)")
 	fs.StringVar(&c.scriptArgs, "args", "60000", "mode floor: the script's ARGV, separated by spaces")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the measured part to this file")

@@ -78,7 +78,7 @@ func openStore(ctx context.Context, cfg config) (workload, error) {
 	}
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = store.Key("bench", "client", "partner-"+strconv.Itoa(i))
+		keys[i] = store.NewKey("bench", "client", "partner-"+strconv.Itoa(i))
 	}
 	call := func(seq int) error {
 		k := keys[seq%n]
@@ -88,7 +88,7 @@ func openStore(ctx context.Context, cfg config) (workload, error) {
 	if cfg.api == "batch" {
 		call = func(seq int) error {
 			reqs := []store.Request{{Key: keys[seq%n], Limit: benchLimit, Cost: 1}}
-			res, err := s.DecideBatch(context.Background(), reqs, time.Time{})
+			res, err := s.DecideEach(context.Background(), nil, reqs, time.Time{})
 			if err == nil {
 				err = res[0].Err
 			}
