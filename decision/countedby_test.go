@@ -36,7 +36,7 @@ func TestReportCountedBy(t *testing.T) {
 				if pol.Rule(r.Index).Name != r.Rule {
 					t.Errorf("rule %s has index %d, which is %s", r.Rule, r.Index, pol.Rule(r.Index).Name)
 				}
-				s = append(s, seen{r.Rule, rep.CountedBy(j), r.Key})
+				s = append(s, seen{r.Rule, rep.CountedBy(j), r.Key.String()})
 			}
 			if rep.CountedBy(len(rep.Rules)) != "" || rep.CountedBy(-1) != "" {
 				t.Error("CountedBy out of range is not empty")

@@ -7,38 +7,24 @@ import (
 	"github.com/sluice-rl/sluice/store"
 )
 
-// decideAll asks the store for every rule's decision. With one enforcing
-// rule that is one batch. With several, a request that one rule rejects
-// must spend nothing of the others: the store decides them all or nothing,
-// as one step of its own (store.AllOrNothing: the memory and Redis
-// stores), or else store.LookThenSpend does, in two or three batches.
+// decideAll asks the store for every rule's decision, into the Verdict's
+// pooled results. With one enforcing rule that is one DecideEach. With
+// several, a request that one rule rejects must spend nothing of the
+// others: the store's DecideAll decides them all or nothing, as one step
+// of its own.
 //
 // spent reports whether the allowed results spent their cost: false when
 // an enforcing rule's denial kept the others from spending (their results
-// are then looks). A single batch spends whatever it allows.
+// are then looks). DecideEach spends whatever it allows.
 func (e *Engine) decideAll(ctx context.Context, v *Verdict, now time.Time) (res []store.Result, spent bool, err error) {
 	if enforcing(v.reqs) < 2 {
-		res, err = e.batch(ctx, &v.resA, v.reqs, now)
+		res, err = e.opts.Store.DecideEach(ctx, v.resA[:0], v.reqs, now)
+		v.resA = res
 		return res, true, err
 	}
-	if e.all != nil {
-		res, err = e.all.DecideAll(ctx, v.resA[:0], v.reqs, now)
-	} else {
-		res, err = store.LookThenSpend(ctx, e.opts.Store, v.resA[:0], v.reqs, now)
-	}
+	res, err = e.opts.Store.DecideAll(ctx, v.resA[:0], v.reqs, now)
 	v.resA = res
 	return res, err != nil || !enforcedDenial(v.reqs, res), err
-}
-
-// batch is the store's DecideEach, into *buf when the store can append
-// (store.BatchAppender): a Verdict's pooled memory.
-func (e *Engine) batch(ctx context.Context, buf *[]store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
-	if e.appender == nil {
-		return e.opts.Store.DecideEach(ctx, nil, reqs, now)
-	}
-	res, err := e.appender.DecideEach(ctx, (*buf)[:0], reqs, now)
-	*buf = res
-	return res, err
 }
 
 // enforcedDenial reports whether an enforcing request was denied.

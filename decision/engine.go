@@ -84,11 +84,9 @@ type Settings struct {
 // Engine decides requests. It is safe for concurrent use and holds no
 // policy of its own: each Decide names the Settings it decides under.
 type Engine struct {
-	opts     Options
-	appender store.BatchAppender // opts.Store, when it is one
-	all      store.AllOrNothing  // opts.Store, when it is one
-	keys     atomic.Pointer[keyCache]
-	pool     sync.Pool
+	opts Options
+	keys atomic.Pointer[keyCache]
+	pool sync.Pool
 }
 
 // ErrNoLeaser is CanDecide's answer for a policy with concurrency rules
@@ -110,8 +108,6 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("decision: LeaseTTL: %w", err)
 	}
 	e := &Engine{opts: opts}
-	e.appender, _ = opts.Store.(store.BatchAppender)
-	e.all, _ = opts.Store.(store.AllOrNothing)
 	e.pool.New = func() any { return new(Verdict) }
 	return e, nil
 }

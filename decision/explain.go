@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // Explanation is what Engine.Explain found for a described request: how
@@ -85,7 +86,7 @@ func (e *Engine) Explain(ctx context.Context, set Settings, req Request) Explana
 // explainRules reads each matching rule's counter into ex and says what
 // the request would get.
 func (e *Engine) explainRules(ex *Explanation, v *Verdict, pol *policy.Compiled, caller *policy.Caller, addr netip.Addr, now time.Time) {
-	keys := map[int]string{}
+	keys := map[int]store.Key{}
 	for k, i := range v.index {
 		keys[i] = v.reqs[k].Key
 	}
@@ -95,7 +96,7 @@ func (e *Engine) explainRules(ex *Explanation, v *Verdict, pol *policy.Compiled,
 	for _, i := range v.match {
 		res := e.lookRule(v.ctx, pol, caller, i, keys[i], addr, now)
 		res.Counted = counted(pol, caller, i, addr, v)
-		if rule := pol.Rule(i); !res.Classifies && !res.Exempt && keys[i] == "" { // a shadow rule without its header
+		if rule := pol.Rule(i); !res.Classifies && !res.Exempt && keys[i] == (store.Key{}) { // a shadow rule without its header
 			res.Counted, res.Retry = "requests without header "+rule.Key.Header+" (refused, were the rule enforced)", limiter.Never
 		}
 		ex.Rules = append(ex.Rules, res)

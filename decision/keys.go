@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // keyCache keeps the store keys of one policy that requests ask for again
@@ -30,7 +31,7 @@ const (
 
 type keyShard struct {
 	mu   sync.RWMutex
-	keys map[keyID]string
+	keys map[keyID]store.Key
 }
 
 // keyID is what a cached key depends on besides the policy: the rule, the
@@ -57,7 +58,7 @@ func (c *keyCache) shard(id keyID) *keyShard {
 }
 
 // key returns the cached key of id, or makes it with build and caches it.
-func (c *keyCache) key(id keyID, build func() string) string {
+func (c *keyCache) key(id keyID, build func() store.Key) store.Key {
 	sh := c.shard(id)
 	sh.mu.RLock()
 	k, ok := sh.keys[id]
@@ -68,7 +69,7 @@ func (c *keyCache) key(id keyID, build func() string) string {
 	k = build()
 	sh.mu.Lock()
 	if sh.keys == nil || len(sh.keys) >= maxShardKeys {
-		sh.keys = make(map[keyID]string)
+		sh.keys = make(map[keyID]store.Key)
 	}
 	sh.keys[id] = k
 	sh.mu.Unlock()

@@ -75,7 +75,7 @@ func (st *leaseStep) after(v *Verdict, _ *Response) {
 }
 
 // acquireOne asks the Leaser for one lease.
-func (e *Engine) acquireOne(ctx context.Context, key string, limit store.Concurrency, now time.Time, cost int64) (store.LeaseDecision, error) {
+func (e *Engine) acquireOne(ctx context.Context, key store.Key, limit store.Concurrency, now time.Time, cost int64) (store.LeaseDecision, error) {
 	if e.opts.Leaser == nil {
 		return store.LeaseDecision{}, ErrNoLeaser
 	}

@@ -72,7 +72,7 @@ type LookResult struct {
 	// Err is why the store could not be read, if it could not.
 	Err error
 
-	key string // the store key: never shown
+	key store.Key // the store key: never shown
 }
 
 // Refuses reports whether an enforcing rule would refuse a request now.
@@ -212,21 +212,21 @@ func parseCounted(s string) (netip.Addr, error) {
 
 // targetKey is the store key of rule i for caller and target: what
 // stateKey makes for a request counted so.
-func targetKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Addr, t Target) (string, error) {
+func targetKey(pol *policy.Compiled, caller *policy.Caller, i int, addr netip.Addr, t Target) (store.Key, error) {
 	rule := pol.Rule(i)
 	ip := ipGroup{pol: pol, addr: addr}
 	switch rule.Key.Kind {
 	case policy.KeyHeader:
 		switch {
 		case t.Counted == "" && rule.Key.Missing == policy.MissingIP:
-			return "", &TargetError{Msg: fmt.Sprintf("rule %s counts requests without header %s by address: ask /api/v1/explain with the request's address", rule.Name, rule.Key.Header)}
+			return store.Key{}, &TargetError{Msg: fmt.Sprintf("rule %s counts requests without header %s by address: ask /api/v1/explain with the request's address", rule.Name, rule.Key.Header)}
 		case t.Counted == "" && rule.Key.Missing == policy.MissingReject:
-			return "", &TargetError{Msg: fmt.Sprintf("rule %s refuses requests without header %s: give counted=VALUE, the header's value", rule.Name, rule.Key.Header)}
+			return store.Key{}, &TargetError{Msg: fmt.Sprintf("rule %s refuses requests without header %s: give counted=VALUE, the header's value", rule.Name, rule.Key.Header)}
 		}
 		return makeKey(pol, caller, i, &ip, t.Counted), nil
 	case policy.KeyGlobal:
 		if t.Counted != "" && t.Counted != "global" {
-			return "", &TargetError{Msg: fmt.Sprintf("rule %s counts all callers together: counted=global or nothing, not %q", rule.Name, t.Counted)}
+			return store.Key{}, &TargetError{Msg: fmt.Sprintf("rule %s counts all callers together: counted=global or nothing, not %q", rule.Name, t.Counted)}
 		}
 	}
 	return makeKey(pol, caller, i, &ip, ""), nil
@@ -253,13 +253,13 @@ func targetCounted(pol *policy.Compiled, caller *policy.Caller, i int, addr neti
 
 // lookRule reads rule i's counter on key for caller at now, without
 // spending. Counted is left for the caller to name.
-func (e *Engine) lookRule(ctx context.Context, pol *policy.Compiled, caller *policy.Caller, i int, key string, addr netip.Addr, now time.Time) LookResult {
+func (e *Engine) lookRule(ctx context.Context, pol *policy.Compiled, caller *policy.Caller, i int, key store.Key, addr netip.Addr, now time.Time) LookResult {
 	rule := pol.Rule(i)
 	res := LookResult{Rule: rule.Name, Index: i, Mode: rule.Mode, Cost: rule.Cost, key: key,
 		Classifies: rule.Classifies(), Exempt: pol.Exempt(i, caller.ID, addr)}
 	limit, source := pol.LimitAt(caller, i, addr)
 	res.Source = cmp.Or(source, "rule")
-	if res.Classifies || res.Exempt || key == "" { // "": a shadow rule that counts nothing without its header
+	if res.Classifies || res.Exempt || key == (store.Key{}) { // none: a shadow rule that counts nothing without its header
 		return res
 	}
 	if rule.LimitsInFlight() {

@@ -96,7 +96,7 @@ func TestLookKeyIsTheRequestsKey(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e, set := lookEngine(t)
-			var got string
+			var got store.Key
 			e.opts.OnDecision = func(_ *Request, rep *Report) {
 				for _, r := range rep.Rules {
 					if r.Rule == tc.rule {
@@ -114,7 +114,7 @@ func TestLookKeyIsTheRequestsKey(t *testing.T) {
 			v := e.Decide(context.Background(), set, Request{Method: "GET", Path: tc.path, Header: h,
 				Peer: netip.MustParseAddrPort(tc.peer + ":4000")})
 			v.Finish(nil)
-			if got == "" {
+			if got == (store.Key{}) {
 				t.Fatalf("rule %s counted nothing", tc.rule)
 			}
 			res, err := e.Look(context.Background(), set, tc.rule, tc.target)

@@ -69,7 +69,7 @@ func (r *reports) last() decision.Report { return r.got[len(r.got)-1] }
 func keys(rep decision.Report) map[string]string {
 	m := map[string]string{}
 	for _, r := range rep.Rules {
-		m[r.Rule] = r.Key
+		m[r.Rule] = r.Key.String()
 	}
 	return m
 }
@@ -214,14 +214,19 @@ type countingStore struct {
 	calls atomic.Int64
 }
 
-func (s *countingStore) Decide(ctx context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+func (s *countingStore) Decide(ctx context.Context, key store.Key, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
 	s.calls.Add(1)
 	return s.Store.Decide(ctx, key, l, now, cost)
 }
 
-func (s *countingStore) DecideEach(ctx context.Context, _ []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+func (s *countingStore) DecideEach(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	s.calls.Add(1)
-	return s.Store.DecideEach(ctx, nil, reqs, now)
+	return s.Store.DecideEach(ctx, dst, reqs, now)
+}
+
+func (s *countingStore) DecideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	s.calls.Add(1)
+	return s.Store.DecideAll(ctx, dst, reqs, now)
 }
 
 // TestBlocked: a blocked client, or a caller counted in a blocked range,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/throttle"
 )
 
@@ -141,7 +142,7 @@ type RuleResult struct {
 	// per counter, the same for every request counted together (and
 	// never shown: it may hold a header's value). "" when nothing was
 	// asked of the store (Exempt, or NotSpent before it was asked).
-	Key      string
+	Key      store.Key
 	Outcome  Outcome
 	Decision limiter.Decision
 	// Shared reports that the store decided on a counter the caller's key

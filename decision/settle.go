@@ -26,7 +26,7 @@ import (
 type settleItem struct {
 	rule     *policy.Rule
 	costName string // rule's CostHeader in canonical form (policy.Compiled.CostHeaderName)
-	key      string
+	key      store.Key
 	limit    limiter.Limit
 	cost     int64
 	res      limiter.Reservation

@@ -51,7 +51,7 @@ func TestSeveralRulesAllOrNothing(t *testing.T) {
 				}
 			}
 			v := e.Decide(context.Background(), decision.Settings{Policy: pol}, get("/claims/7", key))
-			var wide string
+			var wide store.Key
 			for _, r := range v.Report.Rules {
 				if r.Rule == "wide" {
 					wide = r.Key
@@ -59,7 +59,7 @@ func TestSeveralRulesAllOrNothing(t *testing.T) {
 			}
 			pass := v.Pass
 			v.Finish(nil)
-			if pass || wide == "" {
+			if pass || wide == (store.Key{}) {
 				t.Fatalf("a fifth request: pass %v, rules %+v", pass, v.Report.Rules)
 			}
 			d, err := mem.Decide(context.Background(), wide, limiter.MustNew(limiter.FixedWindow, 5, time.Minute, 0), epoch, 0)

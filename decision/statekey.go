@@ -17,7 +17,7 @@ import (
 // also names where the caller's limit comes from (policy.Caller.LimitSource:
 // the rule, a plan or a client's override; nothing for the rule's own
 // rate), so that callers on different limits count apart.
-func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, v *Verdict) string {
+func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, v *Verdict) store.Key {
 	rule := pol.Rule(i)
 	if v.req.Key != nil { // the transport's key: never cached, it is the program's
 		if k, ok := v.req.Key(rule.Name); ok {
@@ -30,27 +30,29 @@ func stateKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, v
 		if rule.Key.Kind == policy.KeyIP || caller.ID == "" { // a caller without an id is counted by IP
 			id.addr = ip.addr
 		}
-		return ip.keys.key(id, func() string { return makeKey(pol, caller, i, ip, "") })
+		return ip.keys.key(id, func() store.Key { return makeKey(pol, caller, i, ip, "") })
 	case policy.KeyHeader:
 		val, missing := headerValue(pol, i, v)
 		if missing && rule.Key.Missing == policy.MissingIP {
-			return ip.keys.key(keyID{addr: ip.addr, caller: caller, rule: i}, func() string { return makeKey(pol, caller, i, ip, "") })
+			return ip.keys.key(keyID{addr: ip.addr, caller: caller, rule: i}, func() store.Key { return makeKey(pol, caller, i, ip, "") })
 		}
 		return makeKey(pol, caller, i, ip, val)
 	}
-	return ip.keys.key(keyID{caller: caller, rule: i}, func() string { return makeKey(pol, caller, i, ip, "") })
+	return ip.keys.key(keyID{caller: caller, rule: i}, func() store.Key { return makeKey(pol, caller, i, ip, "") })
 }
 
 // makeKey makes stateKey's key; val is the value of a header:NAME rule's
 // header, whose key does not count by address.
-func makeKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, val string) string {
+func makeKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, val string) store.Key {
 	rule := pol.Rule(i)
 	tag := caller.StateTag(i)
 	// A key counting one caller is in that caller's group, so that a
 	// store can keep all of a caller's keys together (Redis Cluster: one
 	// hash slot, one script call for all of its rules).
 	if rule.Key.Kind == policy.KeyClient && caller.ID != "" {
-		return store.GroupKey(store.Parts("client", caller.ID), rule.Name, tag)
+		k := store.GroupKey(store.Parts("client", caller.ID), rule.Name, tag)
+		k.Listed = true // bounded by the policy: a bounded store keeps room for it
+		return k
 	}
 	var parts [3]string
 	shared := append(parts[:0], tag)
@@ -75,8 +77,8 @@ func makeKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, va
 // client, address and header group, and, as any key that may count
 // several callers together, naming where the caller's limit comes from.
 // Long keys are hashed, as header values are.
-func customKey(caller *policy.Caller, i int, rule, tag, k string) string {
-	group := store.NewKey("key", boundedValue(k))
+func customKey(caller *policy.Caller, i int, rule, tag, k string) store.Key {
+	group := store.Parts("key", boundedValue(k))
 	if src := caller.LimitSource(i); src != "" {
 		return store.GroupKey(group, rule, tag, src)
 	}
@@ -95,37 +97,21 @@ type ipGroup struct {
 
 func (g *ipGroup) group() string {
 	if g.key == "" {
-		g.key = store.NewKey("ip", g.pol.IPKey(g.addr))
+		g.key = store.Parts("ip", g.pol.IPKey(g.addr))
 	}
 	return g.key
 }
 
-// clientGroup starts the group of every key that counts a listed client:
-// store.NewKey("client", id) begins with store.NewKey("client"), and no other
-// group does.
-var clientGroup = store.NewKey("client")
-
-// ListedKey reports whether key is a store key that counts one of the
-// clients the policy lists (a rule with key: client, for a caller with a
-// client id). Such keys are bounded by the policy, not by the callers, so
-// a bounded store can keep room for them whatever else arrives: it is
-// what memory.Options.Reserved is for.
-func ListedKey(key string) bool {
-	group, _, ok := store.SplitGroup(key)
-	return ok && strings.HasPrefix(group, clientGroup)
-}
-
 // ForeignKey reports whether key is not a store key of a policy's rules:
-// its rule (store.RuleOf) is not a rule's name, which never holds ':'.
+// its rule is not a rule's name, which is never empty and never holds ':'.
 // Such keys are made by others sharing the store, such as package rls's
 // counters of Envoy's rule files and of descriptors' own limits ("rls:"
 // and a domain), whose values, and for a descriptor's own limit even the
 // limit, the caller picks: a bounded store keeps them apart, so that
 // however many a caller makes they take no room from the policy's keys.
 // It is what memory.Options.Guest is for.
-func ForeignKey(key string) bool {
-	rule := store.RuleOf(key)
-	return rule == "" || strings.IndexByte(rule, ':') >= 0
+func ForeignKey(key store.Key) bool {
+	return key.Rule == "" || strings.IndexByte(key.Rule, ':') >= 0
 }
 
 // maxKeyValue is the longest header value used in a state key as it is.

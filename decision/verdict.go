@@ -81,7 +81,7 @@ type Verdict struct {
 	reqs       []store.Request
 	index      []int // rule index of each request
 	leaseIndex []int // rule index of each concurrency rule to decide
-	leaseKeys  []string
+	leaseKeys  []store.Key
 	headers    []ruleHeader
 	resA       []store.Result // the store's results, when it appends them (Engine.decideAll)
 	after      []afterStep    // run by Finish (after.go)

@@ -39,17 +39,12 @@ type Options struct {
 	// the now passed to them (Redis decisions by Redis TIME), which should
 	// come from the same clock. Default clock.Real{}.
 	Clock clock.Clock
-	// Reserved is memory.Options.Reserved for the memory store and the
-	// local fallback: the keys that always have room. With httplimit,
-	// httplimit.ListedKey keeps room for the clients a policy lists.
-	// Default nil: no key is reserved.
-	Reserved func(key string) bool
 	// Guest is memory.Options.Guest for the memory store and the local
 	// fallback: the keys that callers make as they like, kept in a room
 	// of their own of max_rls_keys keys. With the gateway's policy and
 	// package rls on one store, decision.ForeignKey names rls's keys.
 	// Default nil: no key is a guest.
-	Guest func(key string) bool
+	Guest func(key store.Key) bool
 	// Logger receives a warning when Redis cannot be reached at start.
 	// Default: warnings are discarded.
 	Logger *slog.Logger
@@ -162,10 +157,10 @@ func TLSConfig(t config.RedisTLS) *tls.Config {
 
 // memoryOptions configures a memory store, the store or the local
 // fallback: bounded by max_keys and max_log_entries, with room always kept
-// for the Reserved keys and a room of max_rls_keys for the guests, sweeping
+// for the Listed keys and a room of max_rls_keys for the guests, sweeping
 // on the clock that times the decisions.
 func memoryOptions(sc config.Store, opts Options) memory.Options {
-	return memory.Options{MaxKeys: sc.MaxKeys, MaxLogEntries: sc.MaxLogEntries, Reserved: opts.Reserved,
+	return memory.Options{MaxKeys: sc.MaxKeys, MaxLogEntries: sc.MaxLogEntries,
 		Guest: opts.Guest, MaxGuestKeys: sc.MaxRLSKeys, Clock: opts.Clock}
 }
 
@@ -178,12 +173,10 @@ type timedRedis struct {
 	observe func(time.Duration)
 }
 
-var _ store.AllOrNothing = timedRedis{}
-
 // DecideEach is the Redis store's, timed.
-func (t timedRedis) DecideEach(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+func (t timedRedis) DecideEach(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	start := time.Now()
-	res, err := t.Store.DecideEach(ctx, nil, reqs, now)
+	res, err := t.Store.DecideEach(ctx, dst, reqs, now)
 	t.observe(time.Since(start))
 	return res, err
 }

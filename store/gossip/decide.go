@@ -21,9 +21,9 @@ const overflowPrefix = "\x00overflow:"
 // under the shard's lock. Close sets it before its flush builds messages
 // under the same locks, so every admission comes before a message the
 // flush sends, or is refused.
-func (s *Store) decide(key string, l limiter.Limit, now time.Time, cost int64, overflow bool) (limiter.Decision, error) {
+func (s *Store) decide(key, rule string, l limiter.Limit, now time.Time, cost int64, overflow bool) (limiter.Decision, error) {
 	if len(key) > maxKeyLen && !overflow { // the others would refuse every message carrying it
-		return s.decide(overflowKey(key, l), l, now, cost, true)
+		return s.decide(overflowKey(rule, l), rule, l, now, cost, true)
 	}
 	t := limiter.UnixMicro(now)
 	sh := s.tab.shard(key)
@@ -41,7 +41,7 @@ func (s *Store) decide(key string, l limiter.Limit, now time.Time, cost int64, o
 		}
 		if !overflow && !sh.room(s.tab.max, t) {
 			sh.mu.Unlock()
-			return s.decide(overflowKey(key, l), l, now, cost, true)
+			return s.decide(overflowKey(rule, l), rule, l, now, cost, true)
 		}
 		e = &entry{limit: l}
 		sh.keys[key] = e
@@ -51,9 +51,9 @@ func (s *Store) decide(key string, l limiter.Limit, now time.Time, cost int64, o
 	return d, nil
 }
 
-// overflowKey is the key of the overflow counter of key's rule under l.
-func overflowKey(key string, l limiter.Limit) string {
-	return overflowPrefix + store.NewKey(store.RuleOf(key), l.String())
+// overflowKey is the key of the overflow counter of rule under l.
+func overflowKey(rule string, l limiter.Limit) string {
+	return overflowPrefix + store.NewKey(rule, l.String()).String()
 }
 
 // decideEntry decides on e with its shard locked.

@@ -129,13 +129,13 @@ func TestHostileCount(t *testing.T) {
 	s := start(t, "a", Options{})
 	l := limiter.MustNew(limiter.FixedWindow, 10, time.Hour, 0)
 	now := time.Now().Truncate(time.Hour).Add(time.Minute)
-	if n := admit(t, s, "k", l, now, 100); n != 10 {
+	if n := admit(t, s, store.RawKey("k"), l, now, 100); n != 10 {
 		t.Fatalf("admitted %d, want 10", n)
 	}
 	msg := appendCountsHeader(nil, countsHeader{name: "x", incarnation: 1, round: 1}, 1)
 	msg = appendRecord(msg, "k", &l, limiter.State{A: now.Truncate(time.Hour).UnixMicro(), B: 1<<63 - 1})
 	delegate{s}.NotifyMsg(msg)
-	if d, err := s.Decide(t.Context(), "k", l, now, 1); err != nil || d.Allowed {
+	if d, err := s.Decide(t.Context(), store.RawKey("k"), l, now, 1); err != nil || d.Allowed {
 		t.Errorf("after a count of 2^63 − 1: %+v, %v; want denied", d, err)
 	}
 }
@@ -153,7 +153,7 @@ func TestLongKey(t *testing.T) {
 	}
 	admit(t, ss[0], store.NewKey("r", "short"), l, now, 4)
 	eventually(t, "the other instance hears both", func() bool {
-		return remaining(t, ss[1], store.NewKey("r", "short"), l, now) == 6 && remaining(t, ss[1], overflowKey(long, l), l, now) == 7
+		return remaining(t, ss[1], store.NewKey("r", "short"), l, now) == 6 && remaining(t, ss[1], store.RawKey(overflowKey(long.Rule, l)), l, now) == 7
 	})
 	if _, err := New(Options{Bind: "127.0.0.1:0", Name: strings.Repeat("n", maxKeyLen+1)}); err == nil {
 		t.Error("a name longer than a message carries was accepted")

@@ -243,7 +243,7 @@ func (s *Store) Name() string { return s.name }
 // instance's count and the others' last told counts: see the package
 // documentation. A limit of an algorithm other than fixed_window or
 // sliding_window is an error.
-func (s *Store) Decide(_ context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+func (s *Store) Decide(_ context.Context, key store.Key, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
 	if s.closed.Load() {
 		return limiter.Decision{}, store.ErrClosed
 	}
@@ -257,19 +257,27 @@ func (s *Store) Decide(_ context.Context, key string, l limiter.Limit, now time.
 	if !Supported(l.Algorithm()) {
 		return limiter.Decision{}, fmt.Errorf("gossip store: %v is not kept by gossip (%s)", l.Algorithm(), SupportedNames)
 	}
-	return s.decide(key, l, now, cost, false)
+	return s.decide(key.String(), key.Rule, l, now, cost, false)
 }
 
-// DecideEach decides each request in turn, as Decide.
-func (s *Store) DecideEach(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+// DecideEach decides each request in turn, as Decide, appending the
+// results to dst.
+func (s *Store) DecideEach(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	if s.closed.Load() {
-		return nil, store.ErrClosed
+		return dst, store.ErrClosed
 	}
-	res := make([]store.Result, len(reqs))
-	for i, r := range reqs {
-		res[i].Decision, res[i].Err = s.Decide(ctx, r.Key, r.Limit, now, r.Cost)
+	for _, r := range reqs {
+		var res store.Result
+		res.Decision, res.Err = s.Decide(ctx, r.Key, r.Limit, now, r.Cost)
+		dst = append(dst, res)
 	}
-	return res, nil
+	return dst, nil
+}
+
+// DecideAll decides the rules of one request all or nothing by
+// store.LookThenSpend.
+func (s *Store) DecideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	return store.LookThenSpend(ctx, s, dst, reqs, now)
 }
 
 // Stats returns the store's counters.

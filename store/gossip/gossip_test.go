@@ -58,7 +58,7 @@ func TestBoundRoundRobin(t *testing.T) {
 			bound := int64(rate + (len(ss)-1)*maxUnsynced)
 			admitted := int64(0)
 			ask := func(i int) limiter.Decision {
-				d, err := ss[i%len(ss)].Decide(context.Background(), "caller", l, now, 1)
+				d, err := ss[i%len(ss)].Decide(context.Background(), store.RawKey("caller"), l, now, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -101,19 +101,19 @@ func TestBurstWaitsForExchange(t *testing.T) {
 	l := limiter.MustNew(limiter.FixedWindow, 100, time.Hour, 0)
 	now := time.Now()
 	for i := range 3 {
-		if d, _ := ss[0].Decide(context.Background(), "k", l, now, 1); !d.Allowed {
+		if d, _ := ss[0].Decide(context.Background(), store.RawKey("k"), l, now, 1); !d.Allowed {
 			t.Fatalf("request %d denied: %+v", i, d)
 		}
 	}
-	d, _ := ss[0].Decide(context.Background(), "k", l, now, 1)
+	d, _ := ss[0].Decide(context.Background(), store.RawKey("k"), l, now, 1)
 	if d.Allowed || d.RetryAfter != 50*time.Millisecond || d.Remaining != 97 {
 		t.Fatalf("4th request: %+v, want denied, RetryAfter 50ms, Remaining 97", d)
 	}
 	eventually(t, "the 4th request passes after the exchange", func() bool {
-		d, _ := ss[0].Decide(context.Background(), "k", l, now, 1)
+		d, _ := ss[0].Decide(context.Background(), store.RawKey("k"), l, now, 1)
 		return d.Allowed
 	})
-	eventually(t, "the other instance counts 4", func() bool { return remaining(t, ss[1], "k", l, now) == 96 })
+	eventually(t, "the other instance counts 4", func() bool { return remaining(t, ss[1], store.RawKey("k"), l, now) == 96 })
 }
 
 // TestLeaveKeepsCounts: an instance that leaves keeps its admissions
@@ -122,19 +122,19 @@ func TestLeaveKeepsCounts(t *testing.T) {
 	ss := fleet(t, 3, Options{MaxUnsynced: 5})
 	l := limiter.MustNew(limiter.FixedWindow, 100, time.Hour, 0)
 	now := time.Now()
-	admit(t, ss[2], "k", l, now, 30)
-	eventually(t, "i0 counts i2's 30", func() bool { return remaining(t, ss[0], "k", l, now) == 70 })
+	admit(t, ss[2], store.RawKey("k"), l, now, 30)
+	eventually(t, "i0 counts i2's 30", func() bool { return remaining(t, ss[0], store.RawKey("k"), l, now) == 70 })
 	if err := ss[2].Close(); err != nil {
 		t.Fatal(err)
 	}
 	waitMembers(t, ss[0], 2)
 	waitMembers(t, ss[1], 2)
 	for _, s := range ss[:2] {
-		if r := remaining(t, s, "k", l, now); r != 70 {
+		if r := remaining(t, s, store.RawKey("k"), l, now); r != 70 {
 			t.Errorf("%s: remaining %d after i2 left, want 70", s.name, r)
 		}
 	}
-	n := admit(t, ss[0], "k", l, now, 1000)
+	n := admit(t, ss[0], store.RawKey("k"), l, now, 1000)
 	if n != 70 {
 		t.Errorf("i0 admitted %d after i2 left, want the 70 left", n)
 	}
@@ -167,14 +167,14 @@ func TestCloseTellsLastCounts(t *testing.T) {
 	})
 	l := limiter.MustNew(limiter.FixedWindow, 100, time.Hour, 0)
 	now := time.Now()
-	if n := admit(t, ss[2], "k", l, now, 5); n != 5 {
+	if n := admit(t, ss[2], store.RawKey("k"), l, now, 5); n != 5 {
 		t.Fatalf("i2 admitted %d, want its max_unsynced 5", n)
 	}
 	if err := ss[2].Close(); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range ss[:2] {
-		if r := remaining(t, s, "k", l, now); r != 95 {
+		if r := remaining(t, s, store.RawKey("k"), l, now); r != 95 {
 			t.Errorf("%s: remaining %d once i2 closed, want 95 (its 5 told before it left)", s.name, r)
 		}
 	}
@@ -195,7 +195,7 @@ func TestCloseDuringDecide(t *testing.T) {
 	}
 	decided := make(chan result, 1)
 	go func() {
-		d, err := ss[1].Decide(context.Background(), "k", l, now, 1)
+		d, err := ss[1].Decide(context.Background(), store.RawKey("k"), l, now, 1)
 		decided <- result{d, err}
 	}()
 	<-passed
@@ -210,8 +210,8 @@ func TestCloseDuringDecide(t *testing.T) {
 	}
 	close(resume)
 	r := <-decided
-	if r.err == nil && r.d.Allowed && remaining(t, ss[0], "k", l, now) != 99 {
-		t.Errorf("admitted once closed, and the other instance never told (remaining %d, want 99)", remaining(t, ss[0], "k", l, now))
+	if r.err == nil && r.d.Allowed && remaining(t, ss[0], store.RawKey("k"), l, now) != 99 {
+		t.Errorf("admitted once closed, and the other instance never told (remaining %d, want 99)", remaining(t, ss[0], store.RawKey("k"), l, now))
 	}
 	if r.err != nil && !errors.Is(r.err, store.ErrClosed) {
 		t.Errorf("decision while closing: %v, want store.ErrClosed", r.err)
@@ -220,7 +220,7 @@ func TestCloseDuringDecide(t *testing.T) {
 
 // admit asks s for requests on key until n are admitted or the limit is
 // reached, and returns how many were.
-func admit(t *testing.T, s *Store, key string, l limiter.Limit, now time.Time, n int) int {
+func admit(t *testing.T, s *Store, key store.Key, l limiter.Limit, now time.Time, n int) int {
 	t.Helper()
 	got := 0
 	eventually(t, "admitted "+strconv.Itoa(n), func() bool {
@@ -261,7 +261,7 @@ func TestKillKeepsCounts(t *testing.T) {
 		t.Fatalf("child said %q, %v", line, err)
 	}
 	eventually(t, "both count the child's 30", func() bool {
-		return remaining(t, ss[0], "k", l, now) == 70 && remaining(t, ss[1], "k", l, now) == 70
+		return remaining(t, ss[0], store.RawKey("k"), l, now) == 70 && remaining(t, ss[1], store.RawKey("k"), l, now) == 70
 	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -270,11 +270,11 @@ func TestKillKeepsCounts(t *testing.T) {
 	waitMembers(t, ss[0], 2)
 	waitMembers(t, ss[1], 2)
 	for _, s := range ss {
-		if r := remaining(t, s, "k", l, now); r != 70 {
+		if r := remaining(t, s, store.RawKey("k"), l, now); r != 70 {
 			t.Errorf("%s: remaining %d after the child died, want 70", s.name, r)
 		}
 	}
-	n := admit(t, ss[0], "k", l, now, 35) + admit(t, ss[1], "k", l, now, 1000)
+	n := admit(t, ss[0], store.RawKey("k"), l, now, 35) + admit(t, ss[1], store.RawKey("k"), l, now, 1000)
 	if n < 70 || n > 70+5 {
 		t.Errorf("the survivors admitted %d more, want 70 to 75", n)
 	}
@@ -299,7 +299,7 @@ func childMain() bool {
 	}
 	l := limiter.MustNew(limiter.FixedWindow, 100, time.Hour, 0)
 	for n := 0; n < 30; {
-		if d, _ := s.Decide(context.Background(), "k", l, time.UnixMicro(us), 1); d.Allowed {
+		if d, _ := s.Decide(context.Background(), store.RawKey("k"), l, time.UnixMicro(us), 1); d.Allowed {
 			n++
 		} else {
 			time.Sleep(time.Millisecond)
@@ -318,12 +318,12 @@ func childCommands(s *Store, l limiter.Limit, now time.Time) {
 	for in.Scan() {
 		switch in.Text() {
 		case "remaining":
-			d, _ := s.Decide(context.Background(), "k", l, now, 0)
+			d, _ := s.Decide(context.Background(), store.RawKey("k"), l, now, 0)
 			os.Stdout.WriteString("remaining " + strconv.FormatInt(d.Remaining, 10) + "\n")
 		case "admit":
 			n := 0
 			for {
-				if d, _ := s.Decide(context.Background(), "k", l, now, 1); !d.Allowed {
+				if d, _ := s.Decide(context.Background(), store.RawKey("k"), l, now, 1); !d.Allowed {
 					break
 				}
 				n++
@@ -355,7 +355,7 @@ func TestWrongKeyCannotJoin(t *testing.T) {
 func TestUnsupportedAlgorithm(t *testing.T) {
 	s := start(t, "a", Options{})
 	for _, alg := range []limiter.Algorithm{limiter.TokenBucket, limiter.GCRA, limiter.LeakyBucket, limiter.SlidingLog} {
-		_, err := s.Decide(context.Background(), "k", limiter.MustNew(alg, 10, time.Second, 0), time.Now(), 1)
+		_, err := s.Decide(context.Background(), store.RawKey("k"), limiter.MustNew(alg, 10, time.Second, 0), time.Now(), 1)
 		if err == nil || !strings.Contains(err.Error(), SupportedNames) {
 			t.Errorf("%v: %v, want an error naming %s", alg, err, SupportedNames)
 		}
@@ -392,7 +392,7 @@ func TestClosed(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.Decide(context.Background(), "k", limiter.MustNew(limiter.FixedWindow, 1, time.Second, 0), time.Now(), 1)
+	_, err := s.Decide(context.Background(), store.RawKey("k"), limiter.MustNew(limiter.FixedWindow, 1, time.Second, 0), time.Now(), 1)
 	if !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Decide after Close: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 	"go.uber.org/goleak"
 )
 
@@ -83,7 +84,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // remaining is what s says key has left under l at now, without spending.
-func remaining(t *testing.T, s *Store, key string, l limiter.Limit, now time.Time) int64 {
+func remaining(t *testing.T, s *Store, key store.Key, l limiter.Limit, now time.Time) int64 {
 	t.Helper()
 	d, err := s.Decide(context.Background(), key, l, now, 0)
 	if err != nil {

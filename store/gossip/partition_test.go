@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/limiter"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // TestStoppedMember stops a member (SIGSTOP, another process) that had
@@ -31,7 +32,7 @@ func TestStoppedMember(t *testing.T) {
 		t.Fatalf("child said %q", line)
 	}
 	eventually(t, "both count the child's 30", func() bool {
-		return remaining(t, ss[0], "k", l, now) == 70 && remaining(t, ss[1], "k", l, now) == 70
+		return remaining(t, ss[0], store.RawKey("k"), l, now) == 70 && remaining(t, ss[1], store.RawKey("k"), l, now) == 70
 	})
 	child.signal(t, syscall.SIGSTOP)
 	stopped := true
@@ -53,13 +54,13 @@ func TestStoppedMember(t *testing.T) {
 	}
 	side := early
 	for i := 0; ; i++ { // round robin until one says the limit is reached
-		n := admit(t, ss[i%2], "k", l, now, 1)
+		n := admit(t, ss[i%2], store.RawKey("k"), l, now, 1)
 		if n == 0 {
 			break
 		}
 		side += n
 	}
-	side += admit(t, ss[0], "k", l, now, 1000) + admit(t, ss[1], "k", l, now, 1000)
+	side += admit(t, ss[0], store.RawKey("k"), l, now, 1000) + admit(t, ss[1], store.RawKey("k"), l, now, 1000)
 	if lo, hi := limit-30, limit-30+(len(ss)-1)*maxUnsynced; side < lo || side > hi {
 		t.Errorf("the side of 2 admitted %d while the child was stopped, want %d to %d", side, lo, hi)
 	}
@@ -82,15 +83,15 @@ func TestStoppedMember(t *testing.T) {
 	eventually(t, "the three agree on "+strconv.Itoa(total)+" counted", func() bool {
 		child.write(t, "remaining")
 		return child.read(t) == "remaining "+want &&
-			remaining(t, ss[0], "k", l, now) == int64(limit-min(total, limit)) &&
-			remaining(t, ss[1], "k", l, now) == int64(limit-min(total, limit))
+			remaining(t, ss[0], store.RawKey("k"), l, now) == int64(limit-min(total, limit)) &&
+			remaining(t, ss[1], store.RawKey("k"), l, now) == int64(limit-min(total, limit))
 	})
 	waitMembers(t, ss[0], 3)
 	waitMembers(t, ss[1], 3)
 	// In sync again, the two decide as before on a key of their own: past
 	// max_unsynced, by the child's acknowledgements.
 	for _, s := range ss {
-		if n := admit(t, s, "k2", l, now, 20); n != 20 {
+		if n := admit(t, s, store.RawKey("k2"), l, now, 20); n != 20 {
 			t.Errorf("%s admitted %d of k2 after the child came back, want 20", s.name, n)
 		}
 	}
@@ -102,7 +103,7 @@ func TestStoppedMember(t *testing.T) {
 func nowAdmits(t *testing.T, s *Store, key string, l limiter.Limit, now time.Time) int {
 	t.Helper()
 	for n := 0; ; n++ {
-		d, err := s.Decide(t.Context(), key, l, now, 1)
+		d, err := s.Decide(t.Context(), store.RawKey(key), l, now, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
