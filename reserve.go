@@ -24,7 +24,7 @@ var ErrNever = errors.New("sluice: the limit can never allow the cost")
 // for concurrent use.
 type Reservation struct {
 	lim      *Limiter
-	key      string // the store key
+	key      store.Key // the store key
 	limit    limiter.Limit
 	cost     int64
 	decision limiter.Decision

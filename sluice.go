@@ -232,7 +232,7 @@ func (l *Limiter) decide(ctx context.Context, key string, limit limiter.Limit, n
 }
 
 // key is the store key that counts key.
-func (l *Limiter) key(key string) string { return store.NewKey(l.opts.Name, key) }
+func (l *Limiter) key(key string) store.Key { return store.NewKey(l.opts.Name, key) }
 
 // sleep waits d on the limiter's clock, or until ctx ends (its error).
 func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {

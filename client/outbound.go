@@ -125,9 +125,9 @@ func (o *outbound) waitRate(ctx context.Context, host string, s *state) error {
 	if key == "" {
 		key = host
 	}
-	key = store.NewKey("client-outbound", key)
+	sk := store.NewKey("client-outbound", key)
 	for {
-		d, err := o.cfg.Store.Decide(ctx, key, o.cfg.Limit, o.clk.Now(), 1)
+		d, err := o.cfg.Store.Decide(ctx, sk, o.cfg.Limit, o.clk.Now(), 1)
 		if err != nil {
 			return fmt.Errorf("client: %s: outbound rate: %w", host, err)
 		}

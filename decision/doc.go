@@ -20,8 +20,7 @@
 //     a path with two readings: 400) and matches the rules;
 //   - builds one store request per counting rule (not the exempt ones)
 //     and has the store decide them as one step, all or nothing
-//     (store.AllOrNothing; store.LookThenSpend for a store that is not
-//     one);
+//     (store.Store.DecideAll; one DecideEach when a single rule enforces);
 //   - judges: a 429 with Retry-After, RateLimit headers and a
 //     problem+json body, a 503 when the store cannot decide and the
 //     policy says so, or a pass with the RateLimit headers for the

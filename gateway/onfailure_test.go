@@ -31,11 +31,15 @@ type brokenStore struct{}
 
 var errBroken = errors.New("test store: broken")
 
-func (brokenStore) Decide(context.Context, string, limiter.Limit, time.Time, int64) (limiter.Decision, error) {
+func (brokenStore) Decide(context.Context, store.Key, limiter.Limit, time.Time, int64) (limiter.Decision, error) {
 	return limiter.Decision{}, errBroken
 }
 
 func (brokenStore) DecideEach(context.Context, []store.Result, []store.Request, time.Time) ([]store.Result, error) {
+	return nil, errBroken
+}
+
+func (brokenStore) DecideAll(context.Context, []store.Result, []store.Request, time.Time) ([]store.Result, error) {
 	return nil, errBroken
 }
 

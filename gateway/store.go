@@ -25,7 +25,7 @@ import (
 // gateway's metrics. Every part that keeps time keeps it on clk, the
 // gateway's clock.
 func openStore(ctx context.Context, cfg *config.File, clk clock.Clock, m *metrics, log *slog.Logger) (store.Store, error) {
-	st, err := storeopen.Open(ctx, cfg.Store, storeopen.Options{Clock: clk, Reserved: decision.ListedKey, Guest: decision.ForeignKey, Logger: log,
+	st, err := storeopen.Open(ctx, cfg.Store, storeopen.Options{Clock: clk, Guest: decision.ForeignKey, Logger: log,
 		ObserveShared: m.decisions.ObserveShared})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)

@@ -37,7 +37,7 @@ func TestMemoryStoreSweepsOnTheGatewaysClock(t *testing.T) {
 	defer st.Close()
 	mem := st.(*memory.Store)
 	l := limiter.MustNew(limiter.FixedWindow, 1, time.Minute, 0)
-	if _, err := mem.Decide(context.Background(), "k", l, start, 1); err != nil {
+	if _, err := mem.Decide(context.Background(), store.RawKey("k"), l, start, 1); err != nil {
 		t.Fatal(err)
 	}
 	fake.Advance(time.Minute + memory.DefaultSweepInterval) // one sweep, after the window has ended
@@ -82,7 +82,7 @@ func TestMemoryStoreKeepsRLSKeysApart(t *testing.T) {
 	}
 	defer st.Close()
 	l := limiter.MustNew(limiter.FixedWindow, 1, time.Hour, 0)
-	decide := func(key string) store.Result {
+	decide := func(key store.Key) store.Result {
 		t.Helper()
 		res, err := st.DecideEach(context.Background(), nil, []store.Request{{Key: key, Limit: l, Cost: 1}}, fake.Now())
 		if err != nil || res[0].Err != nil {

@@ -268,10 +268,10 @@ func TestDelayShadowHoldsNothing(t *testing.T) {
 // the Limiter does after it.
 type cancelThen struct {
 	*memory.Store
-	then func(key string, l limiter.Limit)
+	then func(key store.Key, l limiter.Limit)
 }
 
-func (c *cancelThen) Cancel(ctx context.Context, key string, l limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
+func (c *cancelThen) Cancel(ctx context.Context, key store.Key, l limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
 	ok, err := c.Store.Cancel(ctx, key, l, r, cost)
 	c.then(key, l)
 	return ok, err
@@ -288,9 +288,9 @@ func TestDelayCallerLeavesSettlesOnce(t *testing.T) {
 	mem := memory.New(memory.Options{Clock: fake})
 	defer mem.Close()
 	var between limiter.Decision
-	var key string
+	var key store.Key
 	var lim limiter.Limit
-	st := &cancelThen{Store: mem, then: func(k string, l limiter.Limit) {
+	st := &cancelThen{Store: mem, then: func(k store.Key, l limiter.Limit) {
 		key, lim = k, l
 		between, _ = mem.Decide(context.Background(), k, l, fake.Now(), 1)
 	}}

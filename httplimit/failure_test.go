@@ -261,7 +261,9 @@ func TestOnDecisionReportsOncePerRequestWithoutKeys(t *testing.T) {
 		bodies = append(bodies, fmt.Sprintf("%+v %v %s", rep.Report, w.Header(), w.Body))
 	}
 	_, keys := h.store.stats()
-	bodies = append(bodies, keys...)
+	for _, k := range keys {
+		bodies = append(bodies, k.String())
+	}
 	for _, text := range bodies {
 		for _, secret := range []string{secretA, secretB, wrong, "sEcReT"} {
 			if strings.Contains(text, secret) {

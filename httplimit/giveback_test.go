@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-rl/sluice/httplimit"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/memory"
 	"github.com/sluice-rl/sluice/throttle"
 )
@@ -247,7 +248,7 @@ type settleGate struct {
 	entered, release chan struct{}
 }
 
-func (s *settleGate) Settle(ctx context.Context, key string, l limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
+func (s *settleGate) Settle(ctx context.Context, key store.Key, l limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
 	s.entered <- struct{}{}
 	<-s.release
 	return s.Store.Settle(ctx, key, l, now, r, reserved, actual)

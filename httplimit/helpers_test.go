@@ -35,17 +35,17 @@ var epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 type countingStore struct {
 	store.Store
 	mu    sync.Mutex
-	calls int      // Decide and DecideEach calls
-	keys  []string // every key asked, in order
-	// err, if set, is returned by DecideEach instead of deciding.
+	calls int         // Decide, DecideEach and DecideAll calls
+	keys  []store.Key // every key asked, in order
+	// err, if set, is returned by DecideEach and DecideAll instead of deciding.
 	err error
 	// resultErr, if set, is the Err of every result instead of a decision.
 	resultErr error
-	// short makes DecideEach return one result too few.
+	// short makes DecideEach and DecideAll return one result too few.
 	short bool
 }
 
-func (s *countingStore) Decide(ctx context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+func (s *countingStore) Decide(ctx context.Context, key store.Key, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
 	s.mu.Lock()
 	s.calls++
 	s.keys = append(s.keys, key)
@@ -54,6 +54,17 @@ func (s *countingStore) Decide(ctx context.Context, key string, l limiter.Limit,
 }
 
 func (s *countingStore) DecideEach(ctx context.Context, _ []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	return s.decide(ctx, reqs, now, s.Store.DecideEach)
+}
+
+func (s *countingStore) DecideAll(ctx context.Context, _ []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	return s.decide(ctx, reqs, now, s.Store.DecideAll)
+}
+
+// decide is DecideEach and DecideAll: one call of the real store's
+// method, counted, its keys recorded, failing as told.
+func (s *countingStore) decide(ctx context.Context, reqs []store.Request, now time.Time,
+	method func(context.Context, []store.Result, []store.Request, time.Time) ([]store.Result, error)) ([]store.Result, error) {
 	s.mu.Lock()
 	s.calls++
 	for _, r := range reqs {
@@ -71,14 +82,14 @@ func (s *countingStore) DecideEach(ctx context.Context, _ []store.Result, reqs [
 		}
 		return res, nil
 	}
-	res, e := s.Store.DecideEach(ctx, nil, reqs, now)
+	res, e := method(ctx, nil, reqs, now)
 	if short && len(res) > 0 {
 		res = res[:len(res)-1]
 	}
 	return res, e
 }
 
-func (s *countingStore) stats() (calls int, keys []string) {
+func (s *countingStore) stats() (calls int, keys []store.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls, slices.Clone(s.keys)
@@ -91,7 +102,7 @@ func (s *countingStore) lastKey() string {
 	if len(s.keys) == 0 {
 		return ""
 	}
-	return s.keys[len(s.keys)-1]
+	return s.keys[len(s.keys)-1].String()
 }
 
 func (s *countingStore) fail(err error) {

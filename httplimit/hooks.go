@@ -21,12 +21,12 @@ type KeyFunc func(r *http.Request, rule string) (key string, ok bool)
 
 // JoinKey combines parts into one key for a KeyFunc, so that no two
 // different lists of parts give the same key: ("a:b", "c") and
-// ("a", "b:c") stay apart, as store.Key keeps them.
+// ("a", "b:c") stay apart, as store.Parts keeps them.
 func JoinKey(parts ...string) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return store.NewKey(parts[0], parts[1:]...)
+	return store.NewKey(parts[0], parts[1:]...).String()
 }
 
 // Refusal is a request the Limiter refused, as Options.Reject is given it.

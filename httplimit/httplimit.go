@@ -46,7 +46,7 @@ type Options struct {
 	Policy *policy.Compiled
 	// Store keeps the counters. Nil means a memory store of the Limiter's
 	// own (memory.New on Clock, with room always kept for the clients the
-	// policy lists: ListedKey), which Close closes; a store given here is
+	// policy lists: store.Key.Listed), which Close closes; a store given here is
 	// the caller's to close.
 	Store store.Store
 	// Clock is read once per request. Default clock.Real{}.
@@ -159,7 +159,7 @@ func New(opts Options) (*Limiter, error) {
 	}
 	own := opts.Store == nil
 	if own {
-		opts.Store = memory.New(memory.Options{Clock: opts.Clock, Reserved: ListedKey})
+		opts.Store = memory.New(memory.Options{Clock: opts.Clock})
 	}
 	if opts.FailClosed && opts.OnFailure == store.FailOpen {
 		opts.OnFailure = store.FailClosed

@@ -122,7 +122,7 @@ func (hd *holding) letGo(t *testing.T, done ...chan *httptest.ResponseRecorder) 
 }
 
 // inFlight returns how many slots key holds in the memory store.
-func (hd *holding) inFlight(t *testing.T, key string) int64 {
+func (hd *holding) inFlight(t *testing.T, key store.Key) int64 {
 	t.Helper()
 	d, err := hd.mem.Acquire(context.Background(), key, store.Concurrency{Max: 1000}, hd.clock.Now(), 0)
 	if err != nil {
@@ -131,7 +131,7 @@ func (hd *holding) inFlight(t *testing.T, key string) int64 {
 	return d.InFlight
 }
 
-func clientLeaseKey(client, rule string) string {
+func clientLeaseKey(client, rule string) store.Key {
 	return store.GroupKey(store.Parts("client", client), rule, "concurrency")
 }
 
@@ -285,7 +285,7 @@ func (c ctxLeaser) Release(ctx context.Context, l store.Lease, now time.Time) er
 // failingLeaser fails every Acquire.
 type failingLeaser struct{ store.Leaser }
 
-func (failingLeaser) Acquire(context.Context, string, store.Concurrency, time.Time, int64) (store.LeaseDecision, error) {
+func (failingLeaser) Acquire(context.Context, store.Key, store.Concurrency, time.Time, int64) (store.LeaseDecision, error) {
 	return store.LeaseDecision{}, errStoreDown
 }
 

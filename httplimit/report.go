@@ -48,10 +48,3 @@ func WriteProblem(w http.ResponseWriter, status int, detail string) {
 // FormatPeriod writes a period the way people say it: 1m, 30s, 1h, 1d;
 // other periods as time.Duration does (1.5s, 100ms).
 func FormatPeriod(d time.Duration) string { return decision.FormatPeriod(d) }
-
-// ListedKey reports whether key is a store key that counts one of the
-// clients the policy lists (a rule with key: client, for a caller with a
-// client id). Such keys are bounded by the policy, not by the callers, so
-// a bounded store can keep room for them whatever else arrives: it is
-// what memory.Options.Reserved is for.
-func ListedKey(key string) bool { return decision.ListedKey(key) }

@@ -9,6 +9,7 @@ import (
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/live"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
 )
 
 var epoch = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -55,7 +56,7 @@ func report(client string, retry time.Duration, results ...result) *decision.Rep
 			d.RetryAfter = retry
 			rep.Status, rep.RetryAfter = http.StatusTooManyRequests, retry
 		}
-		rep.Rules = append(rep.Rules, decision.RuleResult{Rule: ruleNames[r.rule], Index: r.rule, Key: r.key, Outcome: r.outcome, Decision: d})
+		rep.Rules = append(rep.Rules, decision.RuleResult{Rule: ruleNames[r.rule], Index: r.rule, Key: store.RawKey(r.key), Outcome: r.outcome, Decision: d})
 	}
 	return rep
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // Defaults and bounds of Options.
@@ -116,8 +117,8 @@ func (l *Live) Observe(now time.Time, rep *decision.Report) {
 			continue
 		}
 		var h uint64
-		if r.Key != "" {
-			h = maphash.String(l.seed, r.Key)
+		if r.Key != (store.Key{}) {
+			h = maphash.String(l.seed, r.Key.Group) ^ maphash.String(l.seed, r.Key.Rule)<<1 ^ maphash.String(l.seed, r.Key.Rest)<<2
 		}
 		rs.observe(t, rep, j, h)
 	}

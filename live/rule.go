@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // maxClients is how many client ids a counter remembers being refused on
@@ -99,7 +100,7 @@ func (rs *ruleState) observe(t int64, rep *decision.Report, j int, h uint64) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.seconds.add(t, limited)
-	if r.Key == "" {
+	if r.Key == (store.Key{}) {
 		return
 	}
 	e := rs.index[h]

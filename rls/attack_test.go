@@ -40,7 +40,7 @@ func startFlood(t *testing.T, policy string) *harness {
 		t.Fatal(err)
 	}
 	clk := clock.NewFake(epoch)
-	st, err := storeopen.Open(context.Background(), f.Store, storeopen.Options{Clock: clk, Reserved: decision.ListedKey, Guest: decision.ForeignKey})
+	st, err := storeopen.Open(context.Background(), f.Store, storeopen.Options{Clock: clk, Guest: decision.ForeignKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,8 +82,8 @@ func TestBadInputIsAnswered(t *testing.T) {
 		{0, request("rl", desc("foo="+long[1:]+"w")), "OK OK/1/60s"}, // another long value, another count
 	})
 	for _, v := range []string{long, long[1:] + "w"} {
-		if k := key("rl", desc("foo="+v), nil); len(k) > 128 {
-			t.Errorf("store key of a 64 KiB value is %d bytes, want its hash (at most 128)", len(k))
+		if k := key("rl", desc("foo="+v), nil); k.Len() > 128 {
+			t.Errorf("store key of a 64 KiB value is %d bytes, want its hash (at most 128)", k.Len())
 		}
 	}
 }
@@ -264,7 +264,7 @@ func TestConnectionSettingsBounded(t *testing.T) {
 type keyRecorder struct {
 	store.Store
 	mu   sync.Mutex
-	keys []string
+	keys []store.Key
 }
 
 func (r *keyRecorder) DecideEach(ctx context.Context, _ []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
@@ -302,8 +302,8 @@ func TestStoreKeysBounded(t *testing.T) {
 		t.Fatalf("store keys %d, the first two the same: %v", len(rec.keys), len(rec.keys) == 3 && rec.keys[0] == rec.keys[1])
 	}
 	for i, k := range rec.keys {
-		if len(k) > maxStoreKey {
-			t.Errorf("store key %d is %d bytes (at most %d)", i, len(k), maxStoreKey)
+		if k.Len() > maxStoreKey {
+			t.Errorf("store key %d is %d bytes (at most %d)", i, k.Len(), maxStoreKey)
 		}
 	}
 }

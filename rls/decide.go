@@ -237,7 +237,7 @@ func cost(req *pb.RateLimitRequest, d *rlv3.RateLimitDescriptor) int64 {
 // maxStoreKey (a descriptor with its own limit matches no rule, so its
 // entries are a caller's, any number of them) is the prefix, "#" and the
 // hash of that key: two parts, which no descriptor's entries make.
-func key(prefix string, d *rlv3.RateLimitDescriptor, shared []sharedValue) string {
+func key(prefix string, d *rlv3.RateLimitDescriptor, shared []sharedValue) store.Key {
 	entries := d.GetEntries()
 	var room [12]string
 	parts := room[:0]
@@ -249,8 +249,8 @@ func key(prefix string, d *rlv3.RateLimitDescriptor, shared []sharedValue) strin
 		parts[3*sv.index+1], parts[3*sv.index+2] = "*", sv.value
 	}
 	k := store.NewKey(prefix, parts...)
-	if len(k) > maxStoreKey {
-		sum := sha256.Sum256([]byte(k))
+	if k.Len() > maxStoreKey {
+		sum := sha256.Sum256(k.Append(nil))
 		return store.NewKey(prefix, "#", hex.EncodeToString(sum[:]))
 	}
 	return k

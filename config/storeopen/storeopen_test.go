@@ -35,20 +35,20 @@ func open(t *testing.T, sc config.Store, opts storeopen.Options) store.Store {
 
 func decide(t *testing.T, st store.Store, key string) (limiter.Decision, error) {
 	t.Helper()
-	return st.Decide(context.Background(), key, onePerMinute, time.Now(), 1)
+	return st.Decide(context.Background(), store.RawKey(key), onePerMinute, time.Now(), 1)
 }
 
 // No type, or memory, is the memory store, bounded as the settings say
-// and keeping room for the Reserved keys.
+// and keeping room for the Listed keys.
 func TestOpenMemory(t *testing.T) {
 	for _, typ := range []string{"", "memory"} {
-		st := open(t, config.Store{Type: typ, MaxKeys: 1}, storeopen.Options{Reserved: func(k string) bool { return k == "listed" }})
+		st := open(t, config.Store{Type: typ, MaxKeys: 1}, storeopen.Options{})
 		mem, ok := st.(*memory.Store)
 		if !ok {
 			t.Fatalf("type %q: %T, want *memory.Store", typ, st)
 		}
-		for _, key := range []string{"a", "listed"} {
-			if d, err := decide(t, mem, key); err != nil || !d.Allowed {
+		for _, key := range []store.Key{store.RawKey("a"), {Rest: "listed", Listed: true}} {
+			if d, err := mem.Decide(context.Background(), key, onePerMinute, time.Now(), 1); err != nil || !d.Allowed {
 				t.Fatalf("type %q: first request on %s: %+v, %v", typ, key, d, err)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-rl/sluice/config/storeopen"
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/internal/testcert"
+	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/redisstore"
 )
 
@@ -58,7 +59,7 @@ func TestRedisTLS(t *testing.T) {
 			return err
 		}
 		defer st.Close()
-		_, err = st.Decide(ctx, "k", onePerMinute, time.Now(), 1)
+		_, err = st.Decide(ctx, store.RawKey("k"), onePerMinute, time.Now(), 1)
 		return err
 	}
 	full := "{ca: " + certs.CA + ", cert: " + certs.ClientCert + ", key: " + certs.ClientKey

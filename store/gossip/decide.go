@@ -8,7 +8,7 @@ import (
 )
 
 // overflowPrefix starts the key of a rule's overflow counter: a key of its
-// own (a store.Key starts with a digit, a store.GroupKey with '@'), the
+// own (a store.Key's encoding starts with a digit or '@'), the
 // same on every instance, so that the overflow counters are gossiped too.
 const overflowPrefix = "\x00overflow:"
 

@@ -34,7 +34,7 @@ type pending struct {
 }
 
 // DecideAll decides the requests of one HTTP request (one per matching
-// rule) all or nothing, as store.AllOrNothing says, computing first and
+// rule) all or nothing, as store.Store says, computing first and
 // committing after: it locks the shards of the keys (each once, in
 // ascending order, so that two calls never wait for each other in a
 // circle), decides every request in turn on a copy of its key's state (a

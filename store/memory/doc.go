@@ -29,7 +29,7 @@
 //
 // # Several rules, all or nothing
 //
-// DecideAll (store.AllOrNothing) decides the rules of one HTTP request as
+// DecideAll (store.Store) decides the rules of one HTTP request as
 // one, the way golang.org/x/time/rate computes and then commits: it locks
 // the distinct shards of the request's keys in ascending order (so that
 // two calls never wait on each other in a circle), decides every rule on a
@@ -82,11 +82,11 @@
 // (store.Result.Shared), so that a front can tell its caller that the
 // callers without room spent the limit, not it.
 //
-// Keys for which Options.Reserved returns true (the gateway reserves the
-// keys of the clients its configuration lists), and the overflow counters,
+// Listed keys (store.Key.Listed: the gateway marks the keys of the clients
+// its configuration lists), and the overflow counters,
 // always have room: they are stored beyond MaxKeys and never evicted, only
 // forgotten once expired. There is one overflow counter per rule and limit,
-// and the reserved keys are as many as the caller of New allows, so
+// and the listed keys are as many as the policy lists, so
 // neither grows with a flood of distinct keys.
 //
 // sliding_log entries are bounded the same way. The store holds at most

@@ -39,7 +39,7 @@ type leaseShard struct {
 // leaseKey is one key's leases: few, so a slice searched in order.
 type leaseKey struct {
 	inFlight int64 // the leases' total cost
-	reserved bool  // always has room: Options.Reserved, or an overflow key
+	reserved bool  // always has room: a Listed key, or an overflow key
 	leases   []heldLease
 }
 

@@ -13,7 +13,7 @@ import (
 // The low bits of entry.use, below the tick.
 const (
 	limitedBit  = 1 // the key's last decision left it limited
-	reservedBit = 2 // the key always has room (Options.Reserved, an overflow counter)
+	reservedBit = 2 // the key always has room (a Listed key, an overflow counter)
 	guestBit    = 4 // the key is in the guests' room (Options.Guest)
 	classBits   = reservedBit | guestBit
 	flagBits    = 3

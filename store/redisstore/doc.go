@@ -70,11 +70,11 @@
 //
 // # Several rules, one call
 //
-// DecideAll (store.AllOrNothing) decides the rules of one HTTP request in
+// DecideAll (store.Store) decides the rules of one HTTP request in
 // one call of a script that combines the algorithms (lua/multi.lua): if
 // every enforcing request is allowed every allowed one spends, otherwise
 // none does. It needs all the keys on one node, so on a Redis Cluster the
-// keys must be of one group (one hash tag), and it decides each key once;
+// keys must be of one group (store.Key.Group: one hash tag), and it decides each key once;
 // requests that are not so (and only those) are decided look then spend,
 // in two or three round trips and not atomically (store.LookThenSpend:
 // see DecideAll).

@@ -76,7 +76,7 @@ func openStore(ctx context.Context, cfg config) (workload, error) {
 	if cfg.mode == "keys" {
 		n = cfg.keys
 	}
-	keys := make([]string, n)
+	keys := make([]store.Key, n)
 	for i := range keys {
 		keys[i] = store.NewKey("bench", "client", "partner-"+strconv.Itoa(i))
 	}
