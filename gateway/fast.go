@@ -195,7 +195,7 @@ func (g *Gateway) forwarding(ctx *fasthttp.RequestCtx, snap *snapshot, rt *route
 		set = append(set, fastproxy.Field{Name: policy.ClientHeader, Value: v.Client})
 	}
 	set = append(set, fastproxy.Field{Name: loopHeader, Value: g.loopMarks(&ctx.Request.Header)})
-	return fastproxy.Forwarding{Peer: peer, Trusted: v.PeerTrusted, Header: snap.cfg.Compiled.ForwardedHeader(),
+	return fastproxy.Forwarding{Peer: peer, Trusted: v.PeerTrusted, Forwarded: snap.cfg.Compiled.ForwardedHeader() == policy.Forwarded,
 		Method: s2b(v.Method), URI: rt.target(ctx, v.Path), Removed: v.Removed, Drop: isLoopHeader, Kept: snap.kept,
 		Set: set}
 }

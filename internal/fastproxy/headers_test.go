@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/internal/fastproxy"
-	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/internal/httpname"
 )
 
 // TestForwarding: what goes on beside the caller's own fields, and what
 // never does, for each forwarding header and trust.
 func TestForwarding(t *testing.T) {
 	trusted := func(f fastproxy.Forwarding) fastproxy.Forwarding { f.Trusted = true; return f }
-	fwd := fastproxy.Forwarding{Header: policy.Forwarded}
+	fwd := fastproxy.Forwarding{Forwarded: true}
 	cases := []struct {
 		name string
 		fwd  fastproxy.Forwarding
@@ -47,8 +47,10 @@ func TestForwarding(t *testing.T) {
 			[]string{"Connection: a, b, c, d, e, f, g, h, X-API-KEY, x-note, i", "X-Api-Key: k", "X-Note: a", "X-Other: b"},
 			map[string][]string{"X-Api-Key": {"k"}, "X-Note": nil, "X-Other": {"b"}}},
 		{"dropped and set fields", fastproxy.Forwarding{
-			Drop: func(n string) bool { return policy.RemovedHeader(n) },
-			Set:  []fastproxy.Field{{Name: "X-Sluice-Client", Value: "partner-b"}}},
+			Drop: func(n string) bool { // as the gateway drops sluice's own header and the override ones
+				return httpname.SameHeader(n, "X-Sluice-Client") || httpname.SameHeader(n, "X-Http-Method-Override")
+			},
+			Set: []fastproxy.Field{{Name: "X-Sluice-Client", Value: "partner-b"}}},
 			[]string{"X-Sluice-Client: partner-a", "X_Sluice_Client: admin", "X-HTTP-Method-Override: GET"},
 			map[string][]string{"X-Sluice-Client": {"partner-b"}, "X_sluice_client": nil, "X-Http-Method-Override": nil}},
 		{"Expect not sent on", xff, []string{"Expect: 100-continue", "Content-Length: 0"},

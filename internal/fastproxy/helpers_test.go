@@ -18,7 +18,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluice-rl/sluice/internal/fastproxy"
-	"github.com/sluice-rl/sluice/policy"
 )
 
 // TestMain checks that no goroutine outlives the tests but fasthttp's own
@@ -220,7 +219,7 @@ func statuses(rs []reply) []int {
 }
 
 // xff is a Forwarding reading callers from X-Forwarded-For.
-var xff = fastproxy.Forwarding{Header: policy.XForwardedFor}
+var xff = fastproxy.Forwarding{}
 
 func dial(t *testing.T, s *stand) net.Conn {
 	t.Helper()

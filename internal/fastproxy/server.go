@@ -8,6 +8,14 @@
 // Tunnel.Splice). It decides
 // nothing about limits: the gateway asks the decision core first and hands
 // a passed request to Proxy.Serve.
+//
+// It is a leaf: it imports the standard library, fasthttp and two internal
+// packages that import no sluice package (internal/httpname: the
+// hop-by-hop fields, header names an upstream reads as one, the clean
+// host; internal/problem: the problem+json body), never the policy or the
+// decision core. What it needs of them is handed in as plain values
+// (Forwarding: the peer, whether it is trusted, which forwarding header is
+// read, the fields removed, kept and set). TestLeaf holds it to that.
 package fastproxy
 
 import (
