@@ -37,9 +37,12 @@ type Forwarding struct {
 	// sluice's own header, a respelled access key, method override
 	// headers).
 	Removed []string
-	// Drop reports whether a caller's field must not go on, beside
-	// Removed and the hop-by-hop and forwarding fields that never go on.
-	Drop func(name string) bool
+	// Strip are fields that must not go on in any spelling an upstream
+	// reads as the same (httpname.SameHeader: the loop mark, in the
+	// gateway), beside Removed and the hop-by-hop and forwarding fields
+	// that never go on. Names, not a function: the proxy reads them
+	// itself for every field, without calling back.
+	Strip []string
 	// Kept are fields a caller may not remove by naming them in
 	// Connection (the access key, counted headers), in canonical spelling.
 	Kept []string
@@ -69,7 +72,7 @@ var forwarding = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X
 
 // Build writes into out the request that goes on for the caller's request
 // in: its method, target, Host and fields, without the hop-by-hop ones,
-// those the caller named in Connection (but Kept), those Drop refuses and
+// those the caller named in Connection (but Kept), Removed, Strip and
 // the forwarding headers; then the forwarding headers as Forwarding says,
 // then Set. tls is whether the caller came over TLS (X-Forwarded-Proto).
 func (f *Forwarding) Build(in, out *fasthttp.RequestHeader, tls bool) {
@@ -82,7 +85,7 @@ func (f *Forwarding) Build(in, out *fasthttp.RequestHeader, tls bool) {
 	for k, v := range in.All() {
 		name := b2s(k)
 		if connectionField(name) || respells(name, forwarding) || slices.Contains(f.Removed, name) ||
-			(f.Drop != nil && f.Drop(name)) || (conn.has(k) && !oneOf(name, f.Kept)) {
+			respells(name, f.Strip) || (conn.has(k) && !oneOf(name, f.Kept)) {
 			continue
 		}
 		out.AddBytesKV(k, v)
@@ -140,17 +143,17 @@ func appendForwardedFor(b []byte, addr netip.Addr) []byte {
 
 // CopyResponse copies the upstream's status and fields in to the caller's
 // answer out, without hop-by-hop fields, those the upstream named in
-// Connection, those drop refuses (nil: none) and those whose name has a
-// space in it, which fasthttp reads and net/http refuses: a reader in
+// Connection, those strip names (in any spelling an upstream reads as
+// the same: httpname.SameHeader) and those whose name has a space in it, which fasthttp reads and net/http refuses: a reader in
 // front of sluice may read "X A: 1" as another field, or the line as
 // broken. An answer without Content-Type goes on without one.
-func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, drop func(name string) bool) {
+func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, strip []string) {
 	out.SetStatusCode(in.StatusCode())
 	in.SetNoDefaultContentType(true) // else All lists fasthttp's text/plain for an answer without one
 	conn := responseConnNames(in)
 	for k, v := range in.All() {
 		name := b2s(k)
-		if connectionField(name) || conn.has(k) || (drop != nil && drop(name)) || bytes.IndexByte(k, ' ') >= 0 {
+		if connectionField(name) || conn.has(k) || respells(name, strip) || bytes.IndexByte(k, ' ') >= 0 {
 			continue
 		}
 		out.AddBytesKV(k, v)

@@ -15,7 +15,10 @@
 // host; internal/problem: the problem+json body), never the policy or the
 // decision core. What it needs of them is handed in as plain values
 // (Forwarding: the peer, whether it is trusted, which forwarding header is
-// read, the fields removed, kept and set). TestLeaf holds it to that.
+// read, the fields removed, stripped, kept and set; Proxy.StripResponse),
+// so that a request served calls back into the gateway once, when its
+// answer has gone (Serve's and Upgrade's done, told why a body broke off),
+// however many fields it has. TestLeaf holds it to the imports.
 package fastproxy
 
 import (
