@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/sluice-rl/sluice/internal/problem"
 	"github.com/sluice-rl/sluice/policy"
 )
 
@@ -59,7 +60,7 @@ func (v *Verdict) addrBlocked(pol *policy.Compiled, addr netip.Addr, now time.Ti
 // forbid makes the 403 of a block, its detail in v.detail.
 func (v *Verdict) forbid() {
 	v.Report.Status = statusForbidden
-	v.answer(problem{Type: ProblemBlocked, Title: "Forbidden", Status: statusForbidden})
+	v.answer(problem.Problem{Type: ProblemBlocked, Title: "Forbidden", Status: statusForbidden})
 }
 
 // appendClientBlocked appends the detail of a blocked client's 403:

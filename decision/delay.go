@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluice-rl/sluice/internal/problem"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -55,7 +56,7 @@ func (e *Engine) hold(v *Verdict, results []store.Result, now time.Time) bool {
 	v.retryAfter(left)
 	b := append(v.detail[:0], "the request was cancelled while it waited for its turn (the server is shutting down, or a deadline passed); retry in "...)
 	v.detail = append(strconv.AppendInt(b, retryAfterSeconds(left), 10), 's')
-	v.answer(problem{Title: "Service Unavailable", Status: statusUnavailable})
+	v.answer(problem.Problem{Title: "Service Unavailable", Status: statusUnavailable})
 	return false
 }
 

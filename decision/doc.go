@@ -51,5 +51,6 @@
 //
 // Nothing here imports net/http: HTTP's statuses and header names are
 // plain values, and the HTTP dates of an upstream's Retry-After are read
-// with package time.
+// with package time. The problem+json body is internal/problem's, which
+// the gateway's transport writes too (AppendProblem).
 package decision

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/clock"
+	"github.com/sluice-rl/sluice/internal/problem"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/throttle"
@@ -238,7 +239,7 @@ func (e *Engine) unidentified(v *Verdict, pol *policy.Compiled, err error) {
 	v.buf = append(b, '"')
 	v.setField("Www-Authenticate", len(b)-len(`ApiKey header="`)-len(pol.KeyHeader()))
 	v.detail = append(append(v.detail[:0], unauthorizedDetail(v)...), pol.KeyHeader()...)
-	v.answer(problem{Title: "Unauthorized", Status: statusUnauthorized})
+	v.answer(problem.Problem{Title: "Unauthorized", Status: statusUnauthorized})
 }
 
 // unauthorizedDetail is the start of a 401's detail, the key header's
@@ -275,7 +276,7 @@ func (e *Engine) storeFailed(v *Verdict, err error) bool {
 	rep.Status, rep.RetryAfter = statusUnavailable, retry
 	v.retryAfter(retry)
 	v.detail = append(v.detail[:0], "the rate limiter cannot count this request right now; retry later"...)
-	v.answer(problem{Title: "Service Unavailable", Status: statusUnavailable})
+	v.answer(problem.Problem{Title: "Service Unavailable", Status: statusUnavailable})
 	return false
 }
 

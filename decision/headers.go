@@ -3,8 +3,8 @@ package decision
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"github.com/sluice-rl/sluice/internal/problem"
 	"github.com/sluice-rl/sluice/limiter"
 )
 
@@ -144,93 +144,13 @@ func ceilSeconds(d time.Duration) int64 {
 // rounded up, never 0, so that a caller who obeys it is never early.
 func retryAfterSeconds(d time.Duration) int64 { return max(ceilSeconds(d), 1) }
 
-// problem is an RFC 9457 problem detail.
-type problem struct {
-	Type             string
-	Title            string
-	Status           int
-	Detail           []byte
-	ViolatedPolicies []string
-	Reason           string // a throttle's refusal: what is full (shed, queue_full, ...)
-}
-
 // AppendProblem appends an RFC 9457 problem detail as JSON to dst: the
 // body of an application/problem+json answer (send it with Cache-Control:
 // no-store), such as a gateway's own 502 or 504. title is the status's
-// reason phrase (Bad Gateway).
+// reason phrase (Bad Gateway). It is the body every front writes
+// (internal/problem, which the gateway's transport writes too).
 func AppendProblem(dst []byte, status int, title, detail string) []byte {
-	p := problem{Title: title, Status: status, Detail: []byte(detail)}
-	return p.appendJSON(dst)
-}
-
-// appendJSON writes p as JSON by hand, without encoding/json's reflection:
-// a 429 is the answer sluice gives most often under attack.
-func (p *problem) appendJSON(b []byte) []byte {
-	b = append(b, '{')
-	if p.Type != "" {
-		b = appendJSONString(append(b, `"type":`...), p.Type)
-		b = append(b, ',')
-	}
-	b = appendJSONString(append(b, `"title":`...), p.Title)
-	b = strconv.AppendInt(append(b, `,"status":`...), int64(p.Status), 10)
-	if len(p.Detail) > 0 {
-		b = appendJSONString(append(b, `,"detail":`...), p.Detail)
-	}
-	if len(p.ViolatedPolicies) > 0 {
-		b = append(b, `,"violated-policies":[`...)
-		for i, v := range p.ViolatedPolicies {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, v)
-		}
-		b = append(b, ']')
-	}
-	if p.Reason != "" {
-		b = appendJSONString(append(b, `,"reason":`...), p.Reason)
-	}
-	return append(b, '}', '\n')
-}
-
-// appendJSONString appends s as a JSON string: quotes, backslashes and
-// control characters escaped, invalid UTF-8 replaced, as encoding/json does.
-func appendJSONString[T string | []byte](b []byte, s T) []byte {
-	b = append(b, '"')
-	for len(s) > 0 {
-		n := plainJSON(s)
-		b, s = append(b, s[:n]...), s[n:] // the plain run, copied whole
-		if len(s) > 0 {
-			// an invalid byte is U+FFFD; a rune's few bytes are converted on the stack
-			r, size := utf8.DecodeRuneInString(string(s[:min(len(s), utf8.UTFMax)]))
-			b, s = appendJSONRune(b, r), s[size:]
-		}
-	}
-	return append(b, '"')
-}
-
-// plainJSON returns the length of s's leading run of printable ASCII that
-// JSON (as encoding/json writes it) carries unescaped: most of a problem
-// body, copied whole rather than rune by rune.
-func plainJSON[T string | []byte](s T) int {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return i
-		}
-	}
-	return len(s)
-}
-
-// appendJSONRune appends r inside a JSON string, escaped as encoding/json
-// escapes it.
-func appendJSONRune(b []byte, r rune) []byte {
-	const hex = "0123456789abcdef"
-	switch {
-	case r == '"' || r == '\\':
-		return append(b, '\\', byte(r))
-	case r < 0x20 || r == '<' || r == '>' || r == '&' || r == 0x2028 || r == 0x2029:
-		return append(b, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
-	}
-	return utf8.AppendRune(b, r)
+	return problem.Append(dst, status, title, detail)
 }
 
 // quotaExceeded is the IANA problem type for a rate limit (RFC 9457 registry).

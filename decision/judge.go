@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/sluice-rl/sluice/internal/problem"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
@@ -76,5 +77,5 @@ func (v *Verdict) reject(retry time.Duration) {
 	if retry != limiter.Never {
 		v.retryAfter(retry)
 	}
-	v.answer(problem{Type: quotaExceeded, Title: "Too Many Requests", Status: statusTooManyRequests})
+	v.answer(problem.Problem{Type: quotaExceeded, Title: "Too Many Requests", Status: statusTooManyRequests})
 }

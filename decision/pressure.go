@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-rl/sluice/internal/problem"
 	"github.com/sluice-rl/sluice/throttle"
 )
 
@@ -102,7 +103,7 @@ func (v *Verdict) pressed(st *pressureState, req throttle.Request) bool {
 	rep.Status, rep.RetryAfter = statusUnavailable, pressureRetryAfter
 	v.retryAfter(pressureRetryAfter)
 	v.pressureDetail(reason, st.named)
-	v.answer(problem{Title: "Service Unavailable", Status: statusUnavailable, Reason: reason.String()})
+	v.answer(problem.Problem{Title: "Service Unavailable", Status: statusUnavailable, Reason: reason.String()})
 	return true
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluice-rl/sluice/internal/problem"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/throttle"
 )
@@ -81,7 +82,7 @@ func (e *Engine) admit(v *Verdict, thr *throttle.Throttle, req throttle.Request)
 	rep.Status, rep.RetryAfter = statusUnavailable, d.RetryAfter
 	v.intField("Retry-After", int64(d.RetryAfterSeconds()))
 	v.refusalDetail(d)
-	v.answer(problem{Title: "Service Unavailable", Status: statusUnavailable, Reason: d.Reason.String()})
+	v.answer(problem.Problem{Title: "Service Unavailable", Status: statusUnavailable, Reason: d.Reason.String()})
 	return false
 }
 

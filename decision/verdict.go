@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-rl/sluice/internal/problem"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
 )
@@ -267,11 +268,11 @@ func (v *Verdict) retryAfter(d time.Duration) { v.intField("Retry-After", retryA
 
 // answer makes v a refusal with p, its detail in v.detail: status, the
 // problem+json body and its fields.
-func (v *Verdict) answer(p problem) {
+func (v *Verdict) answer(p problem.Problem) {
 	v.Pass, v.Status = false, p.Status
 	p.Detail = v.detail
 	p.ViolatedPolicies = v.violated
-	v.body = p.appendJSON(v.body[:0])
+	v.body = p.AppendJSON(v.body[:0])
 	v.Body = v.body
 	v.Header = append(v.Header, Field{Name: "Content-Type", Value: problemType}, Field{Name: "Cache-Control", Value: noStore})
 }
@@ -286,7 +287,7 @@ var (
 func (v *Verdict) badRequest(detail string) {
 	v.Report.Status = statusBadRequest
 	v.detail = append(v.detail[:0], detail...)
-	v.answer(problem{Title: "Bad Request", Status: statusBadRequest})
+	v.answer(problem.Problem{Title: "Bad Request", Status: statusBadRequest})
 }
 
 // pathDetail is the problem detail of a path clean refused.

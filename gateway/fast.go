@@ -158,7 +158,8 @@ func (g *Gateway) passFast(ctx *fasthttp.RequestCtx, snap *snapshot, rt *route, 
 	}
 	start := g.opts.Clock.Now()
 	var firstByte time.Duration
-	out, err := rt.proxy.Serve(ctx, &fwd, body, func() {
+	out, err := rt.proxy.Serve(ctx, &fwd, body, func(broke error) { // the one call back, once the answer has gone
+		g.bodyFailed(broke)
 		lat := g.opts.Clock.Now().Sub(start)
 		g.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(),
 			Header: (*respHeaders)(&ctx.Response.Header), Latency: lat, FirstByte: cmp.Or(firstByte, upstreamTime(lat, body))})
@@ -195,8 +196,8 @@ func (g *Gateway) forwarding(ctx *fasthttp.RequestCtx, snap *snapshot, rt *route
 		set = append(set, fastproxy.Field{Name: policy.ClientHeader, Value: v.Client})
 	}
 	set = append(set, fastproxy.Field{Name: loopHeader, Value: g.loopMarks(&ctx.Request.Header)})
-	return fastproxy.Forwarding{Peer: peer, Trusted: v.PeerTrusted, Header: snap.cfg.Compiled.ForwardedHeader(),
-		Method: s2b(v.Method), URI: rt.target(ctx, v.Path), Removed: v.Removed, Drop: isLoopHeader, Kept: snap.kept,
+	return fastproxy.Forwarding{Peer: peer, Trusted: v.PeerTrusted, Forwarded: snap.cfg.Compiled.ForwardedHeader() == policy.Forwarded,
+		Method: s2b(v.Method), URI: rt.target(ctx, v.Path), Removed: v.Removed, Strip: loopHeaders, Kept: snap.kept,
 		Set: set}
 }
 
@@ -303,15 +304,15 @@ func (g *Gateway) newProxy(up *config.Upstream, old *snapshot) *fastproxy.Proxy 
 		}
 	}
 	p := fastproxy.New(up.URL, timeout)
-	p.DropResponse = isLoopHeader // an upstream echoing request headers must not show callers the mark
-	p.BodyFailed = g.bodyFailed
+	p.StripResponse = loopHeaders // an upstream echoing request headers must not show callers the mark
 	return p
 }
 
 // bodyFailed logs, at most once a second, an answer whose body broke off
-// on its way: the upstream stopped sending it, or the caller went.
+// on its way (err, nil: it did not): the upstream stopped sending it, or
+// the caller went.
 func (g *Gateway) bodyFailed(err error) {
-	if g.logGate.allow(logSubject{kind: "body"}) {
+	if err != nil && g.logGate.allow(logSubject{kind: "body"}) {
 		g.log.Warn("answer body broke off", "err", err.Error())
 	}
 }

@@ -6,8 +6,10 @@
 // file is refused and the policy in force stays.
 //
 // Run serves callers on the fast data path: an HTTP/1.1 server and a
-// pooled, streaming upstream client on fasthttp (internal/fastproxy), the
-// decision core (package decision) deciding each request (fast.go).
+// pooled, streaming upstream client on fasthttp (internal/fastproxy, a
+// leaf handed plain values, which calls back once a request, when its
+// answer has gone), the decision core (package decision) deciding each
+// request (fast.go).
 package gateway
 
 import (

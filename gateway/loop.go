@@ -26,6 +26,13 @@ import (
 // first, at most maxMarks with this instance's.
 const loopHeader = "Sluice-Loop-Mark"
 
+// loopHeaders is loopHeader as the proxy strips it in every spelling an
+// upstream reads as the same (Sluice_Loop_Mark too: one header to a
+// CGI-style upstream): from a caller's request (Forwarding.Strip, the
+// marks going on in its place), and from an upstream's answer echoing
+// request headers (Proxy.StripResponse: newProxy).
+var loopHeaders = []string{loopHeader}
+
 // maxMarks bounds the marks forwarded: a loop through this many sluice
 // instances is still caught, whatever marks the caller sent.
 const maxMarks = 8

@@ -38,7 +38,8 @@ func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, rt *rout
 	}
 	answerID(ctx) // on the 101 too, which the tunnel writes
 	opened := func(up net.Conn) bool { return g.tunnels.setUpstream(t, up) }
-	tun, out, err := rt.proxy.Upgrade(ctx, &fwd, proto, opened, func() { // refused: once its answer has gone
+	tun, out, err := rt.proxy.Upgrade(ctx, &fwd, proto, opened, func(broke error) { // refused: once its answer has gone
+		g.bodyFailed(broke)
 		g.tunnels.remove(t)
 		lat := g.opts.Clock.Now().Sub(start)
 		g.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(),

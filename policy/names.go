@@ -2,7 +2,8 @@ package policy
 
 import (
 	"net/textproto"
-	"strings"
+
+	"github.com/sluice-rl/sluice/internal/httpname"
 )
 
 // validName reports whether s is a usable rule, client or plan name: 1 to 64
@@ -56,26 +57,14 @@ func isTokenPunct(c byte) bool {
 	return false
 }
 
-// hopByHop are the fields that describe one connection, never the request
-// (RFC 9110 section 7.6.1, with the Proxy-Connection and Keep-Alive of
-// older proxies, as net/http's ReverseProxy removes them): a proxy passes
-// none of them on, neither to the upstream nor back to the caller. The one
-// list every part of sluice reads (HopByHop).
-var hopByHop = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
 // HopByHop reports whether name (in any case) is a hop-by-hop header, which
 // a proxy removes: a caller's never reaches the upstream, and the
-// upstream's would never reach sluice. It allocates nothing, so the
-// gateway calls it for every field it passes on.
-func HopByHop(name string) bool {
-	for _, h := range hopByHop {
-		if len(h) == len(name) && strings.EqualFold(h, name) {
-			return true
-		}
-	}
-	return false
-}
+// upstream's would never reach sluice (RFC 9110 section 7.6.1, with the
+// Proxy-Connection and Keep-Alive of older proxies, as net/http's
+// ReverseProxy removes them). It allocates nothing, so the gateway calls
+// it for every field it passes on. The one list every part of sluice
+// reads, the gateway's transport too (internal/httpname).
+func HopByHop(name string) bool { return httpname.HopByHop(name) }
 
 // uncountedHeader says why requests cannot be told apart by the header
 // name, or returns "": net/http holds Host and Transfer-Encoding apart
@@ -126,25 +115,6 @@ func RemovedHeader(name string) bool {
 // SameHeaderName reports whether two header names are the same to some
 // upstream: equal regardless of case, with '_' and '-' alike, as
 // CGI-style upstreams (PHP, WSGI, Rack) read X-API-Key and X_API_KEY both
-// as HTTP_X_API_KEY.
-func SameHeaderName(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		if foldName(a[i]) != foldName(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func foldName(c byte) byte {
-	switch {
-	case c >= 'A' && c <= 'Z':
-		return c + 'a' - 'A'
-	case c == '_':
-		return '-'
-	}
-	return c
-}
+// as HTTP_X_API_KEY (internal/httpname, which the gateway's transport
+// reads too).
+func SameHeaderName(a, b string) bool { return httpname.SameHeader(a, b) }

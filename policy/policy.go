@@ -4,6 +4,9 @@
 // in code (package config builds one from YAML) and compiles it once; the
 // compiled policy answers, per request, which rules match and which limit
 // each one applies to this caller. It knows no HTTP, no YAML and no store.
+// The few facts about HTTP names it shares with the gateway's transport
+// (HopByHop, SameHeaderName, CleanHost) live in internal/httpname, which
+// both read.
 package policy
 
 import (

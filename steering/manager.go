@@ -209,9 +209,7 @@ func (m *Manager) Sync(ctx context.Context) error {
 // backend that holds none: a Redis that lost its data. Another instance
 // restoring first wins; the next Sync reads its State.
 func (m *Manager) restore(ctx context.Context, known State, now time.Time) error {
-	rec := Record{Time: now, Version: known.Version, Action: "restore", From: "nothing (the store had lost the runtime state)",
-		To: fmt.Sprintf("version %d as this instance applied it", known.Version), Author: "sluice"}
-	ok, err := m.opts.Backend.Commit(ctx, 0, known, []Record{rec}, m.opts.AuditSize)
+	ok, err := m.opts.Backend.Commit(ctx, 0, known, []Record{restoreRecord(known, now)}, m.opts.AuditSize)
 	if err != nil {
 		err = fmt.Errorf("steering: write back the lost state: %w", err)
 	}
@@ -220,6 +218,13 @@ func (m *Manager) restore(ctx context.Context, known State, now time.Time) error
 	}
 	m.applyOnce()
 	return err
+}
+
+// restoreRecord is the audit record of writing known back to a store
+// that had lost it.
+func restoreRecord(known State, now time.Time) Record {
+	return Record{Time: now, Version: known.Version, Action: "restore", From: "nothing (the store had lost the runtime state)",
+		To: fmt.Sprintf("version %d as this instance applied it", known.Version), Author: "sluice"}
 }
 
 // adopt makes st the stored State if it is another version than the one
@@ -452,7 +457,10 @@ func (m *Manager) checkTTL(ttl time.Duration, reason string) error {
 
 // commit applies change to the stored State (what has expired removed
 // first) and commits it as the next version, again on a fresh read when
-// another change came first. A change that errs commits nothing. change
+// another change came first. A shared store that lost its State (version
+// 0 while this instance applies a later one) has the change made to the
+// State in force here, written back with it and a restore record, so
+// that a change after a Redis restart lifts no other override. A change that errs commits nothing. change
 // learns whether an earlier try's commit failed (uncertain): it may have
 // taken all the same, its answer lost.
 func (m *Manager) commit(ctx context.Context, change func(cur *State, now time.Time, uncertain bool) ([]Record, error)) error {
@@ -468,7 +476,17 @@ func (m *Manager) commit(ctx context.Context, change func(cur *State, now time.T
 			}
 			return &UnavailableError{Err: err}
 		}
-		cur, recs := st.Expired(now)
+		base, restored := st, []Record(nil)
+		if st.Version == 0 && m.opts.Backend.Shared() {
+			m.mu.Lock()
+			known := m.stored
+			m.mu.Unlock()
+			if known.Version > 0 { // the store lost its State (a Redis restarted without its data): change the one in force, written back with it
+				base, restored = known, []Record{restoreRecord(known, now)}
+			}
+		}
+		cur, recs := base.Expired(now)
+		recs = append(restored, recs...)
 		more, err := change(&cur, now, uncertain)
 		if err != nil {
 			return err

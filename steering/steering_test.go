@@ -290,6 +290,38 @@ func TestRedisLostState(t *testing.T) {
 	}
 }
 
+// TestChangeAfterRedisLostState: a change made on a Redis that restarted
+// without its data, before any instance wrote its State back, is made to
+// the State the instance applies, which it writes back with it: an
+// override added then keeps the block already in force (a change made to
+// the empty State would lift every other override on every instance), and
+// removing that block finds it.
+func TestChangeAfterRedisLostState(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.StartServer(t, "--save", "", "--appendonly", "no")
+	prefix := redistest.KeyPrefix(t)
+	m := newManager(NewRedisBackend(openRedis(t, []string{srv.Addr}, prefix)), nil, Options{})
+	if _, err := m.Put(ctx, Change{Target: "a", Block: true, Reason: "x", Author: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Restart(t)
+	waitFor(t, "Redis is back", func() bool {
+		_, err := m.Put(ctx, Change{Target: "b", Block: true, Reason: "y", Author: "t"})
+		return err == nil
+	})
+	st, _, err := NewRedisBackend(openRedis(t, []string{srv.Addr}, prefix)).Load(ctx)
+	if err != nil || len(st.Overrides) != 2 || st.Version != 2 {
+		t.Fatalf("after a change on the emptied Redis it holds %+v (%v), want version 2 with both blocks", st, err)
+	}
+	audit, err := m.Audit(ctx, 10)
+	if err != nil || len(audit) == 0 || audit[0].Action != "restore" && audit[len(audit)-1].Action != "restore" {
+		t.Errorf("audit %+v (%v), want the restore recorded", audit, err)
+	}
+	if _, err := m.Remove(ctx, "a", "", "t", "recovered"); err != nil {
+		t.Errorf("removing the block kept across the restart: %v", err)
+	}
+}
+
 // TestUnreachableKeepsLast: while the backend cannot be read, the State
 // in force stays, and Status says so.
 func TestUnreachableKeepsLast(t *testing.T) {

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/sluice-rl/sluice/policy"
 )
 
 // TestForwardedForElement: the Forwarded element naming the peer, as RFC
@@ -20,7 +18,7 @@ func TestForwardedForElement(t *testing.T) {
 		"::1":              `for="[::1]"`,
 		"fe80::1%eth0":     `for="[fe80::1]"`, // a zone means nothing to the upstream
 	} {
-		f := Forwarding{Peer: netip.MustParseAddr(in), Header: policy.Forwarded}
+		f := Forwarding{Peer: netip.MustParseAddr(in), Forwarded: true}
 		var caller, out fasthttp.RequestHeader
 		f.forwardingHeaders(&caller, &out, false)
 		if got := string(out.Peek("Forwarded")); got != want {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/internal/httpname"
 )
 
 // Forwarding says how one caller's request goes on to the upstream.
@@ -19,25 +19,30 @@ type Forwarding struct {
 	// Trusted reports whether Peer is a trusted proxy: its forwarding
 	// header (Header) is believed and goes on, Peer added.
 	Trusted bool
-	// Header is the forwarding header sluice reads callers from: from a
-	// trusted peer it goes on as the peer wrote it, Peer added; from
-	// another it never goes on. X-Forwarded-For always names Peer last
-	// (after a trusted peer's list); Forwarded goes on only when it is
-	// Header. X-Forwarded-Host and -Proto are sluice's own.
-	Header policy.ForwardedHeader
-	// Method is the method that goes on (policy.CanonicalMethod); empty:
-	// the caller's.
+	// Forwarded reports whether the forwarding header sluice reads
+	// callers from is Forwarded (RFC 7239); false: X-Forwarded-For. From
+	// a trusted peer that header goes on as the peer wrote it, Peer
+	// added; from another it never goes on. X-Forwarded-For always names
+	// Peer last (after a trusted peer's list); Forwarded goes on only when
+	// it is the one read. X-Forwarded-Host and -Proto are sluice's own.
+	Forwarded bool
+	// Method is the method that goes on (the one rules matched, in its
+	// canonical spelling); empty: the caller's.
 	Method []byte
 	// URI is the request target that goes on: path and query; empty: the
 	// caller's.
 	URI []byte
 	// Removed are caller's fields that must not go on, named exactly as
-	// the request's header spells them (decision.Verdict.Removed: sluice's
-	// own header, a respelled access key, method override headers).
+	// the request's header spells them (those the decision removed:
+	// sluice's own header, a respelled access key, method override
+	// headers).
 	Removed []string
-	// Drop reports whether a caller's field must not go on, beside
-	// Removed and the hop-by-hop and forwarding fields that never go on.
-	Drop func(name string) bool
+	// Strip are fields that must not go on in any spelling an upstream
+	// reads as the same (httpname.SameHeader: the loop mark, in the
+	// gateway), beside Removed and the hop-by-hop and forwarding fields
+	// that never go on. Names, not a function: the proxy reads them
+	// itself for every field, without calling back.
+	Strip []string
 	// Kept are fields a caller may not remove by naming them in
 	// Connection (the access key, counted headers), in canonical spelling.
 	Kept []string
@@ -51,10 +56,10 @@ type Field struct{ Name, Value string }
 
 // connectionField reports whether name (in any case) is a field that
 // never goes on from the caller, nor back from the upstream: a hop-by-hop
-// one (policy.HopByHop), Content-Length (the body sets it) or Expect
+// one (httpname.HopByHop), Content-Length (the body sets it) or Expect
 // (sluice has read or streams the body already).
 func connectionField(name string) bool {
-	return policy.HopByHop(name) || oneOf(name, bodyFields)
+	return httpname.HopByHop(name) || oneOf(name, bodyFields)
 }
 
 // bodyFields are the fields of one message's body that the proxy writes
@@ -67,7 +72,7 @@ var forwarding = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X
 
 // Build writes into out the request that goes on for the caller's request
 // in: its method, target, Host and fields, without the hop-by-hop ones,
-// those the caller named in Connection (but Kept), those Drop refuses and
+// those the caller named in Connection (but Kept), Removed, Strip and
 // the forwarding headers; then the forwarding headers as Forwarding says,
 // then Set. tls is whether the caller came over TLS (X-Forwarded-Proto).
 func (f *Forwarding) Build(in, out *fasthttp.RequestHeader, tls bool) {
@@ -80,7 +85,7 @@ func (f *Forwarding) Build(in, out *fasthttp.RequestHeader, tls bool) {
 	for k, v := range in.All() {
 		name := b2s(k)
 		if connectionField(name) || respells(name, forwarding) || slices.Contains(f.Removed, name) ||
-			(f.Drop != nil && f.Drop(name)) || (conn.has(k) && !oneOf(name, f.Kept)) {
+			respells(name, f.Strip) || (conn.has(k) && !oneOf(name, f.Kept)) {
 			continue
 		}
 		out.AddBytesKV(k, v)
@@ -98,7 +103,7 @@ func (f *Forwarding) forwardingHeaders(in, out *fasthttp.RequestHeader, tls bool
 	var buf [256]byte
 	b := buf[:0]
 	peer := f.Peer.Unmap().WithZone("")
-	if f.Header == policy.Forwarded {
+	if f.Forwarded {
 		if f.Trusted {
 			for k, v := range in.All() {
 				if b2s(k) == "Forwarded" {
@@ -138,17 +143,17 @@ func appendForwardedFor(b []byte, addr netip.Addr) []byte {
 
 // CopyResponse copies the upstream's status and fields in to the caller's
 // answer out, without hop-by-hop fields, those the upstream named in
-// Connection, those drop refuses (nil: none) and those whose name has a
-// space in it, which fasthttp reads and net/http refuses: a reader in
+// Connection, those strip names (in any spelling an upstream reads as
+// the same: httpname.SameHeader) and those whose name has a space in it, which fasthttp reads and net/http refuses: a reader in
 // front of sluice may read "X A: 1" as another field, or the line as
 // broken. An answer without Content-Type goes on without one.
-func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, drop func(name string) bool) {
+func CopyResponse(in *fasthttp.ResponseHeader, out *fasthttp.ResponseHeader, strip []string) {
 	out.SetStatusCode(in.StatusCode())
 	in.SetNoDefaultContentType(true) // else All lists fasthttp's text/plain for an answer without one
 	conn := responseConnNames(in)
 	for k, v := range in.All() {
 		name := b2s(k)
-		if connectionField(name) || conn.has(k) || (drop != nil && drop(name)) || bytes.IndexByte(k, ' ') >= 0 {
+		if connectionField(name) || conn.has(k) || respells(name, strip) || bytes.IndexByte(k, ' ') >= 0 {
 			continue
 		}
 		out.AddBytesKV(k, v)
@@ -277,12 +282,12 @@ func tokenIn(toks [][]byte, name []byte) bool {
 }
 
 // respells reports whether name is one of names to some upstream: in any
-// case, '_' and '-' alike (policy.SameHeaderName). A caller's
+// case, '_' and '-' alike (httpname.SameHeader). A caller's
 // X_Forwarded_For reaches a CGI-style upstream as HTTP_X_FORWARDED_FOR,
 // as sluice's own X-Forwarded-For does.
 func respells(name string, names []string) bool {
 	for _, n := range names {
-		if policy.SameHeaderName(n, name) {
+		if httpname.SameHeader(n, name) {
 			return true
 		}
 	}

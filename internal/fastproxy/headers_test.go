@@ -7,14 +7,13 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/internal/fastproxy"
-	"github.com/sluice-rl/sluice/policy"
 )
 
 // TestForwarding: what goes on beside the caller's own fields, and what
 // never does, for each forwarding header and trust.
 func TestForwarding(t *testing.T) {
 	trusted := func(f fastproxy.Forwarding) fastproxy.Forwarding { f.Trusted = true; return f }
-	fwd := fastproxy.Forwarding{Header: policy.Forwarded}
+	fwd := fastproxy.Forwarding{Forwarded: true}
 	cases := []struct {
 		name string
 		fwd  fastproxy.Forwarding
@@ -47,8 +46,8 @@ func TestForwarding(t *testing.T) {
 			[]string{"Connection: a, b, c, d, e, f, g, h, X-API-KEY, x-note, i", "X-Api-Key: k", "X-Note: a", "X-Other: b"},
 			map[string][]string{"X-Api-Key": {"k"}, "X-Note": nil, "X-Other": {"b"}}},
 		{"dropped and set fields", fastproxy.Forwarding{
-			Drop: func(n string) bool { return policy.RemovedHeader(n) },
-			Set:  []fastproxy.Field{{Name: "X-Sluice-Client", Value: "partner-b"}}},
+			Strip: []string{"X-Sluice-Client", "X-Http-Method-Override"}, // in every spelling
+			Set:   []fastproxy.Field{{Name: "X-Sluice-Client", Value: "partner-b"}}},
 			[]string{"X-Sluice-Client: partner-a", "X_Sluice_Client: admin", "X-HTTP-Method-Override: GET"},
 			map[string][]string{"X-Sluice-Client": {"partner-b"}, "X_sluice_client": nil, "X-Http-Method-Override": nil}},
 		{"Expect not sent on", xff, []string{"Expect: 100-continue", "Content-Length: 0"},
@@ -89,7 +88,8 @@ func TestMethodAndTarget(t *testing.T) {
 
 // TestResponseFields: the upstream's answer reaches the caller as it came
 // (429 and 503 with Retry-After among them), without hop-by-hop fields,
-// the fields it named in Connection, or those DropResponse refuses.
+// the fields it named in Connection, or those StripResponse names (in
+// any spelling an upstream reads as the same).
 func TestResponseFields(t *testing.T) {
 	for _, status := range []int{200, 429, 503} {
 		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
@@ -99,6 +99,7 @@ func TestResponseFields(t *testing.T) {
 			h["Connection"] = []string{"X-Hop"}
 			h["X-Hop"] = []string{"1"}
 			h["Sluice-Loop-Mark"] = []string{"0123456789abcdef0123456789abcdef"}
+			h["Sluice_Loop_Mark"] = []string{"0123456789abcdef0123456789abcdef"}
 			h["Set-Cookie"] = []string{"a=1", "b=2"}
 			w.WriteHeader(status)
 			_, _ = w.Write([]byte("answer"))
@@ -111,6 +112,11 @@ func TestResponseFields(t *testing.T) {
 		h := rs[0].header
 		if h.Get("Retry-After") != "7" || h.Get("Keep-Alive") != "" || h.Get("X-Hop") != "" || h.Get("Sluice-Loop-Mark") != "" {
 			t.Errorf("%d: fields %v", status, h)
+		}
+		for k := range h {
+			if strings.EqualFold(strings.ReplaceAll(k, "_", "-"), "Sluice-Loop-Mark") {
+				t.Errorf("%d: %s reached the caller", status, k)
+			}
 		}
 		if got := strings.Join(h["Set-Cookie"], " "); got != "a=1 b=2" {
 			t.Errorf("%d: Set-Cookie %q, want both", status, got)

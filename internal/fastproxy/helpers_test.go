@@ -18,7 +18,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluice-rl/sluice/internal/fastproxy"
-	"github.com/sluice-rl/sluice/policy"
 )
 
 // TestMain checks that no goroutine outlives the tests but fasthttp's own
@@ -98,6 +97,7 @@ type stand struct {
 	body  time.Duration // the body timeout
 	mu    sync.Mutex
 	outs  []fastproxy.Outcome
+	done  func(error) // Serve's (nil: none); set with mu held
 }
 
 type standOptions struct {
@@ -111,7 +111,7 @@ func startStand(t *testing.T, up *url.URL, o standOptions) *stand {
 	t.Helper()
 	s := &stand{proxy: fastproxy.New(up, or(o.upstreamTimeout, 10*time.Second)), fwd: o.fwd,
 		body: or(o.bodyTimeout, 10*time.Second)}
-	s.proxy.DropResponse = func(name string) bool { return name == "Sluice-Loop-Mark" }
+	s.proxy.StripResponse = []string{"Sluice-Loop-Mark"}
 	srv := fastproxy.NewServer(s.handle, fastproxy.Timeouts{ReadHeader: or(o.headerTimeout, 10*time.Second),
 		Idle: 10 * time.Second}, quiet{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -150,7 +150,10 @@ func (s *stand) handle(ctx *fasthttp.RequestCtx) {
 	fastproxy.SetBodyDeadline(ctx, start.Add(s.body))
 	fwd := s.fwd
 	fwd.Peer = ctx.RemoteAddr().(*net.TCPAddr).AddrPort().Addr()
-	out, _ := s.proxy.Serve(ctx, &fwd, fastproxy.NewBody(ctx, start, start.Add(s.body)), nil)
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	out, _ := s.proxy.Serve(ctx, &fwd, fastproxy.NewBody(ctx, start, start.Add(s.body)), done)
 	s.mu.Lock()
 	s.outs = append(s.outs, out)
 	s.mu.Unlock()
@@ -220,7 +223,7 @@ func statuses(rs []reply) []int {
 }
 
 // xff is a Forwarding reading callers from X-Forwarded-For.
-var xff = fastproxy.Forwarding{Header: policy.XForwardedFor}
+var xff = fastproxy.Forwarding{}
 
 func dial(t *testing.T, s *stand) net.Conn {
 	t.Helper()

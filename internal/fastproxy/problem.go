@@ -3,15 +3,15 @@ package fastproxy
 import (
 	"github.com/valyala/fasthttp"
 
-	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/internal/problem"
 )
 
 // WriteProblem answers ctx with an RFC 9457 application/problem+json body
-// (decision.AppendProblem, the body every front writes) and
+// (internal/problem, the body every front writes) and
 // Cache-Control: no-store, as httplimit.WriteProblem does on net/http.
 // Headers already set on the response are kept.
 func WriteProblem(ctx *fasthttp.RequestCtx, status int, detail string) {
-	b := decision.AppendProblem(make([]byte, 0, 128), status, fasthttp.StatusMessage(status), detail)
+	b := problem.Append(make([]byte, 0, 128), status, fasthttp.StatusMessage(status), detail)
 	ctx.Response.ResetBody()
 	ctx.SetStatusCode(status)
 	ctx.Response.Header.SetContentType("application/problem+json")

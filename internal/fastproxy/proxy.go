@@ -21,12 +21,10 @@ type Proxy struct {
 	addr    string        // host:port, for Dial
 	tls     bool          // https
 	timeout time.Duration // the upstream timeout
-	// BodyFailed, if set, is told when an answer's body could not be
-	// copied to the end: the upstream broke it off, or the caller went.
-	BodyFailed func(err error)
-	// DropResponse reports whether a field of the upstream's answer must
-	// not reach the caller (nil: none but the hop-by-hop fields).
-	DropResponse func(name string) bool
+	// StripResponse are fields of the upstream's answer that must not
+	// reach the caller, in any spelling an upstream reads as the same
+	// (httpname.SameHeader); nil: none but the hop-by-hop fields.
+	StripResponse []string
 }
 
 // New returns a Proxy to the upstream at u (http or https; its path and
@@ -70,9 +68,11 @@ const (
 // ctx.Response: status and fields at once, the body as a stream the
 // server copies after the handler returns. When Answered, done (nil:
 // none) runs once that copy has ended, or before Serve returns when there
-// is no body to copy; otherwise it never runs. err is what failed, nil
-// when Answered. The body is sent by the time Serve returns.
-func (p *Proxy) Serve(ctx *fasthttp.RequestCtx, f *Forwarding, body *Body, done func()) (Outcome, error) {
+// is no body to copy, told why the copy stopped short (the upstream broke
+// the body off, or the caller went; nil: the whole body went); otherwise
+// it never runs. done is the one call back a request makes. err is what
+// failed, nil when Answered. The body is sent by the time Serve returns.
+func (p *Proxy) Serve(ctx *fasthttp.RequestCtx, f *Forwarding, body *Body, done func(error)) (Outcome, error) {
 	req := fasthttp.AcquireRequest()
 	f.Build(&ctx.Request.Header, &req.Header, ctx.IsTLS())
 	if len(req.Header.Host()) == 0 { // HTTP/1.0 without Host: the upstream's, as net/http's ReverseProxy sends
@@ -100,8 +100,8 @@ func (p *Proxy) Serve(ctx *fasthttp.RequestCtx, f *Forwarding, body *Body, done 
 
 // answer puts resp on ctx.Response; resp is released once its body has
 // gone to the caller.
-func (p *Proxy) answer(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, done func()) {
-	CopyResponse(&resp.Header, &ctx.Response.Header, p.DropResponse)
+func (p *Proxy) answer(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, done func(error)) {
+	CopyResponse(&resp.Header, &ctx.Response.Header, p.StripResponse)
 	n := resp.Header.ContentLength()
 	st := resp.BodyStream()
 	if ctx.IsHead() || st == nil {
@@ -113,7 +113,7 @@ func (p *Proxy) answer(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, done f
 		}
 		fasthttp.ReleaseResponse(resp)
 		if done != nil {
-			done()
+			done(nil)
 		}
 		return
 	}
@@ -121,7 +121,7 @@ func (p *Proxy) answer(ctx *fasthttp.RequestCtx, resp *fasthttp.Response, done f
 		n = -1 // chunked to the caller, whatever the upstream framed it with
 	}
 	b := bodies.Get().(*upstreamBody)
-	b.resp, b.done, b.failed = resp, done, p.BodyFailed
+	b.resp, b.done = resp, done
 	if n >= 0 && n <= smallBody && b.readSmall(st, n) {
 		ctx.Response.SetBody(b.small[:n])
 		_ = b.CloseWithError(nil)
@@ -147,9 +147,8 @@ var bodies = sync.Pool{New: func() any { return new(upstreamBody) }}
 // no Close: the server would call both, and the second would find it
 // recycled), which releases the response and its connection.
 type upstreamBody struct {
-	resp   *fasthttp.Response
-	done   func()
-	failed func(error)
+	resp *fasthttp.Response
+	done func(error)
 	// A small body is read whole into small. When the upstream broke it
 	// off, the answer streams as a large one would: pre, what came, then
 	// err, why the rest did not.
@@ -195,16 +194,13 @@ func (b *upstreamBody) Read(p []byte) (int, error) {
 // CloseWithError ends the copy; err is why it stopped before the end (nil:
 // it ended).
 func (b *upstreamBody) CloseWithError(err error) error {
-	resp, done, failed := b.resp, b.done, b.failed
-	b.resp, b.done, b.failed, b.pre, b.err = nil, nil, nil, nil, nil
+	resp, done := b.resp, b.done
+	b.resp, b.done, b.pre, b.err = nil, nil, nil, nil
 	bodies.Put(b)
-	if err != nil && failed != nil {
-		failed(err)
-	}
 	_ = resp.CloseBodyStream()
 	fasthttp.ReleaseResponse(resp)
 	if done != nil {
-		done()
+		done(err)
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/internal/httpname"
 )
 
 // Refuse reports whether the request h heads must be refused although
@@ -36,7 +36,7 @@ import (
 //     whose authority names another host than Host, or holds a user
 //     ("http://u@a.example/"): an origin server reads the authority and
 //     ignores Host (RFC 9112 section 3.2.2), an upstream behind a proxy
-//     may read Host; rules match the one host both name (policy.CleanHost
+//     may read Host; rules match the one host both name (httpname.CleanHost
 //     of either: case, port and one trailing dot aside): 400;
 //   - a header block whose end is a bare LF (its empty line, or the
 //     line before it), which fasthttp reads only when a CRLF CRLF came
@@ -105,9 +105,9 @@ func authorityProblem(h *fasthttp.RequestHeader) string {
 	if host == "" {
 		return ""
 	}
-	a, errA := policy.CleanHost(authority)
-	b, errB := policy.CleanHost(host)
-	if errA != nil || errB != nil {
+	a, whyA := httpname.CleanHost(authority)
+	b, whyB := httpname.CleanHost(host)
+	if whyA != "" || whyB != "" {
 		a, b = strings.ToLower(authority), strings.ToLower(host)
 	}
 	if a != b {

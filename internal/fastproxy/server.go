@@ -8,6 +8,17 @@
 // Tunnel.Splice). It decides
 // nothing about limits: the gateway asks the decision core first and hands
 // a passed request to Proxy.Serve.
+//
+// It is a leaf: it imports the standard library, fasthttp and two internal
+// packages that import no sluice package (internal/httpname: the
+// hop-by-hop fields, header names an upstream reads as one, the clean
+// host; internal/problem: the problem+json body), never the policy or the
+// decision core. What it needs of them is handed in as plain values
+// (Forwarding: the peer, whether it is trusted, which forwarding header is
+// read, the fields removed, stripped, kept and set; Proxy.StripResponse),
+// so that a request served calls back into the gateway once, when its
+// answer has gone (Serve's and Upgrade's done, told why a body broke off),
+// however many fields it has. TestLeaf holds it to the imports.
 package fastproxy
 
 import (

@@ -55,7 +55,8 @@ func TestAnswerBodiesKeepConnection(t *testing.T) {
 
 // TestSmallBodyBrokenOff: an upstream that breaks off a small body of
 // known length: the caller's connection closes without a whole answer (a
-// streamed body that breaks off does the same), and the gateway is told.
+// streamed body that breaks off does the same), and the gateway is told
+// why, in Serve's done.
 func TestSmallBodyBrokenOff(t *testing.T) {
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "100")
@@ -67,7 +68,9 @@ func TestSmallBodyBrokenOff(t *testing.T) {
 	})
 	s := startStand(t, mustURL(t, up.URL), standOptions{fwd: xff})
 	failed := make(chan error, 1)
-	s.proxy.BodyFailed = func(err error) { failed <- err }
+	s.mu.Lock()
+	s.done = func(err error) { failed <- err }
+	s.mu.Unlock()
 	c := dial(t, s)
 	if _, err := io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
@@ -79,7 +82,7 @@ func TestSmallBodyBrokenOff(t *testing.T) {
 		}
 	}
 	if err := <-failed; err == nil {
-		t.Error("BodyFailed told nil")
+		t.Error("done told nil")
 	}
 	if got := s.outcomes(); len(got) != 1 || got[0] != fastproxy.Answered {
 		t.Errorf("outcomes %v, want [Answered]", got)

@@ -102,7 +102,7 @@ func newTunnel(up net.Conn, r *bufio.Reader, head []byte) *Tunnel {
 // its body has gone; the connection is closed then). Otherwise it answers
 // 502 or 504 as Serve does.
 func (p *Proxy) Upgrade(ctx *fasthttp.RequestCtx, f *Forwarding, proto []byte, opened func(net.Conn) bool,
-	done func()) (*Tunnel, Outcome, error) {
+	done func(error)) (*Tunnel, Outcome, error) {
 	up, err := p.dial()
 	if err == nil && opened != nil && !opened(up) {
 		_ = up.Close()
@@ -133,10 +133,10 @@ func (p *Proxy) Upgrade(ctx *fasthttp.RequestCtx, f *Forwarding, proto []byte, o
 		return nil, upgradeFailed(ctx, err), err
 	}
 	if resp.StatusCode() != fasthttp.StatusSwitchingProtocols {
-		p.answer(ctx, resp, func() {
+		p.answer(ctx, resp, func(err error) {
 			_ = up.Close()
 			if done != nil {
-				done()
+				done(err)
 			}
 		})
 		return nil, Answered, nil
@@ -148,7 +148,7 @@ func (p *Proxy) Upgrade(ctx *fasthttp.RequestCtx, f *Forwarding, proto []byte, o
 		WriteProblem(ctx, fasthttp.StatusBadGateway, "the upstream service switched to a protocol the request did not ask for")
 		return nil, UpstreamFailed, errors.New("fastproxy: upstream switched to " + string(got) + ", not " + string(proto))
 	}
-	return newTunnel(up, r, switchingHead(&resp.Header, &ctx.Response.Header, p.DropResponse)), Answered, nil
+	return newTunnel(up, r, switchingHead(&resp.Header, &ctx.Response.Header, p.StripResponse)), Answered, nil
 }
 
 // upgradeFailed answers an upgrade the upstream did not answer.
@@ -162,15 +162,15 @@ func upgradeFailed(ctx *fasthttp.RequestCtx, err error) Outcome {
 }
 
 // switchingHead writes the 101 that goes to the caller: the upstream's
-// fields but the hop-by-hop ones (and those drop refuses), the fields
+// fields but the hop-by-hop ones (and those strip names), the fields
 // already on the caller's answer (own: the decision's RateLimit fields),
 // then Connection: Upgrade and the upstream's Upgrade.
-func switchingHead(in, own *fasthttp.ResponseHeader, drop func(string) bool) []byte {
+func switchingHead(in, own *fasthttp.ResponseHeader, strip []string) []byte {
 	b := append([]byte(nil), "HTTP/1.1 101 Switching Protocols\r\n"...)
 	in.SetNoDefaultContentType(true) // a 101 has no Content-Type: All would list fasthttp's default
 	conn := responseConnNames(in)
 	for k, v := range in.All() {
-		if name := b2s(k); connectionField(name) || conn.has(k) || (drop != nil && drop(name)) {
+		if name := b2s(k); connectionField(name) || conn.has(k) || respells(name, strip) {
 			continue
 		}
 		b = append(append(append(append(b, k...), ": "...), v...), "\r\n"...)

@@ -1,4 +1,4 @@
-package decision
+package problem
 
 import (
 	"encoding/json"
@@ -13,10 +13,10 @@ func FuzzProblemJSON(f *testing.F) {
 	f.Add("\x00\"\\<>&\u2028\xff", "a\"b", "https://x/#y")
 	f.Add("\xff\xfe", "0", "") // two invalid bytes: two U+FFFD
 	f.Fuzz(func(t *testing.T, detail, policy, typ string) {
-		p := problem{Type: typ, Title: "Too Many Requests", Status: 429, Detail: []byte(detail), ViolatedPolicies: []string{policy, "x"}}
+		p := Problem{Type: typ, Title: "Too Many Requests", Status: 429, Detail: []byte(detail), ViolatedPolicies: []string{policy, "x"}}
 		var got map[string]any
-		if err := json.Unmarshal(p.appendJSON(nil), &got); err != nil {
-			t.Fatalf("invalid JSON %q: %v", p.appendJSON(nil), err)
+		if err := json.Unmarshal(p.AppendJSON(nil), &got); err != nil {
+			t.Fatalf("invalid JSON %q: %v", p.AppendJSON(nil), err)
 		}
 		valid := func(s string) string { // each invalid byte becomes U+FFFD, as encoding/json does
 			var b strings.Builder
