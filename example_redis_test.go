@@ -8,7 +8,7 @@ import (
 
 	"github.com/sluice-rl/sluice"
 	"github.com/sluice-rl/sluice/limiter"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 // One budget for a fleet: every instance limits on the same Redis, under
@@ -16,7 +16,7 @@ import (
 // 127.0.0.1:6379, so it is compiled, not run.)
 func Example_redis() {
 	ctx := context.Background()
-	st, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{"127.0.0.1:6379"}})
+	st, err := redis.New(ctx, redis.Options{Addrs: []string{"127.0.0.1:6379"}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/memory"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 // keyedLimits are the limits of the keyed-API tests: 2 an hour per key,
@@ -33,7 +33,7 @@ func TestKeyedMemory(t *testing.T) {
 
 func TestKeyedRedis(t *testing.T) {
 	srv := redistest.StartServer(t)
-	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}, Prefix: redistest.KeyPrefix(t), Timeout: 5 * time.Second})
+	st, err := redis.New(context.Background(), redis.Options{Addrs: []string{srv.Addr}, Prefix: redistest.KeyPrefix(t), Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

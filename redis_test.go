@@ -10,7 +10,7 @@ import (
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/limiter"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 // Two limiters on two Redis stores, as two instances: they share one
@@ -21,7 +21,7 @@ func TestRedisSharedOnRedisTime(t *testing.T) {
 	prefix := redistest.KeyPrefix(t)
 	skewed := clock.NewFake(time.Date(2090, 1, 1, 0, 0, 0, 0, time.UTC))
 	open := func() *sluice.Limiter {
-		st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{srv.Addr}, Prefix: prefix, Timeout: 5 * time.Second})
+		st, err := redis.New(context.Background(), redis.Options{Addrs: []string{srv.Addr}, Prefix: prefix, Timeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,7 @@
 // of golang.org/x/time/rate (Allow, AllowN, Wait, Reserve) over any store:
 // a limit counted per key (a caller, a tenant, a partner's API), in this
 // process (the memory store, the default) or shared by every instance in
-// Redis (store/redisstore, or config/storeopen from a configuration's
+// Redis (store/redis, or config/storeopen from a configuration's
 // settings).
 //
 //	lim := sluice.New(limiter.MustNew(limiter.GCRA, 100, time.Minute, 20), sluice.Options{})

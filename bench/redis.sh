@@ -5,7 +5,7 @@
 #
 #   floor   a trivial INCR+PEXPIRE Lua script through rueidis, 64 callers:
 #           the most decisions per second one script per decision allows
-#   hot     store/redisstore (Redis TIME), 64 callers on one key, gcra with a
+#   hot     store/redis (Redis TIME), 64 callers on one key, gcra with a
 #           rate so high that every decision is allowed and writes
 #   keys    the same on 100,000 keys
 #

@@ -24,7 +24,7 @@ type Outbound struct {
 	// with a *WaitError).
 	Limit limiter.Limit
 	// Store decides the rate, required with Limit: a memory store
-	// (store/memory) for one process, a Redis store (store/redisstore) for
+	// (store/memory) for one process, a Redis store (store/redis) for
 	// a fleet of workers that share one budget toward the dependency. A
 	// store error fails the request (store/failover chooses otherwise).
 	Store store.Store
@@ -63,7 +63,7 @@ type outbound struct {
 
 func newOutbound(o Outbound, clk clock.Clock, maxWait time.Duration) (*outbound, error) {
 	if !o.Limit.IsZero() && o.Store == nil {
-		return nil, errors.New("client: Outbound.Limit needs a Store (store/memory for one process, store/redisstore for a fleet)")
+		return nil, errors.New("client: Outbound.Limit needs a Store (store/memory for one process, store/redis for a fleet)")
 	}
 	if o.MaxInFlight < 0 || o.MinInFlight < 0 || o.MinInFlight > o.MaxInFlight || o.LatencyTarget < 0 {
 		return nil, fmt.Errorf("client: Outbound.MaxInFlight %d, MinInFlight %d, LatencyTarget %v: want 0 <= MinInFlight <= MaxInFlight and a target of 0 or more",

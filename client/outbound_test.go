@@ -13,7 +13,7 @@ import (
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store/memory"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 func mustLimit(t *testing.T, alg limiter.Algorithm, rate int64, period time.Duration, burst int64) limiter.Limit {
@@ -50,7 +50,7 @@ func TestOutboundRate(t *testing.T) {
 // passing during the test would refill it.)
 func TestOutboundRateSharedInRedis(t *testing.T) {
 	rs := redistest.StartServer(t)
-	st, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{rs.Addr}, Prefix: redistest.KeyPrefix(t), Timeout: 2 * time.Second})
+	st, err := redis.New(context.Background(), redis.Options{Addrs: []string{rs.Addr}, Prefix: redistest.KeyPrefix(t), Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

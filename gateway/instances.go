@@ -17,7 +17,7 @@ import (
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store/failover"
 	"github.com/sluice-rl/sluice/store/gossip"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 // StoreInfo is the store as the overview and explain show it: where the
@@ -120,8 +120,8 @@ type InstanceInfo struct {
 // announcer is the Redis store's instance heartbeat, as the failover
 // store's Shared store has it.
 type announcer interface {
-	Announce(ctx context.Context, inst redisstore.Instance, ttl time.Duration) error
-	Instances(ctx context.Context) ([]redisstore.Instance, error)
+	Announce(ctx context.Context, inst redis.Instance, ttl time.Duration) error
+	Instances(ctx context.Context) ([]redis.Instance, error)
 }
 
 // heartbeat returns the store's heartbeat, if it has one.
@@ -187,7 +187,7 @@ func (g *Gateway) announce(ctx context.Context, hb announcer, tick clock.Ticker)
 	defer tick.Stop()
 	for {
 		self := g.self()
-		_ = hb.Announce(ctx, redisstore.Instance{ID: self.ID, Version: self.Version, Rules: self.Rules, Runtime: self.Runtime}, announceTTL)
+		_ = hb.Announce(ctx, redis.Instance{ID: self.ID, Version: self.Version, Rules: self.Rules, Runtime: self.Runtime}, announceTTL)
 		select {
 		case <-ctx.Done():
 			return

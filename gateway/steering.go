@@ -21,7 +21,7 @@ import (
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/steering"
 	"github.com/sluice-rl/sluice/store/failover"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 // The operators' run-time changes (package steering): overrides and blocks
@@ -491,7 +491,7 @@ func LoadRuntime(ctx context.Context, cfg *config.File) (steering.State, error) 
 		st, _, err := steering.NewFileBackend(cmp.Or(cfg.Runtime.File, config.DefaultRuntimeFile(cfg.Path)), nil).Load(ctx)
 		return st, err
 	}
-	rs, err := redisstore.New(ctx, storeopen.RedisOptions(cfg.Store))
+	rs, err := redis.New(ctx, storeopen.RedisOptions(cfg.Store))
 	if err != nil {
 		return steering.State{}, err
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/failover"
 	"github.com/sluice-rl/sluice/store/gossip"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 // openStore opens the store the configuration describes (storeopen.Open),
@@ -32,7 +32,7 @@ func openStore(ctx context.Context, cfg *config.File, clk clock.Clock, m *metric
 	}
 	if fs, ok := st.(*failover.Store); ok {
 		m.registerFailover(fs)
-		if g, ok := fs.Shared().(interface{ GrantStats() *redisstore.GrantStats }); ok && cfg.Store.Redis.Lease.Max > 0 {
+		if g, ok := fs.Shared().(interface{ GrantStats() *redis.GrantStats }); ok && cfg.Store.Redis.Lease.Max > 0 {
 			m.registerLeases(g.GrantStats())
 		}
 	}
@@ -71,7 +71,7 @@ func (m *metrics) registerFailover(fs *failover.Store) {
 
 // registerLeases exports the counters of leased quota (store.redis.lease:
 // the Redis store's quota grants).
-func (m *metrics) registerLeases(g *redisstore.GrantStats) {
+func (m *metrics) registerLeases(g *redis.GrantStats) {
 	counter := func(name, help string, read func() int64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(read()) })
 	}

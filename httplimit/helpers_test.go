@@ -21,7 +21,7 @@ import (
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/store"
 	"github.com/sluice-rl/sluice/store/memory"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -367,11 +367,11 @@ func byIP(n int64) policy.Policy {
 // newRedisStore returns a Redis store on the server at addr, with a key
 // prefix of its own and the caller's clock (CallerTime), closed when the
 // test ends. Its Timeout is an upper bound for a loaded machine.
-func newRedisStore(t *testing.T, addr string) *redisstore.Store {
+func newRedisStore(t *testing.T, addr string) *redis.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}, Prefix: redistest.KeyPrefix(t),
+	s, err := redis.New(ctx, redis.Options{Addrs: []string{addr}, Prefix: redistest.KeyPrefix(t),
 		CallerTime: true, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 )
 
 // TestMain checks for leaked goroutines; rueidis's cluster client leaves
-// one sleeping out a topology refresh after Close, as in redisstore's tests.
+// one sleeping out a topology refresh after Close, as in store/redis's tests.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"))
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/clock"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 // Backend is where the State is kept: a file for one instance, Redis for
@@ -169,15 +169,15 @@ func (f *FileBackend) Watch(func()) func() { return func() {} }
 func (f *FileBackend) Shared() bool { return false }
 
 // RedisStore is what RedisBackend needs of a Redis store: the steering
-// document's commands of *redisstore.Store (and of what wraps it).
+// document's commands of *redis.Store (and of what wraps it).
 type RedisStore interface {
-	LoadSteering(ctx context.Context) (redisstore.SteeringDoc, error)
+	LoadSteering(ctx context.Context) (redis.SteeringDoc, error)
 	CommitSteering(ctx context.Context, prev, next uint64, doc []byte, audit [][]byte, keep int) (bool, error)
 	SteeringAudit(ctx context.Context, n int) ([][]byte, error)
 	WatchSteering(changed func()) (stop func())
 }
 
-// RedisBackend keeps the State in the Redis of a redisstore.Store, under
+// RedisBackend keeps the State in the Redis of a redis.Store, under
 // its prefix, for every instance sharing it.
 type RedisBackend struct{ s RedisStore }
 

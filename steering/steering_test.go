@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluice-rl/sluice/internal/redistest"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 func TestMain(m *testing.M) {
@@ -36,11 +36,11 @@ func backends(t *testing.T) map[string]func() Backend {
 	}
 }
 
-func openRedis(t *testing.T, addrs []string, prefix string) *redisstore.Store {
+func openRedis(t *testing.T, addrs []string, prefix string) *redis.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := redisstore.New(ctx, redisstore.Options{Addrs: addrs, Prefix: prefix, Timeout: 5 * time.Second})
+	s, err := redis.New(ctx, redis.Options{Addrs: addrs, Prefix: prefix, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

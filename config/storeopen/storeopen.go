@@ -27,7 +27,7 @@ import (
 	"github.com/sluice-rl/sluice/store/failover"
 	"github.com/sluice-rl/sluice/store/gossip"
 	"github.com/sluice-rl/sluice/store/memory"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 // Options are what the settings leave to the program. The zero value is
@@ -95,7 +95,7 @@ func openRedis(ctx context.Context, sc config.Store, opts Options) (store.Store,
 	// answers (the failover's circuit sends it only probes meanwhile).
 	ro := RedisOptions(sc)
 	ro.Lazy, ro.Clock = true, opts.Clock
-	rs, err := redisstore.New(ctx, ro)
+	rs, err := redis.New(ctx, ro)
 	if err != nil {
 		return nil, fmt.Errorf("storeopen: %w", err)
 	}
@@ -125,10 +125,10 @@ func openRedis(ctx context.Context, sc config.Store, opts Options) (store.Store,
 
 // RedisOptions are the options of a Redis store on sc.Redis: addresses,
 // credentials, timeout, prefix, TLS and leased quota (quota grants).
-func RedisOptions(sc config.Store) redisstore.Options {
-	ro := redisstore.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
+func RedisOptions(sc config.Store) redis.Options {
+	ro := redis.Options{Addrs: sc.Redis.Addrs, Username: sc.Redis.Username, Password: sc.Redis.Password,
 		Timeout: sc.Redis.Timeout, Prefix: sc.Redis.Prefix,
-		Grant: redisstore.GrantOptions{Max: sc.Redis.Lease.Max, TTL: sc.Redis.Lease.TTL}}
+		Grant: redis.GrantOptions{Max: sc.Redis.Lease.Max, TTL: sc.Redis.Lease.TTL}}
 	if sc.Redis.TLS {
 		ro.TLS = TLSConfig(sc.Redis.TLSOptions)
 	}
@@ -169,7 +169,7 @@ func memoryOptions(sc config.Store, opts Options) memory.Options {
 // failover store still finds every interface the Redis store implements
 // (leases, settling, cancelling).
 type timedRedis struct {
-	*redisstore.Store
+	*redis.Store
 	observe func(time.Duration)
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/internal/testcert"
 	"github.com/sluice-rl/sluice/store"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 // freePort is a loopback port free a moment ago, for the TLS port.
@@ -54,7 +54,7 @@ func TestRedisTLS(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		st, err := redisstore.New(ctx, storeopen.RedisOptions(storeFor(tls)))
+		st, err := redis.New(ctx, storeopen.RedisOptions(storeFor(tls)))
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // A gateway started while Redis is down. Today gateway.New refuses to start
-// (store/redisstore.New fails when no address answers): the operator learns at
+// (store/redis.New fails when no address answers): the operator learns at
 // once, but an instance restarted during a Redis outage stays down instead
 // of serving by its on_failure policy until Redis is back. The test holds
 // the gateway to either behaviour: fail fast naming the Redis address, or

@@ -62,7 +62,7 @@ func TestCancelGoesToTheCountingStore(t *testing.T) {
 	}
 }
 
-// Cancel makes the stand-in a store.Canceler, as store/redisstore is.
+// Cancel makes the stand-in a store.Canceler, as store/redis is.
 func (s *sharedStore) Cancel(ctx context.Context, key store.Key, l limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
 	if s.down.Load() {
 		return false, errDown

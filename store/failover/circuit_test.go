@@ -142,7 +142,7 @@ func TestOneProbeAtATime(t *testing.T) {
 	}
 }
 
-// store/redisstore reports a failed request in its Result, not as DecideEach's
+// store/redis reports a failed request in its Result, not as DecideEach's
 // error (it only returns store.ErrClosed there). Those failures must count
 // for the circuit and go to the failure policy like any other.
 func TestFailuresReportedPerResultOpenTheCircuit(t *testing.T) {

@@ -34,7 +34,7 @@ type sharedStore struct {
 	allCalls atomic.Int64 // DecideAll calls
 	asked    atomic.Int64 // requests in them
 	down     atomic.Bool  // fail every call
-	// perResult makes a failure come back as store/redisstore reports one: a
+	// perResult makes a failure come back as store/redis reports one: a
 	// nil error and every Result carrying its Err.
 	perResult atomic.Bool
 }

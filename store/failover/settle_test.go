@@ -12,7 +12,7 @@ import (
 	"github.com/sluice-rl/sluice/store/memory"
 )
 
-// Settle makes the stand-in a store.Settler, as store/redisstore is.
+// Settle makes the stand-in a store.Settler, as store/redis is.
 func (s *sharedStore) Settle(ctx context.Context, key store.Key, l limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
 	if s.down.Load() {
 		return limiter.Decision{}, errDown

@@ -1,7 +1,7 @@
 // Package memory is sluice's embedded store: the state of every key in this
 // process's memory, bounded in size, safe for concurrent use. It is the
 // default store, and the right one for a single instance; several instances
-// each counting on their own need store/redisstore to share one count.
+// each counting on their own need store/redis to share one count.
 //
 // # Sharding
 //

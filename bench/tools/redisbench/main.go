@@ -8,7 +8,7 @@
 //
 //	floor  a trivial Lua script (INCR and PEXPIRE of one key) through
 //	       rueidis, the most a script per decision can do on this machine
-//	hot    sluice's Redis store (store/redisstore, Redis TIME), every caller on
+//	hot    sluice's Redis store (store/redis, Redis TIME), every caller on
 //	       one key, gcra with a rate so high that every decision is allowed
 //	       and writes
 //	keys   the same spread over -keys keys (default 100,000)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
-	"github.com/sluice-rl/sluice/store/redisstore"
+	"github.com/sluice-rl/sluice/store/redis"
 )
 
 // workload is one mode's decision and what to release after.
@@ -68,7 +68,7 @@ func openFloor(ctx context.Context, cfg config) (workload, error) {
 // openStore decides with sluice's Redis store, reading Redis TIME, on one
 // key (hot) or cfg.keys keys, named as the gateway names a client's key.
 func openStore(ctx context.Context, cfg config) (workload, error) {
-	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{cfg.addr}, Prefix: "redisbench:"})
+	s, err := redis.New(ctx, redis.Options{Addrs: []string{cfg.addr}, Prefix: "redisbench:"})
 	if err != nil {
 		return workload{}, err
 	}
