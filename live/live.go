@@ -118,7 +118,7 @@ func (l *Live) Observe(now time.Time, rep *decision.Report) {
 		}
 		var h uint64
 		if r.Key != (store.Key{}) {
-			h = maphash.String(l.seed, r.Key.Group) ^ maphash.String(l.seed, r.Key.Rule)<<1 ^ maphash.String(l.seed, r.Key.Rest)<<2
+			h = maphash.String(l.seed, r.Key.String())
 		}
 		rs.observe(t, rep, j, h)
 	}

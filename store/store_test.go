@@ -28,7 +28,8 @@ func TestKeyEncoding(t *testing.T) {
 		{NewKey("claims"), "6:claims"},
 		{GroupKey(Parts("client", "partner-a"), "claims", "gcra"), "@19:6:client9:partner-a6:claims4:gcra"},
 		{RawKey("rls:x"), "rls:x"},
-		{Key{Rule: "a", Rest: Parts(string(make([]byte, 12)))}, "1:a12:" + string(make([]byte, 12))},
+		{NewKey("a", string(make([]byte, 12))), "1:a12:" + string(make([]byte, 12))},
+		{Key{Group: "g", Rule: "r"}, "@1:g1:r"}, // a literal
 	} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("%+v.String() = %q, want %q", c.k, got, c.want)
@@ -92,7 +93,11 @@ func FuzzWireRoundTrip(f *testing.F) {
 	f.Add("6:client1:a", "claims", "4:gcra", true, "1:x")
 	f.Add("", "", "raw", false, "")
 	f.Fuzz(func(t *testing.T, g, r, rest string, listed bool, junk string) {
-		k := Key{Group: g, Rule: r, Rest: rest, Listed: listed}
+		k := build(g, r, nil, rest)
+		if g == "" && r == "" {
+			k = RawKey(rest)
+		}
+		k.Listed = listed
 		if got, ok := ParseWire(k.Wire()); !ok || got != k {
 			t.Fatalf("ParseWire(%q) = %+v, %v; want %+v", k.Wire(), got, ok, k)
 		}

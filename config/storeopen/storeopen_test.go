@@ -47,7 +47,9 @@ func TestOpenMemory(t *testing.T) {
 		if !ok {
 			t.Fatalf("type %q: %T, want *memory.Store", typ, st)
 		}
-		for _, key := range []store.Key{store.RawKey("a"), {Rest: "listed", Listed: true}} {
+		listed := store.RawKey("listed")
+		listed.Listed = true
+		for _, key := range []store.Key{store.RawKey("a"), listed} {
 			if d, err := mem.Decide(context.Background(), key, onePerMinute, time.Now(), 1); err != nil || !d.Allowed {
 				t.Fatalf("type %q: first request on %s: %+v, %v", typ, key, d, err)
 			}

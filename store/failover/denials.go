@@ -58,7 +58,7 @@ func newDenials(maxEntries int) *denials {
 }
 
 func (ds *denials) shard(key store.Key) *denialShard {
-	h := maphash.String(ds.seed, key.Group) ^ maphash.String(ds.seed, key.Rule)<<1 ^ maphash.String(ds.seed, key.Rest)<<2
+	h := maphash.String(ds.seed, key.String())
 	return &ds.shards[h%uint64(len(ds.shards))]
 }
 

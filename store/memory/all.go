@@ -5,7 +5,6 @@ import (
 	"hash/maphash"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
@@ -22,7 +21,7 @@ const smallAll = 4
 // room (full).
 type pending struct {
 	h   uint64
-	key string // the key's encoding, a view of DecideAll's buffer
+	key string // the key's encoding
 	st  limiter.State
 	// orig is the state the store holds for the key, before any request
 	// of the call, under the limit from (nil: none), for a look; first
@@ -57,16 +56,8 @@ func (s *Store) DecideAll(_ context.Context, dst []store.Result, reqs []store.Re
 	} else {
 		p = make([]pending, len(reqs))
 	}
-	// The keys' encodings, views of buf (or of the heap, past it), which
-	// nothing keeps: bytes once written are never written again.
-	var buf [smallAll * keyBuf / 2]byte
-	b := buf[:0]
 	for i := range reqs {
-		start := len(b)
-		b = reqs[i].Key.Append(b)
-		if len(b) > start {
-			p[i].key = unsafe.String(&b[start], len(b)-start)
-		}
+		p[i].key = reqs[i].Key.String()
 		p[i].h = maphash.String(s.seed, p[i].key)
 	}
 	var order [smallAll]uint64

@@ -18,8 +18,7 @@ var _ store.Canceler = (*Store)(nil)
 // its state needs only keeps it a little longer. It returns
 // store.ErrClosed after Close.
 func (s *Store) Cancel(_ context.Context, k store.Key, limit limiter.Limit, r limiter.Reservation, cost int64) (bool, error) {
-	var buf [keyBuf]byte
-	key := encode(&buf, &k)
+	key := k.String()
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()

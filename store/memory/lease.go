@@ -91,11 +91,10 @@ func (s *Store) Acquire(_ context.Context, key store.Key, limit store.Concurrenc
 		return limit.Decide(0, cost), nil
 	}
 	t := limiter.UnixMicro(now)
-	var buf [keyBuf]byte
-	d, held, ok := s.acquireOn(&key, encode(&buf, &key), limit, t, cost, 0, key.Listed)
+	d, held, ok := s.acquireOn(&key, key.String(), limit, t, cost, 0, key.Listed)
 	if !ok {
 		over := leaseOverflowKey(key.Rule, limit)
-		d, _, _ = s.acquireOn(&over, over.Rest, limit, t, cost, held, true)
+		d, _, _ = s.acquireOn(&over, over.String(), limit, t, cost, held, true)
 	}
 	return d, nil
 }
@@ -150,8 +149,7 @@ func (s *Store) Release(_ context.Context, lease store.Lease, now time.Time) err
 	if lease.IsZero() || err != nil {
 		return nil
 	}
-	var buf [keyBuf]byte
-	key := encode(&buf, &lease.Key)
+	key := lease.Key.String()
 	sh := s.leaseShard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -178,8 +176,7 @@ func (s *Store) Renew(_ context.Context, leases []store.Lease, now time.Time) ([
 		if l.IsZero() || err != nil {
 			continue
 		}
-		var buf [keyBuf]byte
-		key := encode(&buf, &l.Key)
+		key := l.Key.String()
 		sh := s.leaseShard(key)
 		sh.mu.Lock()
 		if k := sh.keys[key]; k != nil {

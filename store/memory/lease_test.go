@@ -44,7 +44,8 @@ func (s *Store) leaseCounts() (plain, reserved int) {
 func TestLeaseFloodLiftsNoLimit(t *testing.T) {
 	const maxKeys = 64
 	s := newTest(t, Options{MaxKeys: maxKeys, Shards: 1})
-	vip := store.Key{Rule: "r", Rest: store.Parts("vip"), Listed: true}
+	vip := store.NewKey("r", "vip")
+	vip.Listed = true
 	limit := store.Concurrency{Max: 2, TTL: 10 * time.Second}
 	acquire := func(key store.Key, now time.Time) store.LeaseDecision {
 		t.Helper()

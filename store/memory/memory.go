@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/limiter"
@@ -188,21 +187,8 @@ func (o Options) withDefaults() Options {
 // store.ErrClosed after Close. The context is not consulted: a decision
 // does no I/O and waits only for the shard's lock.
 func (s *Store) Decide(_ context.Context, key store.Key, limit limiter.Limit, now time.Time, cost int64) (d limiter.Decision, err error) {
-	_, err = s.decide(&key, &limit, now, cost, &d)
+	_, err = s.decide(key.String(), &key, &limit, now, cost, &d)
 	return d, err
-}
-
-// keyBuf is how long a key's encoding may be and still be written where
-// its decision runs, on the stack: longer ones are encoded on the heap.
-const keyBuf = 160
-
-// encode returns k's encoding (store.Key.Append), written into *buf when
-// it fits: a view of buf, which the store never keeps (a new key is
-// stored as a copy, table.insert), so that deciding a key allocates
-// nothing. buf must not be written again while the view is in use.
-func encode(buf *[keyBuf]byte, k *store.Key) string {
-	b := k.Append(buf[:0])
-	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // decide is Decide writing the decision to *d, which it overwrites, and
@@ -210,9 +196,7 @@ func encode(buf *[keyBuf]byte, k *store.Key) string {
 // Shared): Decide and DecideEach share it, the batch passing its
 // requests' limits and its results' decisions where they are instead of
 // copying each (72 bytes) in and out.
-func (s *Store) decide(k *store.Key, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) (shared bool, err error) {
-	var buf [keyBuf]byte
-	key := encode(&buf, k)
+func (s *Store) decide(key string, k *store.Key, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) (shared bool, err error) {
 	h := maphash.String(s.seed, key)
 	t := limiter.UnixMicro(now) // read once, for the decision and the expiry, before the lock
 	sh := &s.shards[h&s.mask]
@@ -294,7 +278,7 @@ func (s *Store) DecideEach(_ context.Context, dst []store.Result, reqs []store.R
 		r := &reqs[i]
 		dst = append(dst, store.Result{})
 		res := &dst[len(dst)-1]
-		shared, err := s.decide(&r.Key, &r.Limit, now, r.Cost, &res.Decision)
+		shared, err := s.decide(r.Key.String(), &r.Key, &r.Limit, now, r.Cost, &res.Decision)
 		switch {
 		case err == store.ErrClosed:
 			return dst[:n], err

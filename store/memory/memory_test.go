@@ -49,7 +49,11 @@ func (s *Store) has(k store.Key) bool {
 }
 
 // listedKey is the raw key s, Listed: a key the store keeps room for.
-func listedKey(s string) store.Key { return store.Key{Rest: s, Listed: true} }
+func listedKey(s string) store.Key {
+	k := store.RawKey(s)
+	k.Listed = true
+	return k
+}
 
 func mustDecide(t testing.TB, s *Store, key store.Key, l limiter.Limit, now time.Time) limiter.Decision {
 	t.Helper()

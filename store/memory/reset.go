@@ -15,8 +15,7 @@ var _ store.Resetter = (*Store)(nil)
 // shared by every such key of the rule. It returns store.ErrClosed after
 // Close.
 func (s *Store) Reset(_ context.Context, k store.Key) error {
-	var buf [keyBuf]byte
-	key := encode(&buf, &k)
+	key := k.String()
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()

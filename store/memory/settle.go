@@ -20,8 +20,7 @@ var _ store.Settler = (*Store)(nil)
 // look at it. A sliding_log's entries stand under any limit (as in Redis,
 // whose logs record none): its reservation is settled under the new one. It returns store.ErrClosed after Close.
 func (s *Store) Settle(_ context.Context, k store.Key, limit limiter.Limit, now time.Time, r limiter.Reservation, reserved, actual int64) (limiter.Decision, error) {
-	var buf [keyBuf]byte
-	key := encode(&buf, &k)
+	key := k.String()
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h&s.mask]
 	sh.mu.Lock()

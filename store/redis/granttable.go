@@ -96,7 +96,7 @@ func newGrantTable(opts GrantOptions) *grantTable {
 }
 
 func (g *grantTable) shard(key store.Key) *grantShard {
-	h := maphash.String(g.seed, key.Group) ^ maphash.String(g.seed, key.Rule)<<1 ^ maphash.String(g.seed, key.Rest)<<2
+	h := maphash.String(g.seed, key.String())
 	return &g.shards[h%grantShards]
 }
 
