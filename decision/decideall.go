@@ -10,8 +10,9 @@ import (
 // decideAll asks the store for every rule's decision. With one enforcing
 // rule that is one batch. With several, a request that one rule rejects
 // must spend nothing of the others: the store decides them all or nothing,
-// as one step of its own (store.AllOrNothing: the memory and Redis
-// stores), or else store.LookThenSpend does, in two or three batches.
+// as one step of its own (store.AllOrNothing: the memory, Redis and
+// gossip stores), or else store.LookThenSpend does, in two or three
+// batches.
 //
 // spent reports whether the allowed results spent their cost: false when
 // an enforcing rule's denial kept the others from spending (their results

@@ -39,8 +39,8 @@ type Store interface {
 
 // AllOrNothing is implemented by stores that decide the requests of one
 // HTTP request (one per matching rule) together, as one step that the
-// store owns: the memory store under its shards' locks, the Redis store in
-// one script call. A store that is not one is decided so by
+// store owns: the memory and gossip stores under their shards' locks, the
+// Redis store in one script call. A store that is not one is decided so by
 // LookThenSpend, in two or three batches and not atomically.
 type AllOrNothing interface {
 	// DecideAll decides reqs in turn (a key asked twice sees its first
@@ -68,9 +68,9 @@ type Result struct {
 	Decision limiter.Decision
 	Err      error
 	// Shared reports that the decision was made on a counter the key
-	// shares with other keys, not on its own: the memory store's overflow
-	// counter of the key's rule and limit, where the keys it has no room
-	// for count together. A denial then says that those keys spent the
+	// shares with other keys, not on its own: the memory or gossip
+	// store's overflow counter of the key's rule and limit, where the keys
+	// it has no room for count together. A denial then says that those keys spent the
 	// limit, not that this one did.
 	Shared bool
 }

@@ -101,8 +101,8 @@ type Store struct {
 	// one last acknowledged, is in sync again at its next message.
 	heard map[slotKey]uint64
 
-	// afterClosedCheck, set by tests only, runs in Decide once the closed
-	// flag is read: a Close may begin there.
+	// afterClosedCheck, set by tests only, runs in Decide and DecideAll
+	// once the closed flag is read: a Close may begin there.
 	afterClosedCheck func()
 	// label marks the goroutines of this instance's membership; linger
 	// bounds how long they outlive its Shutdown (waitMembership).
@@ -244,30 +244,44 @@ func (s *Store) Name() string { return s.name }
 // documentation. A limit of an algorithm other than fixed_window or
 // sliding_window is an error.
 func (s *Store) Decide(_ context.Context, key string, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	d, _, err := s.decideOne(key, l, now, cost)
+	return d, err
+}
+
+// decideOne is Decide, reporting whether the decision was made on the
+// overflow counter of key's rule (store.Result.Shared).
+func (s *Store) decideOne(key string, l limiter.Limit, now time.Time, cost int64) (d limiter.Decision, shared bool, err error) {
 	if s.closed.Load() {
-		return limiter.Decision{}, store.ErrClosed
+		return limiter.Decision{}, false, store.ErrClosed
 	}
 	if s.afterClosedCheck != nil {
 		s.afterClosedCheck()
 	}
 	if l.IsZero() || cost < 0 {
 		d, _ := limiter.Decide(l, limiter.State{}, now, cost)
-		return d, nil
+		return d, false, nil
 	}
 	if !Supported(l.Algorithm()) {
-		return limiter.Decision{}, fmt.Errorf("gossip store: %v is not kept by gossip (%s)", l.Algorithm(), SupportedNames)
+		return limiter.Decision{}, false, unsupported(l)
 	}
 	return s.decide(key, l, now, cost, false)
 }
 
-// DecideBatch decides each request in turn, as Decide.
-func (s *Store) DecideBatch(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
+// unsupported is the error of a decision under l, whose algorithm the
+// store does not keep.
+func unsupported(l limiter.Limit) error {
+	return fmt.Errorf("gossip store: %v is not kept by gossip (%s)", l.Algorithm(), SupportedNames)
+}
+
+// DecideBatch decides each request in turn, as Decide; a decision on a
+// rule's overflow counter is Shared.
+func (s *Store) DecideBatch(_ context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
 	res := make([]store.Result, len(reqs))
 	for i, r := range reqs {
-		res[i].Decision, res[i].Err = s.Decide(ctx, r.Key, r.Limit, now, r.Cost)
+		res[i].Decision, res[i].Shared, res[i].Err = s.decideOne(r.Key, r.Limit, now, r.Cost)
 	}
 	return res, nil
 }
