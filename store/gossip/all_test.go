@@ -254,8 +254,8 @@ func TestDecideAllRoomAfterExpired(t *testing.T) {
 	if !allowed(res) || res[0].Shared || !res[1].Shared {
 		t.Errorf("%+v, want both allowed, the second on the overflow counter", res)
 	}
-	if n := len(s.tab.shards[s.tab.index(old)].keys); n != 1 {
-		t.Errorf("the shard holds %d keys, want 1", n)
+	if sh := &s.tab.shards[s.tab.index(old)]; sh.keys[old] == nil || sh.keys[fresh] != nil {
+		t.Errorf("the shard holds old: %v, the new key: %v; want old only", sh.keys[old] != nil, sh.keys[fresh] != nil)
 	}
 }
 
