@@ -289,7 +289,7 @@ func byIP(n int64) policy.Policy {
 
 // stores are the two ways the Engine has several rules decided all or
 // nothing: by the store itself (the memory store is a
-// store.AllOrNothing), and by store.LookThenSpend over a store that is
+// store.Store.DecideAll), and by store.LookThenSpend over a store that is
 // only a store.Store (batchStore).
 var stores = map[string]func(*decision.Options){
 	"all_or_nothing":  func(*decision.Options) {},

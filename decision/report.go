@@ -146,8 +146,8 @@ type RuleResult struct {
 	Outcome  Outcome
 	Decision limiter.Decision
 	// Shared reports that the store decided on a counter the caller's key
-	// shares with others (store.Result.Shared: a full memory store's
-	// overflow counter), not on the caller's own.
+	// shares with others (store.Result.Shared: a full memory or gossip
+	// store's overflow counter), not on the caller's own.
 	Shared bool
 }
 

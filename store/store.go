@@ -65,9 +65,9 @@ type Result struct {
 	Decision limiter.Decision
 	Err      error
 	// Shared reports that the decision was made on a counter the key
-	// shares with other keys, not on its own: the memory store's overflow
-	// counter of the key's rule and limit, where the keys it has no room
-	// for count together. A denial then says that those keys spent the
+	// shares with other keys, not on its own: the memory or gossip
+	// store's overflow counter of the key's rule and limit, where the keys
+	// it has no room for count together. A denial then says that those keys spent the
 	// limit, not that this one did.
 	Shared bool
 }

@@ -47,6 +47,19 @@
 // instances must agree to well within a period, as they choose the window
 // of each request by their own clocks.
 //
+// # Several rules
+//
+// The rules of one request are decided all or nothing (DecideAll,
+// store.Store.DecideAll), in one step under the locks of their keys' shards
+// (taken in ascending order, so that two calls never wait for each other
+// in a circle): every rule is decided in turn, as Decide decides it, on
+// the fleet's counts and within max_unsynced, and this instance's counts
+// are kept only if every enforcing rule allowed. A rule that would take the
+// instance beyond max_unsynced waits for the next exchange, as a single
+// decision does, and the others spend nothing; the bound above holds for
+// each rule. A new key without room, or too long for a message, is decided
+// on its rule's overflow counter within the same step (see Bounds).
+//
 // # Partitions
 //
 // While some members cannot reach the others, memberlist declares them

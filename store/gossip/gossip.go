@@ -101,8 +101,8 @@ type Store struct {
 	// one last acknowledged, is in sync again at its next message.
 	heard map[slotKey]uint64
 
-	// afterClosedCheck, set by tests only, runs in Decide once the closed
-	// flag is read: a Close may begin there.
+	// afterClosedCheck, set by tests only, runs in Decide and DecideAll
+	// once the closed flag is read: a Close may begin there.
 	afterClosedCheck func()
 	// label marks the goroutines of this instance's membership; linger
 	// bounds how long they outlive its Shutdown (waitMembership).
@@ -244,40 +244,47 @@ func (s *Store) Name() string { return s.name }
 // documentation. A limit of an algorithm other than fixed_window or
 // sliding_window is an error.
 func (s *Store) Decide(_ context.Context, key store.Key, l limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	d, _, err := s.decideOne(key, l, now, cost)
+	return d, err
+}
+
+// decideOne is Decide, reporting whether the decision was made on the
+// overflow counter of key's rule (store.Result.Shared).
+func (s *Store) decideOne(key store.Key, l limiter.Limit, now time.Time, cost int64) (d limiter.Decision, shared bool, err error) {
 	if s.closed.Load() {
-		return limiter.Decision{}, store.ErrClosed
+		return limiter.Decision{}, false, store.ErrClosed
 	}
 	if s.afterClosedCheck != nil {
 		s.afterClosedCheck()
 	}
 	if l.IsZero() || cost < 0 {
 		d, _ := limiter.Decide(l, limiter.State{}, now, cost)
-		return d, nil
+		return d, false, nil
 	}
 	if !Supported(l.Algorithm()) {
-		return limiter.Decision{}, fmt.Errorf("gossip store: %v is not kept by gossip (%s)", l.Algorithm(), SupportedNames)
+		return limiter.Decision{}, false, unsupported(l)
 	}
 	return s.decide(key.String(), key.Rule, l, now, cost, false)
 }
 
+// unsupported is the error of a decision under l, whose algorithm the
+// store does not keep.
+func unsupported(l limiter.Limit) error {
+	return fmt.Errorf("gossip store: %v is not kept by gossip (%s)", l.Algorithm(), SupportedNames)
+}
+
 // DecideEach decides each request in turn, as Decide, appending the
-// results to dst.
-func (s *Store) DecideEach(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+// results to dst; a decision on a rule's overflow counter is Shared.
+func (s *Store) DecideEach(_ context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	if s.closed.Load() {
 		return dst, store.ErrClosed
 	}
 	for _, r := range reqs {
 		var res store.Result
-		res.Decision, res.Err = s.Decide(ctx, r.Key, r.Limit, now, r.Cost)
+		res.Decision, res.Shared, res.Err = s.decideOne(r.Key, r.Limit, now, r.Cost)
 		dst = append(dst, res)
 	}
 	return dst, nil
-}
-
-// DecideAll decides the rules of one request all or nothing by
-// store.LookThenSpend.
-func (s *Store) DecideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
-	return store.LookThenSpend(ctx, s, dst, reqs, now)
 }
 
 // Stats returns the store's counters.

@@ -386,6 +386,33 @@ func TestMaxKeys(t *testing.T) {
 	}
 }
 
+// TestDecideEachShared: a decision of DecideEach on a rule's overflow
+// counter (a new key without room, a key too long for a message) is
+// Shared; one on a key of its own is not.
+func TestDecideEachShared(t *testing.T) {
+	s := start(t, "a", Options{MaxKeys: shards}) // one key a shard
+	l := limiter.MustNew(limiter.FixedWindow, 10, time.Hour, 0)
+	now := time.Now()
+	for i := range 10_000 { // every shard full
+		if _, err := s.Decide(context.Background(), store.NewKey("fill", strconv.Itoa(i)), l, now, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := s.DecideEach(context.Background(), nil, []store.Request{
+		{Key: store.NewKey("fill", "0"), Limit: l, Cost: 1}, // the first: it found room
+		{Key: store.NewKey("r", "new"), Limit: l, Cost: 1},
+		{Key: store.NewKey("q", strings.Repeat("x", maxKeyLen)), Limit: l, Cost: 1},
+	}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, true, true} {
+		if res[i].Err != nil || res[i].Shared != want {
+			t.Errorf("request %d: %+v, want Shared %v", i, res[i], want)
+		}
+	}
+}
+
 // TestClosed: a closed store refuses to decide.
 func TestClosed(t *testing.T) {
 	s := start(t, "a", Options{})

@@ -29,7 +29,7 @@ func fast(c *memberlist.Config) {
 
 // start starts an instance on a free loopback port; it is closed when t
 // ends.
-func start(t *testing.T, name string, opts Options) *Store {
+func start(t testing.TB, name string, opts Options) *Store {
 	t.Helper()
 	opts.Bind, opts.Name, opts.tune = "127.0.0.1:0", name, fast
 	if opts.Interval == 0 {
@@ -45,7 +45,7 @@ func start(t *testing.T, name string, opts Options) *Store {
 
 // fleet starts n instances, each joining the first, and waits until every
 // one knows all of them.
-func fleet(t *testing.T, n int, opts Options) []*Store {
+func fleet(t testing.TB, n int, opts Options) []*Store {
 	t.Helper()
 	var ss []*Store
 	for i := range n {
@@ -63,7 +63,7 @@ func fleet(t *testing.T, n int, opts Options) []*Store {
 
 // waitMembers waits until s knows n members, itself included, and has
 // heard every count of each peer.
-func waitMembers(t *testing.T, s *Store, n int) {
+func waitMembers(t testing.TB, s *Store, n int) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("%s knows %d members", s.name, n), func() bool {
 		v := s.view.Load()
@@ -72,7 +72,7 @@ func waitMembers(t *testing.T, s *Store, n int) {
 }
 
 // eventually polls cond until it holds, failing t after 20s.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
@@ -84,7 +84,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // remaining is what s says key has left under l at now, without spending.
-func remaining(t *testing.T, s *Store, key store.Key, l limiter.Limit, now time.Time) int64 {
+func remaining(t testing.TB, s *Store, key store.Key, l limiter.Limit, now time.Time) int64 {
 	t.Helper()
 	d, err := s.Decide(context.Background(), key, l, now, 0)
 	if err != nil {

@@ -59,8 +59,11 @@ func newTable(maxKeys, shards int) *table {
 	return t
 }
 
-func (t *table) shard(key string) *shard {
-	return &t.shards[maphash.String(t.seed, key)%uint64(len(t.shards))]
+func (t *table) shard(key string) *shard { return &t.shards[t.index(key)] }
+
+// index returns the index of key's shard.
+func (t *table) index(key string) int {
+	return int(maphash.String(t.seed, key) % uint64(len(t.shards)))
 }
 
 // expiry is when a state of l written in the window starting at start no

@@ -13,7 +13,7 @@ import (
 	"github.com/sluice-rl/sluice/store"
 )
 
-// decideAllModel is store.AllOrNothing's DecideAll in Go, on models: the
+// decideAllModel is store.Store's DecideAll in Go, on models: the
 // reference the multi-rule script must match.
 func decideAllModel(models []*model, reqs []store.Request, now time.Time) []limiter.Decision {
 	ds := make([]limiter.Decision, len(reqs))

@@ -183,9 +183,39 @@ func allClockBackwards() AllTable {
 // newStore; Run closes it when the subtest ends.
 func RunDecideAll(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
+	RunDecideAllSupported(t, newStore, func(limiter.Algorithm) bool { return true })
+}
+
+// RunDecideAllSupported is RunDecideAll for a store that keeps only the
+// algorithms supported reports true for: it runs the tables whose every
+// limit (but a zero one) is of such an algorithm, and fails if that
+// leaves none.
+func RunDecideAllSupported(t *testing.T, newStore func(t *testing.T) store.Store, supported func(limiter.Algorithm) bool) {
+	t.Helper()
+	ran := 0
 	for _, tb := range AllTables() {
+		if !tb.supported(supported) {
+			continue
+		}
+		ran++
 		t.Run(tb.Name, func(t *testing.T) { CheckAll(t, open(t, newStore), tb) })
 	}
+	if ran == 0 {
+		t.Fatal("no DecideAll table has only supported algorithms")
+	}
+}
+
+// supported reports whether every limit of tb but a zero one is of an
+// algorithm supported reports true for.
+func (tb AllTable) supported(supported func(limiter.Algorithm) bool) bool {
+	for _, step := range tb.Steps {
+		for _, r := range step.Reqs {
+			if !r.Limit.IsZero() && !supported(r.Limit.Algorithm()) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // CheckAll makes the calls of tb in order on s and reports every decision

@@ -23,7 +23,8 @@
 //
 // RunDecideAll is the same for DecideAll: its tables
 // (AllTables, checked by CheckAll) decide the rules of one request all or
-// nothing, as the reference store's DecideAll does.
+// nothing, as the reference store's DecideAll does; RunDecideAllSupported
+// runs those of them a store that keeps only some algorithms can pass.
 //
 // RunLeases is the same for concurrency leases (store.Leaser): its tables
 // (LeaseTables, checked by CheckLeases) follow store.Concurrency.Decide.
