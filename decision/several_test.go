@@ -13,9 +13,14 @@ import (
 	"github.com/sluice-rl/sluice/store/memory"
 )
 
-// batchStore is a memory store seen as a store.Store only: the Engine
-// decides its rules through store.LookThenSpend.
+// batchStore is a memory store whose DecideAll is store.LookThenSpend, as
+// a Redis Cluster decides keys of different hash tags.
 type batchStore struct{ store.Store }
+
+// DecideAll decides by store.LookThenSpend over the store's DecideEach.
+func (b batchStore) DecideAll(ctx context.Context, dst []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	return store.LookThenSpend(ctx, b.Store, dst, reqs, now)
+}
 
 // TestSeveralRulesAllOrNothing decides requests that three rules match, on
 // a store that decides all or nothing itself (the memory store) and on one
