@@ -165,6 +165,10 @@ func (brokenStore) DecideEach(context.Context, []store.Result, []store.Request, 
 	return nil, errors.New("store down")
 }
 
+func (brokenStore) DecideAll(context.Context, []store.Result, []store.Request, time.Time) ([]store.Result, error) {
+	return nil, errors.New("store down")
+}
+
 // A store that cannot decide: 503 under fail-closed, a pass under
 // fail-open, and the error in the Report either way.
 func TestStoreDown(t *testing.T) {

@@ -273,13 +273,22 @@ func TestCostAboveLimit(t *testing.T) {
 type thirdShare struct{ store.Store }
 
 func (s *thirdShare) DecideEach(ctx context.Context, _ []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	return s.Store.DecideEach(ctx, nil, thirds(reqs), now)
+}
+
+func (s *thirdShare) DecideAll(ctx context.Context, _ []store.Result, reqs []store.Request, now time.Time) ([]store.Result, error) {
+	return s.Store.DecideAll(ctx, nil, thirds(reqs), now)
+}
+
+// thirds is reqs, each at a third of its limit.
+func thirds(reqs []store.Request) []store.Request {
 	third := make([]store.Request, len(reqs))
 	for i, r := range reqs {
 		l := r.Limit
 		r.Limit = limiter.MustNew(l.Algorithm(), (l.Rate()+2)/3, l.Period(), (l.Burst()+2)/3)
 		third[i] = r
 	}
-	return s.Store.DecideEach(ctx, nil, third, now)
+	return third
 }
 
 func TestFormatPeriod(t *testing.T) {
