@@ -113,7 +113,7 @@ type InstanceInfo struct {
 	// (steering.go), as of its last announcement.
 	Runtime uint64 `json:"runtime_version"`
 	// Gossip is, with the gossip store, the member as the gossip sees it:
-	// its member name, address and state (alive or suspect).
+	// its member name, address and state (alive; a member memberlist suspects stays alive here until it is declared dead).
 	Gossip *gossip.Member `json:"gossip,omitempty"`
 }
 

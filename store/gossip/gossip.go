@@ -80,6 +80,7 @@ type Store struct {
 	tab         *table
 	ml          *memberlist.Memberlist
 	name        string
+	addr        string // host:port it gossips on, read once at start
 	incarnation uint64
 	interval    time.Duration
 	maxUnsynced int64
@@ -218,6 +219,7 @@ func (s *Store) startMembership(host string, port int, opts Options) error {
 		return fmt.Errorf("gossip store: listen on %s: %w", net.JoinHostPort(host, strconv.Itoa(port)), err)
 	}
 	s.ml = ml
+	s.addr = ml.LocalNode().Address() // before any other member is heard of: nothing rewrites it yet
 	s.tryJoin()
 	return nil
 }
@@ -234,7 +236,7 @@ func (s *Store) tryJoin() {
 
 // Addr returns the address the instance gossips on (with the port chosen
 // when Bind's port is 0).
-func (s *Store) Addr() string { return s.ml.LocalNode().Address() }
+func (s *Store) Addr() string { return s.addr }
 
 // Name returns the instance's member name.
 func (s *Store) Name() string { return s.name }
@@ -448,19 +450,22 @@ func defaultName(host string, port int) string {
 type Member struct {
 	Name  string `json:"name"`
 	Addr  string `json:"addr"`  // host:port it gossips on
-	State string `json:"state"` // alive or suspect (dead and departed members are not listed)
+	State string `json:"state"` // alive: memberlist tells no suspicion, so a suspect member is listed alive until it is declared dead; dead and departed members are not listed
 	Self  bool   `json:"self,omitempty"`
 }
 
 // Members returns the instances this one knows to be in the fleet, itself
-// first, then by name.
+// first, then by name. It reads the copies the store keeps of the peers,
+// made as memberlist told it of them (under memberlist's locks), never
+// memberlist's own nodes, which it rewrites while it learns of them.
 func (s *Store) Members() []Member {
-	nodes := s.ml.Members()
-	out := make([]Member, 0, len(nodes))
-	for _, n := range nodes {
-		m := Member{Name: n.Name, Addr: n.Address(), State: stateName(n.State), Self: n.Name == s.name}
-		out = append(out, m)
+	s.mu.Lock()
+	out := make([]Member, 0, len(s.peers)+1)
+	out = append(out, Member{Name: s.name, Addr: s.addr, State: "alive", Self: true})
+	for _, p := range s.peers {
+		out = append(out, Member{Name: p.node.Name, Addr: p.node.Address(), State: stateName(p.node.State)})
 	}
+	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b Member) int {
 		if a.Self != b.Self {
 			if a.Self {

@@ -424,3 +424,39 @@ func TestClosed(t *testing.T) {
 		t.Errorf("Decide after Close: %v", err)
 	}
 }
+
+// TestMembersWhileTheFleetChanges reads Members while members join,
+// leave and rejoin: it reads copies the store made under memberlist's
+// locks, never memberlist's own nodes, which it rewrites as it learns of
+// them (a data race under -race before).
+func TestMembersWhileTheFleetChanges(t *testing.T) {
+	a := start(t, "a", Options{})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, m := range a.Members() {
+				_ = m.Addr + m.State
+			}
+		}
+	}()
+	for range 6 {
+		b := start(t, "b", Options{Join: []string{a.Addr()}}) // the same name, another port: memberlist rewrites its node
+		eventually(t, "a knows b", func() bool { return len(a.Members()) == 2 })
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "a forgets b", func() bool { return len(a.Members()) == 1 })
+	}
+	close(stop)
+	<-done
+	if m := a.Members(); len(m) != 1 || !m[0].Self || m[0].Addr != a.Addr() || m[0].State != "alive" {
+		t.Errorf("Members() = %+v, want a alone, alive", m)
+	}
+}
