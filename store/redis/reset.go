@@ -157,9 +157,12 @@ func (s *Store) heard(msg rueidis.PubSubMessage) {
 	switch kind {
 	case "r":
 		nonce, wire, ok := strings.Cut(rest, " ")
-		key, parsed := store.ParseWire(wire)
-		if !ok || !parsed {
+		if !ok {
 			return
+		}
+		key, parsed := store.ParseWire(wire)
+		if !parsed { // a key this version cannot read (an older instance's): forget every key
+			key = store.Key{}
 		}
 		s.feed.call(key)
 		select {

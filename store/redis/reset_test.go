@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/sluice-rl/sluice/internal/redistest"
 	"github.com/sluice-rl/sluice/limiter"
 	"github.com/sluice-rl/sluice/store"
@@ -113,5 +114,19 @@ func TestResetWithoutWatchers(t *testing.T) {
 	_ = s.Close()
 	if err := s.Reset(context.Background(), store.RawKey("k")); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Reset after Close: %v, want store.ErrClosed", err)
+	}
+}
+
+// TestResetOfAnUnreadableKey: a reset announced with a key this version
+// cannot read (an older instance's, during a rolling upgrade) makes the
+// store forget every key (and it is confirmed, as any reset heard).
+func TestResetOfAnUnreadableKey(t *testing.T) {
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, false)
+	h := &heardResets{}
+	s.WatchResets(h.forget)
+	s.heard(rueidis.PubSubMessage{Message: "r nonce-1 6:claims9:partner-a"}) // the key as an older version wrote it
+	if !h.has(store.Key{}) {
+		t.Errorf("heard %v, want every key forgotten (the zero Key)", h.keys)
 	}
 }
