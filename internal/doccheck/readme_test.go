@@ -107,3 +107,37 @@ func TestSetupCommandsAgree(t *testing.T) {
 		t.Errorf("CONTRIBUTING.md's set-up commands differ from the README's:\n%s\nREADME.md:\n%s", c, r)
 	}
 }
+
+// TestNoMergeMarkers: no text file of the repository holds the markers an
+// unresolved merge leaves (a past merge once left two sections of
+// docs/operations.md between them).
+func TestNoMergeMarkers(t *testing.T) {
+	marker := regexp.MustCompile(`(?m)^(<{7}|>{7})( |$)`)
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name == ".git" || name == "node_modules" || name == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".md", ".yaml", ".yml", ".sh", ".lua", ".html", ".js", ".css", ".conf", ".json", ".txt":
+		default:
+			return nil
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if loc := marker.FindIndex(text); loc != nil {
+			t.Errorf("%s:%d: an unresolved merge's marker", path, 1+strings.Count(string(text[:loc[0]]), "\n"))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
