@@ -39,7 +39,7 @@ var (
 func keys(n int) []string {
 	ks := make([]string, n)
 	for i := range ks {
-		ks[i] = store.NewKey("claims", "client-"+strconv.Itoa(i))
+		ks[i] = store.NewKey("claims", "client-"+strconv.Itoa(i)).String()
 	}
 	return ks
 }
@@ -65,7 +65,7 @@ func BenchmarkXTimeAllow(b *testing.B) {
 func BenchmarkSluiceHot(b *testing.B) {
 	s := newSluice(1)
 	defer s.Close()
-	key := keys(1)[0]
+	key := store.RawKey(keys(1)[0])
 	b.ReportAllocs()
 	for b.Loop() {
 		if d, err := s.Decide(ctx, key, fast, wall.Now(), 1); !d.Allowed || err != nil {
@@ -82,7 +82,7 @@ func BenchmarkSluiceParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if d, err := s.Decide(ctx, "hot", fast, wall.Now(), 1); !d.Allowed || err != nil {
+			if d, err := s.Decide(ctx, store.RawKey("hot"), fast, wall.Now(), 1); !d.Allowed || err != nil {
 				b.Error("denied", err)
 				return
 			}
@@ -98,7 +98,7 @@ func BenchmarkSluiceHotFixed(b *testing.B) {
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		if d, err := s.Decide(ctx, "hot", fast, now, 1); !d.Allowed || err != nil {
+		if d, err := s.Decide(ctx, store.RawKey("hot"), fast, now, 1); !d.Allowed || err != nil {
 			b.Fatal("denied", err)
 		}
 	}
@@ -196,7 +196,7 @@ func BenchmarkSluiceIdleKeyMemory(b *testing.B) {
 		before := heapAlloc()
 		s := newSluice(n)
 		for _, k := range ks {
-			if _, err := s.Decide(ctx, k, fast, now, 1); err != nil {
+			if _, err := s.Decide(ctx, store.RawKey(k), fast, now, 1); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -215,7 +215,7 @@ func newSluice(n int) *memory.Store {
 // sluiceTake decides one request on s at the current time.
 func sluiceTake(s *memory.Store) func(key string) bool {
 	return func(key string) bool {
-		d, err := s.Decide(ctx, key, fast, wall.Now(), 1)
+		d, err := s.Decide(ctx, store.RawKey(key), fast, wall.Now(), 1) // a key as a request brings it
 		return d.Allowed && err == nil
 	}
 }
