@@ -2,11 +2,12 @@
 // the Store interface (an atomic decide-and-update per key, and the rules
 // of one request decided all or nothing as one step the store owns;
 // LookThenSpend for the one place that cannot, inturn.go), the Key every
-// store is asked on (structure until a store encodes it, key.go), the
-// Leaser interface for concurrency limits (requests in flight held as
-// leases that expire unless renewed, lease.go) and the Renewer that renews
-// an instance's leases, and the errors stores share. The algorithms live in package limiter;
-// a store supplies atomicity and persistence, never the math.
+// store is asked on (structure a store reads without parsing, encoded
+// once as it is made, key.go), the Leaser interface for concurrency limits
+// (requests in flight held as leases that expire unless renewed, lease.go)
+// and the Renewer that renews an instance's leases, and the errors stores
+// share. The algorithms live in package limiter; a store supplies
+// atomicity and persistence, never the math.
 package store
 
 import (
