@@ -26,6 +26,14 @@ type jumpClock struct {
 	*clock.Fake
 	mu    sync.Mutex
 	waits []time.Duration
+	// deciding is held, shared, by every request a server wrapped in
+	// decide is deciding, and taken by a jump: the clock never jumps
+	// between a decision's reading of it and its commit. A real clock
+	// moves by microseconds there; a jump of a whole refill would let a
+	// decision read before it commit after one read after it, which a
+	// bucket that remembers no time of its own (GCRA) reads as that much
+	// fuller.
+	deciding sync.RWMutex
 }
 
 func newJumpClock() *jumpClock { return &jumpClock{Fake: clock.NewFake(epoch)} }
@@ -35,8 +43,20 @@ func (c *jumpClock) NewTicker(d time.Duration) clock.Ticker {
 	c.mu.Lock()
 	c.waits = append(c.waits, d)
 	c.mu.Unlock()
+	c.deciding.Lock()
 	c.Fake.Advance(d)
+	c.deciding.Unlock()
 	return tk
+}
+
+// decide wraps a server's handler so that no jump comes while it decides
+// a request (deciding).
+func (c *jumpClock) decide(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.deciding.RLock()
+		defer c.deciding.RUnlock()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Waits returns the waits so far and forgets them.

@@ -194,10 +194,10 @@ func TestPacerInFlight(t *testing.T) {
 // Eight callers at once against sluice's middleware: the requests in
 // flight count against what each answer says is left, so none earns a 429
 // whatever order the server sees them in. The server and the Transport
-// share one fake clock that moves only when a caller waits, so no time
-// passes while a request is on its way: an answer's r is exactly what the
-// server had left, never a little more for the refill during the trip,
-// and a loaded machine changes only the order the server sees requests in.
+// share one fake clock that moves only when a caller waits, and never
+// while the server decides a request (jumpClock.decide): an answer's r is
+// exactly what the server had left at the time it read, and a loaded
+// machine changes only the order the server sees requests in.
 func TestNo429Concurrent(t *testing.T) {
 	for _, alg := range []limiter.Algorithm{limiter.TokenBucket, limiter.GCRA} {
 		t.Run(alg.String(), func(t *testing.T) {
@@ -214,7 +214,7 @@ func TestNo429Concurrent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(lim.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+			srv := httptest.NewServer(clk.decide(lim.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))))
 			defer srv.Close()
 			tr := transport(t, clk)
 			tr.MaxRetries = -1 // a 429 would show

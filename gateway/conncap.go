@@ -124,6 +124,12 @@ type stallConn struct {
 	peeked []byte // read by watchGone, not yet by the server
 	head   fastproxy.HeaderEnd
 
+	// answering is set when a request's handler begins (headerRead) and
+	// cleared when the connection is idle again, closed or hijacked
+	// (answered): fasthttp writes a handler's answer after it returns, so
+	// a drain that closes connections waits for it (fastConns.answering).
+	answering atomic.Bool
+
 	// Parking (park.go): park is nil for a connection never parked. idle,
 	// shortened and idleUntil are the server goroutine's; parking is set
 	// by Read for Close, which a drain may call from elsewhere.
@@ -175,6 +181,15 @@ func requestBegun(c net.Conn) {
 func headerRead(ctx *fasthttp.RequestCtx) {
 	if sc := watchedConn(ctx.Conn()); sc != nil {
 		sc.head.Done()
+		sc.answering.Store(true)
+	}
+}
+
+// answered notes that c's answer has been written (its ConnState is idle
+// again) or that c is no longer the server's (closed, hijacked).
+func answered(c net.Conn) {
+	if sc := watchedConn(c); sc != nil {
+		sc.answering.Store(false)
 	}
 }
 

@@ -48,12 +48,15 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 		conns.track(c, st)
 		switch st {
 		case fasthttp.StateIdle:
-			headerNext(c) // conncap.go
+			answered(c) // conncap.go
+			headerNext(c)
 		case fasthttp.StateActive:
 			requestBegun(c)
-		}
-		if st == fasthttp.StateClosed {
+		case fasthttp.StateClosed:
+			answered(c)
 			g.tunnels.connClosed(c) // closed before a hijack took it (upgrade.go)
+		case fasthttp.StateHijacked:
+			answered(c)
 		}
 	}
 	adm := g.httpServer(g.AdminHandler())
@@ -130,24 +133,27 @@ func (g *Gateway) drain(srv *fasthttp.Server, conns *fastConns, cut context.Canc
 		return nil
 	}
 	if g.inflight.Load() == 0 {
-		conns.closeAll()
-		return nil
+		err = nil
+	} else {
+		g.log.Warn("requests outlived the drain timeout; answering them 503", "drain_timeout", g.opts.ShutdownTimeout.String())
+		g.cutting.Store(true)
+		cut(errDraining)
+		for _, rt := range g.snap.Load().routes {
+			rt.proxy.Abort()
+		}
 	}
-	g.log.Warn("requests outlived the drain timeout; answering them 503", "drain_timeout", g.opts.ShutdownTimeout.String())
-	g.cutting.Store(true)
-	cut(errDraining)
-	for _, rt := range g.snap.Load().routes {
-		rt.proxy.Abort()
-	}
-	g.waitAnswered(time.Second)
+	g.waitAnswered(conns, time.Second)
 	conns.closeAll()
 	return err
 }
 
-// waitAnswered waits until no request is in flight, or for d, looking
-// every few milliseconds: it runs once, at the end of a drain.
-func (g *Gateway) waitAnswered(d time.Duration) {
-	for end := time.Now().Add(d); g.inflight.Load() > 0 && time.Now().Before(end); {
+// waitAnswered waits until no request is in flight and every answer is
+// written (a handler's answer is written after it returns, so a
+// connection closed as soon as inflight reads 0 may lose its answer), or
+// for d, looking every few milliseconds: it runs once, at the end of a
+// drain.
+func (g *Gateway) waitAnswered(conns *fastConns, d time.Duration) {
+	for end := time.Now().Add(d); (g.inflight.Load() > 0 || conns.answering()) && time.Now().Before(end); {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
@@ -182,6 +188,19 @@ func (a *fastConns) track(c net.Conn, st fasthttp.ConnState) {
 	case fasthttp.StateClosed, fasthttp.StateHijacked:
 		delete(a.open, c)
 	}
+}
+
+// answering reports whether a request's answer is still to be written on
+// any open connection.
+func (a *fastConns) answering() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for c := range a.open {
+		if sc := watchedConn(c); sc != nil && sc.answering.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *fastConns) closeAll() {

@@ -132,13 +132,22 @@ func TestUpstreamNotTakingBodyGets504(t *testing.T) {
 // waiting for the upstream to take the body: the body timeout counts
 // against the caller only when the caller kept sluice waiting. The caller
 // gets 504, counted as the upstream's failure.
+//
+// The body timeout must end while sluice waits for the upstream, its
+// send buffer to it full: before that, sluice copies a few megabytes,
+// and a deadline that strikes in the middle of the copy blames whichever
+// side the copy was reading at the time (under the race detector on a
+// loaded machine, the reads from the caller are half of it). So the
+// timeout is long beside the copy (1s; the copy takes 20-80ms), and the
+// upstream takes the body once it has passed.
 func TestUpstreamSlowToTakeBodyIsNotCallersFault(t *testing.T) {
+	const bodyTimeout = time.Second
 	up := newNarrowServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(time.Second) // the slow upstream under test: not reading the body yet
+		time.Sleep(bodyTimeout + 300*time.Millisecond) // the slow upstream under test: not reading the body yet
 		_, _ = io.Copy(io.Discard, r.Body)
 	}))
 	defer up.Close()
-	h := startGateway(t, strings.Replace(serverConfig("  body_timeout: 300ms\n  upstream_timeout: 10s\n"), "{{UPSTREAM}}", up.URL, 1))
+	h := startGateway(t, strings.Replace(serverConfig("  body_timeout: "+bodyTimeout.String()+"\n  upstream_timeout: 10s\n"), "{{UPSTREAM}}", up.URL, 1))
 	postLargeBodyWants504(t, h)
 	if got := metric(h.metrics(), "sluice_caller_errors_total", "reason=body_timeout"); got != 0 {
 		t.Errorf("sluice_caller_errors_total{reason=body_timeout} = %v, want 0", got)

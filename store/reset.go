@@ -29,6 +29,12 @@ type ResetFeed interface {
 	// forget(Key{}) means resets may have been missed (the feed was lost and
 	// is back): forget every key. A second call replaces forget.
 	WatchResets(forget func(key Key))
+	// Hearing reports whether resets reach this instance now: the feed is
+	// watched and its subscription made (after the forget(Key{}) that
+	// begins it). Until then, and from when it is lost, a reset made
+	// elsewhere would pass this instance by, so nothing of a key may be
+	// kept here.
+	Hearing() bool
 }
 
 // UnconfirmedResetError is the error of a shared store's Reset that reset

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-rl/sluice/internal/redistest"
 )
@@ -31,20 +32,31 @@ func adminDo(t *testing.T, c *http.Client, inst *instance, method, path string) 
 }
 
 // limitEverywhere spends partner-a's 5 requests and sends more to each
-// instance until each answers its 429s from its cached rejection (its
-// sluice_store_cached_rejections_total grows): the state a reset must
-// undo on every instance.
+// instance until each answers its 429s from its cached rejection: the
+// state a reset must undo on every instance.
 func limitEverywhere(t *testing.T, c *http.Client, insts []*instance) {
 	t.Helper()
 	sendRoundRobin(t, c, insts, "partner-a", 5, 1)
+	waitCached(t, c, insts, "partner-a")
+}
+
+// waitCached sends client's requests, limited already, to each instance
+// until each answers one from its cached rejection (its
+// sluice_store_cached_rejections_total grows). An instance caches
+// rejections only once it hears resets: its subscription to the reset
+// channel is made soon after it starts, a while later on a loaded machine.
+func waitCached(t *testing.T, c *http.Client, insts []*instance, client string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second) // an upper bound only
 	for i, inst := range insts {
-		for n := 0; metric(t, c, inst, "sluice_store_cached_rejections_total") < 1; n++ {
-			if a := get(c, inst, "partner-a"); a.status != 429 {
-				t.Fatalf("instance %d: partner-a got %d, want 429", i, a.status)
+		for cached := metric(t, c, inst, "sluice_store_cached_rejections_total"); metric(t, c, inst, "sluice_store_cached_rejections_total") <= cached; {
+			if a := get(c, inst, client); a.status != 429 {
+				t.Fatalf("instance %d: %s got %d, want 429", i, client, a.status)
 			}
-			if n > 10 {
+			if time.Now().After(deadline) {
 				t.Fatalf("instance %d caches no rejection", i)
 			}
+			time.Sleep(5 * time.Millisecond)
 		}
 	}
 }

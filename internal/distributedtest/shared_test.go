@@ -82,6 +82,7 @@ func TestLimitedCallerDoesNotReachRedis(t *testing.T) {
 	if a := sendRoundRobin(t, c, insts, "partner-a", 103, 1); a[200] != 100 || a[429] != 3 {
 		t.Fatalf("partner A's first 103 requests: %v, want 100×200 3×429 (each instance has seen a denial)", a)
 	}
+	waitCached(t, c, insts, "partner-a")
 	cachedBefore := metric(t, c, insts[0], "sluice_store_cached_rejections_total")
 	before := redistest.ScriptCalls(t, srv.Addr)
 	one := sendRoundRobin(t, c, insts[:1], "partner-a", 200, 4)

@@ -10,7 +10,10 @@
 // later. A client hammering a limited key with immediate retries never
 // reaches Redis; under several rules (DecideAll) the other rules' decisions
 // are remembered with the denial for a second, so it reaches Redis once a
-// second at most.
+// second at most. A shared store that tells each instance of the resets
+// made on any (a store.ResetFeed: Redis) must be heard for rejections to
+// be cached: until its subscription is made, and while it is lost, none
+// is, so that a reset made elsewhere meanwhile cannot be outlived here.
 //
 // Failure: every shared decision has the shared store's own deadline. After
 // Threshold consecutive failures the circuit opens: the shared store is not
@@ -74,6 +77,7 @@ type Options struct {
 // Store is a store.Store with cheap rejections and a failure policy.
 type Store struct {
 	opts      Options
+	feed      store.ResetFeed // the shared store's resets; nil: it has none
 	denied    *denials
 	failures  atomic.Int32
 	degraded  atomic.Bool
@@ -113,6 +117,7 @@ func New(opts Options) (*Store, error) {
 		s.switched.Store(limiter.UnixMicro(opts.Clock.Now()))
 	}
 	if feed, ok := opts.Shared.(store.ResetFeed); ok {
+		s.feed = feed
 		feed.WatchResets(s.forget) // a reset on any instance: forget what this one keeps of the key
 	}
 	if opts.BackgroundProbe {
@@ -240,7 +245,12 @@ func (s *Store) decideEach(ctx context.Context, reqs []store.Request, now time.T
 // requests left for the shared store, appended to pending.
 func (s *Store) answerCached(reqs []store.Request, now time.Time, pending []int) ([]store.Result, []int) {
 	var out []store.Result
+	caching := s.caching()
 	for i, r := range reqs {
+		if !caching {
+			pending = append(pending, i)
+			continue
+		}
 		if d, ok := s.denied.lookup(r.Key, r.Cost, r.Limit, now); ok {
 			out = orNew(out, len(reqs))
 			out[i].Decision = d
@@ -253,6 +263,13 @@ func (s *Store) answerCached(reqs []store.Request, now time.Time, pending []int)
 	}
 	return out, pending
 }
+
+// caching reports whether rejections may be cached and answered from the
+// cache: always, but on a shared store with a reset feed (Redis) only
+// while the feed hears resets. A rejection kept while a reset made on
+// another instance cannot reach this one would outlive the reset, and the
+// instance that reset would not know to wait for this one.
+func (s *Store) caching() bool { return s.feed == nil || s.feed.Hearing() }
 
 // orNew returns out, or n zero results if out is nil.
 func orNew(out []store.Result, n int) []store.Result {
@@ -275,7 +292,7 @@ func (s *Store) takeShared(reqs []store.Request, pending []int, res []store.Resu
 			continue
 		}
 		out[i] = res[k]
-		if d := res[k].Decision; !d.Allowed && d.RetryAfter > 0 {
+		if d := res[k].Decision; !d.Allowed && d.RetryAfter > 0 && s.caching() {
 			s.denied.remember(reqs[i].Key, reqs[i].Cost, reqs[i].Limit, d, now)
 		}
 	}
@@ -373,9 +390,11 @@ func (s *Store) DecideAll(ctx context.Context, dst []store.Result, reqs []store.
 // decideAll is DecideAll returning results of its own.
 func (s *Store) decideAll(ctx context.Context, reqs []store.Request, now time.Time) ([]store.Result, error) {
 	local := s.opts.Clock.Now()
-	if out, ok := s.denied.replay(reqs, local); ok {
-		s.stats.CachedRejections.Add(1)
-		return out, nil
+	if s.caching() {
+		if out, ok := s.denied.replay(reqs, local); ok {
+			s.stats.CachedRejections.Add(1)
+			return out, nil
+		}
 	}
 	if !s.mayCallShared(local) {
 		if h, ok := s.opts.Shared.(store.Holder); ok {
@@ -437,6 +456,9 @@ func (s *Store) failAll(ctx context.Context, reqs []store.Request, now time.Time
 // remembered, the decisions of the request's other requests, so that the
 // same request repeated soon is answered without the shared store.
 func (s *Store) rememberCompanions(reqs []store.Request, out []store.Result, now time.Time) {
+	if !s.caching() {
+		return
+	}
 	for i, r := range reqs {
 		if d := out[i].Decision; r.Shadow || d.Allowed || d.RetryAfter <= 0 {
 			continue

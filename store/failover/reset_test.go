@@ -3,6 +3,7 @@ package failover_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +21,10 @@ type feedStore struct {
 	mem    *memory.Store
 	mu     sync.Mutex
 	forget func(store.Key)
+	deaf   atomic.Bool // its subscription is not made (yet, or any more)
 }
+
+func (s *feedStore) Hearing() bool { return !s.deaf.Load() }
 
 func (s *feedStore) Reset(ctx context.Context, key store.Key) error {
 	if s.down.Load() {
@@ -97,7 +101,7 @@ func TestResetForgetsTheCachedRejection(t *testing.T) {
 				shared.hear(store.RawKey("k"))               // ...and told this one
 			case "heard all":
 				_ = shared.mem.Reset(ctx, store.RawKey("k"))
-				shared.hear(store.RawKey("")) // the feed was lost and is back
+				shared.hear(store.Key{}) // the feed was lost and is back
 			}
 			decideOK(true)
 			if shared.calls.Load() == calls {
@@ -126,5 +130,55 @@ func TestResetHeardResetsTheFallback(t *testing.T) {
 	}
 	if err := fo.Reset(ctx, store.RawKey("k")); err == nil {
 		t.Error("Reset while the shared store is down: nil error")
+	}
+}
+
+// TestNoCachedRejectionWhileResetsAreNotHeard: while the shared store's
+// reset feed is not heard (its subscription not made yet, or lost), a
+// denial is not cached, so that a reset made on another instance then,
+// which cannot reach this one, is not outlived here: the next request
+// asks the shared store and passes. Once the feed is heard again,
+// denials are cached again. For one rule (Decide) and several
+// (DecideAll).
+func TestNoCachedRejectionWhileResetsAreNotHeard(t *testing.T) {
+	l, _ := limiter.New(limiter.FixedWindow, 1, time.Minute, 0)
+	ctx := context.Background()
+	for _, how := range []string{"Decide", "DecideAll"} {
+		t.Run(how, func(t *testing.T) {
+			fo, shared, _ := newFeedFixture(t, store.FailOpen)
+			decideOK := func(want bool) {
+				t.Helper()
+				var d limiter.Decision
+				var err error
+				if how == "Decide" {
+					d, err = fo.Decide(ctx, store.RawKey("k"), l, t0, 1)
+				} else {
+					var res []store.Result
+					res, err = fo.DecideAll(ctx, nil, []store.Request{{Key: store.RawKey("k"), Limit: l, Cost: 1}}, t0)
+					if err == nil {
+						d = res[0].Decision
+					}
+				}
+				if err != nil || d.Allowed != want {
+					t.Fatalf("%s: %+v, %v; want allowed %v", how, d, err, want)
+				}
+			}
+			shared.deaf.Store(true)
+			decideOK(true)
+			decideOK(false)                // the shared store's denial: not cached
+			_ = shared.mem.Reset(ctx, store.RawKey("k")) // another instance reset it; this one cannot hear
+			decideOK(true)
+			if got := fo.Stats().CachedRejections.Load(); got != 0 {
+				t.Errorf("%d cached rejections while the feed was not heard, want 0", got)
+			}
+
+			shared.deaf.Store(false)
+			shared.hear(store.Key{}) // the subscription is made
+			decideOK(false) // denied by the shared store, and cached
+			decideOK(false)
+			if got := fo.Stats().CachedRejections.Load(); got != 1 {
+				t.Errorf("%d cached rejections once the feed is heard, want 1", got)
+			}
+		})
 	}
 }

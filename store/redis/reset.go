@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -49,6 +50,7 @@ type resetFeed struct {
 	stop    context.CancelFunc // ends the watcher; nil until WatchResets
 	done    chan struct{}      // closed when the watcher has ended
 	acks    chan string        // the nonces this instance has yet to confirm
+	hearing atomic.Bool        // the subscription is made (Hearing)
 }
 
 // confirmations counts the instances that confirmed one reset.
@@ -110,9 +112,10 @@ func (c *confirmations) wait(ctx context.Context, told int) error {
 
 // WatchResets makes the store subscribe to its reset channel and call
 // forget with the key of every reset made there (store.ResetFeed), until
-// Close: forget("") each time the subscription is made (or made again
-// after it was lost), as resets may have been missed meanwhile. A lazy
-// store subscribes once it has connected.
+// Close: forget(store.Key{}) each time the subscription is made (or made again
+// after it was lost), as resets may have been missed meanwhile, and each
+// time it is lost. A lazy store subscribes once it has connected; Hearing
+// says when it has.
 func (s *Store) WatchResets(forget func(key store.Key)) {
 	f := &s.feed
 	f.mu.Lock()
@@ -134,7 +137,12 @@ func (s *Store) watch(ctx context.Context) {
 	wg.Go(func() { s.confirm(ctx) })
 	defer wg.Wait()
 	hooked := rueidis.WithOnSubscriptionHook(ctx, func(sub rueidis.PubSubSubscription) {
-		if sub.Kind == "ssubscribe" {
+		switch sub.Kind {
+		case "ssubscribe":
+			s.feed.call(store.Key{})
+			s.feed.hearing.Store(true)
+		case "sunsubscribe": // a Cluster's slot moved: subscribed again on its new node
+			s.feed.hearing.Store(false)
 			s.feed.call(store.Key{})
 		}
 	})
@@ -142,6 +150,8 @@ func (s *Store) watch(ctx context.Context) {
 		if s.Connect(ctx) == nil {
 			sub := s.client.B().Ssubscribe().Channel(resetChannel(s.prefix)).Build()
 			_ = s.client.Receive(hooked, sub, s.heard) // returns when the subscription is lost, or at Close
+			s.feed.hearing.Store(false)
+			s.feed.call(store.Key{})
 		}
 		select {
 		case <-ctx.Done():
@@ -149,6 +159,11 @@ func (s *Store) watch(ctx context.Context) {
 		}
 	}
 }
+
+// Hearing reports whether the store's reset subscription is made
+// (store.ResetFeed): an instance that caches rejections does so only
+// then, for a reset made elsewhere reaches it only then.
+func (s *Store) Hearing() bool { return s.feed.hearing.Load() }
 
 // heard handles one message of the reset channel. It runs on the
 // client's reading goroutine, so it sends nothing itself: confirm does.
