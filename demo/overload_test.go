@@ -18,20 +18,38 @@ import (
 // p99 and the limit before, at its lowest and after are measured and
 // printed. Latencies are printed, not asserted: a loaded machine may be
 // slow, never wrong.
+// machineBehind is a calm-phase p99 of claim reads that says the machine,
+// not the service, was slow: calm, the service answers in milliseconds.
+const machineBehind = 300 * time.Millisecond
+
 func TestRunOverloadKeepsCriticalAndShedsLow(t *testing.T) {
 	defer goleak.VerifyNone(t, lingering()...)
 	var out bytes.Buffer
-	res, err := RunOverload(t.Context(), OverloadOptions{
-		Baseline: time.Second, Calm: time.Second, MonthEnd: 4 * time.Second, After: time.Second,
-		Out: &out, Progress: 500 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatalf("RunOverload: %v\n%s", err, out.String())
+	var res *OverloadResult
+	// The run is real time on this machine: when the machine itself falls
+	// behind (a loaded CI host starving the test of CPU, so that even the
+	// calm phase, the service nearly idle, answers slowly), what it measured
+	// is the machine, not sluice, and it is run once more.
+	for try := 1; ; try++ {
+		out.Reset()
+		var err error
+		res, err = RunOverload(t.Context(), OverloadOptions{
+			Baseline: time.Second, Calm: time.Second, MonthEnd: 4 * time.Second, After: time.Second,
+			Out: &out, Progress: 500 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatalf("RunOverload: %v\n%s", err, out.String())
+		}
+		if len(res.Classes) != 4 {
+			t.Fatalf("%d classes; want 4", len(res.Classes))
+		}
+		calm := res.Classes[0].PhaseP99[phaseCalm]
+		if try == 2 || res.Classes[0].OK() >= 0.99 || calm < machineBehind {
+			break
+		}
+		t.Logf("run %d: claim reads' calm p99 %v (the service nearly idle): the machine fell behind; once more\n%s", try, calm, out.String())
 	}
 	t.Log("\n" + out.String())
-	if len(res.Classes) != 4 {
-		t.Fatalf("%d classes; want 4", len(res.Classes))
-	}
 	reads, exports := res.Classes[0], res.Classes[3]
 	if reads.Priority != "critical" || reads.Sent == 0 || reads.OK() < 0.99 {
 		t.Errorf("claim reads %+v: want critical, at least 99%% answered 2xx", reads)
