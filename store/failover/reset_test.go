@@ -165,7 +165,7 @@ func TestNoCachedRejectionWhileResetsAreNotHeard(t *testing.T) {
 			}
 			shared.deaf.Store(true)
 			decideOK(true)
-			decideOK(false)                // the shared store's denial: not cached
+			decideOK(false)                              // the shared store's denial: not cached
 			_ = shared.mem.Reset(ctx, store.RawKey("k")) // another instance reset it; this one cannot hear
 			decideOK(true)
 			if got := fo.Stats().CachedRejections.Load(); got != 0 {
@@ -174,7 +174,7 @@ func TestNoCachedRejectionWhileResetsAreNotHeard(t *testing.T) {
 
 			shared.deaf.Store(false)
 			shared.hear(store.Key{}) // the subscription is made
-			decideOK(false) // denied by the shared store, and cached
+			decideOK(false)          // denied by the shared store, and cached
 			decideOK(false)
 			if got := fo.Stats().CachedRejections.Load(); got != 1 {
 				t.Errorf("%d cached rejections once the feed is heard, want 1", got)
