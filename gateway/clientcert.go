@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/internal/fastproxy"
 	"github.com/sluice-rl/sluice/policy"
 )
 
@@ -89,8 +90,15 @@ func verifiedPeer(tc *tls.Conn) *policy.PeerCert {
 // peerCertOf is the verified client certificate of ctx's connection, nil
 // without.
 func peerCertOf(ctx *fasthttp.RequestCtx) *policy.PeerCert {
-	if c, ok := ctx.Conn().(*tlsStallConn); ok {
-		return c.peer
+	pc, _ := fastproxy.PeerOf(ctx).(*policy.PeerCert)
+	return pc
+}
+
+// verifiedPeerOf is verifiedPeer as fastproxy.StallWrites reads a
+// handshake: a nil *policy.PeerCert is no peer.
+func verifiedPeerOf(tc *tls.Conn) any {
+	if pc := verifiedPeer(tc); pc != nil {
+		return pc
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package gateway
 import (
 	"cmp"
 	"context"
-	"errors"
 	"iter"
 	"net"
 	"net/netip"
@@ -27,7 +26,6 @@ import (
 // queue may impose, and Connection: close on an answer given before the
 // body was read.
 func (g *Gateway) serveFast(ctx *fasthttp.RequestCtx) {
-	headerRead(ctx) // conncap.go
 	g.requestID(ctx)
 	g.inflight.Add(1)
 	if !g.decideFast(ctx) {
@@ -73,9 +71,9 @@ func (g *Gateway) decideFast(ctx *fasthttp.RequestCtx) (streaming bool) {
 	}
 	peer := peerOf(ctx)
 	dctx := g.reqsCtx()
-	if snap.maxWait > 0 && !hasBody { // it may wait: notice its caller leaving (gone.go)
+	if snap.maxWait > 0 && !hasBody { // it may wait: notice its caller leaving
 		var stop func()
-		if dctx, stop = watchGone(dctx, ctx); stop != nil {
+		if dctx, stop = fastproxy.WatchGone(dctx, ctx); stop != nil {
 			defer stop()
 		}
 	}
@@ -241,11 +239,6 @@ func (g *Gateway) upstreamFailed(rt *route, err error, msg string) {
 	if g.logGate.allow(logSubject{kind: "upstream", rule: rt.up.Name}) {
 		g.log.Warn(msg, "upstream", rt.up.Name, "url", rt.up.URL.Redacted(), "err", err.Error())
 	}
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
 }
 
 // answer writes a problem+json answer of the gateway's own; closing

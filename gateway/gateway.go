@@ -79,7 +79,7 @@ type Gateway struct {
 	ready      atomic.Bool
 	startSum   string                            // the config file's digest when New ran, for WatchConfig
 	throttles  atomic.Pointer[[]serviceThrottle] // protect's, one per service, each made once (protect.go)
-	park       atomic.Pointer[parking]           // Run's parker of idle connections (park.go); nil: none
+	park       atomic.Pointer[fastproxy.Parking] // Run's parker of idle connections (run.go); nil: none
 	live       atomic.Pointer[live.Live]         // the operators' view (live.go)
 	pressure   *decision.Pressure                // degrades while on: the degrade switch, the signals (signals.go)
 	signals    signalSet                         // protect.signals, read while Run runs (signals.go)
@@ -162,7 +162,7 @@ func New(opts Options) (*Gateway, error) {
 	g.metrics.registry.MustRegister(throttleCollector{g}, liveCollector{g}, steeringCollector{g}, tlsCollector{g},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_parked_connections",
 			Help: "Callers' idle keep-alive connections parked without a goroutine or buffers (a second without a request; plain connections, on Linux)."},
-			func() float64 { return float64(g.park.Load().parked()) }))
+			func() float64 { return float64(g.park.Load().Parked()) }))
 	g.steer = g.newSteering(opts.Config)
 	sctx, cancel := context.WithTimeout(context.Background(), steerStartWait)
 	_ = g.steer.Sync(sctx) // what a restart had in force, before the first request; logged if it cannot be read

@@ -16,6 +16,10 @@ import (
 	"github.com/sluice-rl/sluice/internal/shutdown"
 )
 
+// parkAfter is how long a plain keep-alive connection waits for its next
+// request in its own goroutine before it is parked (fastproxy.Parking).
+var parkAfter = time.Second
+
 // errDraining cancels the requests still running when the drain timeout
 // ends; they are answered 503.
 var errDraining = errors.New("gateway: shutting down")
@@ -42,20 +46,16 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	srv := fastproxy.NewServer(g.serveFast, fastproxy.Timeouts{ReadHeader: g.server.ReadHeaderTimeout,
 		Idle: g.server.IdleTimeout}, fastLogger{g.log})
 	g.tunnels.reset()
-	park := newParking(srv, &conns, g.server.IdleTimeout, g.server.IdleTimeout) // park.go
-	g.park.Store(park)
+	watch := srv.ConnState // the header watch (fastproxy.NewServer)
 	srv.ConnState = func(c net.Conn, st fasthttp.ConnState) {
+		watch(c, st)
 		conns.track(c, st)
-		switch st {
-		case fasthttp.StateIdle:
-			headerNext(c) // conncap.go
-		case fasthttp.StateActive:
-			requestBegun(c)
-		}
 		if st == fasthttp.StateClosed {
 			g.tunnels.connClosed(c) // closed before a hijack took it (upgrade.go)
 		}
 	}
+	park := fastproxy.NewParking(srv, parkAfter, g.server.IdleTimeout, g.server.IdleTimeout)
+	g.park.Store(park)
 	adm := g.httpServer(g.AdminHandler())
 	errc := make(chan error, 2)
 	go func() {
@@ -96,9 +96,9 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 			}
 		},
 		Drain: func() error {
-			park.close() // idle: closed, as the server's Shutdown closes its idle connections
+			park.Close() // idle: closed, as the server's Shutdown closes its idle connections
 			err := g.drain(srv, &conns, cut)
-			park.wait4Woken()
+			park.WaitWoken()
 			// fasthttp's Shutdown closes the listeners its Serve has taken
 			// up: one whose Serve had not begun yet would accept for ever.
 			// Closing it here ends that Serve too (a closed listener is no
@@ -154,13 +154,15 @@ func (g *Gateway) waitAnswered(d time.Duration) {
 
 // callerListener is ln as the fast data path serves it: at most
 // max_connections open (those handshaking TLS included), each write of an
-// answer bounded (stallWrites); with TLS, the handshake first (tls.go),
-// and the stalled-write and header watch on the decrypted side.
-func (g *Gateway) callerListener(ln net.Listener, park *parking) net.Listener {
+// answer bounded (fastproxy.StallWrites); with TLS, the handshake first
+// (tls.go), and the stalled-write and header watch on the decrypted side,
+// which reads the verified client certificate once (clientcert.go).
+func (g *Gateway) callerListener(ln net.Listener, park *fastproxy.Parking) net.Listener {
+	capped := fastproxy.CapConnections(ln, g.server.MaxConnections)
 	if g.tls.callers == nil {
-		return stallWrites(capConnections(ln, g.server.MaxConnections), g.server.IdleTimeout, park)
+		return fastproxy.StallWrites(capped, g.server.IdleTimeout, park, nil)
 	}
-	return stallWrites(g.listenTLS(capConnections(ln, g.server.MaxConnections), callersListener), g.server.IdleTimeout, nil)
+	return fastproxy.StallWrites(g.listenTLS(capped, callersListener), g.server.IdleTimeout, nil, verifiedPeerOf)
 }
 
 // fastConns keeps the callers' open connections, to close those left
