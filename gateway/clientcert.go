@@ -6,10 +6,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/sluice-rl/sluice/config"
-	"github.com/sluice-rl/sluice/internal/fastproxy"
 	"github.com/sluice-rl/sluice/policy"
 )
 
@@ -87,15 +84,9 @@ func verifiedPeer(tc *tls.Conn) *policy.PeerCert {
 	return policy.NewPeerCert(st.PeerCertificates[0])
 }
 
-// peerCertOf is the verified client certificate of ctx's connection, nil
-// without.
-func peerCertOf(ctx *fasthttp.RequestCtx) *policy.PeerCert {
-	pc, _ := fastproxy.PeerOf(ctx).(*policy.PeerCert)
-	return pc
-}
-
 // verifiedPeerOf is verifiedPeer as fastproxy.StallWrites reads a
-// handshake: a nil *policy.PeerCert is no peer.
+// handshake, for the front (fastfront) to find: a nil *policy.PeerCert is
+// no peer.
 func verifiedPeerOf(tc *tls.Conn) any {
 	if pc := verifiedPeer(tc); pc != nil {
 		return pc

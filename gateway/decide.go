@@ -40,7 +40,7 @@ func (g *Gateway) Decider() (*Decider, error) {
 // Decide decides req under the policy in force; the Verdict must be given
 // back with Finish (decision.Engine.Decide).
 func (d *Decider) Decide(ctx context.Context, req decision.Request) *decision.Verdict {
-	set := d.g.snap.Load().settings
+	set := d.g.snap.Load().front.Settings
 	set.Throttle = nil // nothing is proxied
 	return d.engine.Decide(ctx, set, req)
 }

@@ -11,8 +11,8 @@
 // forwarding headers, the fields a caller may not remove), and protocol
 // upgrades (WebSocket) on a connection of their own (Proxy.Upgrade,
 // Tunnel.Splice). It decides
-// nothing about limits: the gateway asks the decision core first and hands
-// a passed request to Proxy.Serve.
+// nothing about limits: the front (internal/fastfront) asks the decision
+// core first and hands a passed request to Proxy.Serve.
 //
 // It is a leaf: it imports the standard library, fasthttp and internal
 // packages that import no sluice package (internal/httpname: the
@@ -22,7 +22,7 @@
 // decision core. What it needs of them is handed in as plain values
 // (Forwarding: the peer, whether it is trusted, which forwarding header is
 // read, the fields removed, stripped, kept and set; Proxy.StripResponse),
-// so that a request served calls back into the gateway once, when its
+// so that a request served calls back into the front once, when its
 // answer has gone (Serve's and Upgrade's done, told why a body broke off),
 // however many fields it has. TestLeaf holds it to the imports.
 package fastproxy
