@@ -158,7 +158,7 @@ func New(opts Options) (*Gateway, error) {
 	_ = g.steer.Sync(sctx) // what a restart had in force, before the first request; logged if it cannot be read
 	cancel()
 	snap := g.newSnapshot(opts.Config, nil)
-	g.snap.Store(snap)
+	g.setSnapshot(snap)
 	g.live.Load().SetPolicy(snap.front.Settings.Policy)
 	g.ready.Store(true)
 	return g, nil
@@ -270,9 +270,8 @@ func (g *Gateway) InFlight() int64 { return g.front.InFlight() }
 func (g *Gateway) newFront() *fastfront.Front {
 	m := g.metrics
 	o := fastfront.Options{
-		Snapshot: func() *fastfront.Snapshot { return &g.snap.Load().front },
-		Engine:   g.engine,
-		Clock:    g.opts.Clock,
+		Engine: g.engine,
+		Clock:  g.opts.Clock,
 		Counters: fastfront.Counters{Loops: m.loops, NotRouted: m.notRouted,
 			CallerAborted:     m.callerErrors.WithLabelValues("aborted"),
 			CallerBodyTimeout: m.callerErrors.WithLabelValues("body_timeout"),
@@ -287,6 +286,13 @@ func (g *Gateway) newFront() *fastfront.Front {
 		o.Finished = g.logAccess
 	}
 	return fastfront.New(o)
+}
+
+// setSnapshot puts snap in force, for the fast data path too; under
+// reloadMu once New has returned.
+func (g *Gateway) setSnapshot(snap *snapshot) {
+	g.snap.Store(snap)
+	g.front.SetSnapshot(&snap.front)
 }
 
 // config returns the configuration in force.

@@ -69,7 +69,7 @@ func (g *Gateway) Reload() error {
 	}
 	prev := g.snap.Load()
 	next := g.newSnapshot(cfg, prev)
-	g.snap.Store(next) // policy, upstream, settings and throttle at once
+	g.setSnapshot(next) // policy, upstream, settings and throttle at once
 	g.reloadLive(cfg, next.front.Settings.Policy)
 	g.reloadSignals(cfg)
 	closeRoutes(prev, next)

@@ -38,13 +38,8 @@ var errDraining = errors.New("gateway: shutting down")
 func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	front := g.front
 	defer front.Start()()
-	srv := fastproxy.NewServer(front.Serve, fastproxy.Timeouts{ReadHeader: g.server.ReadHeaderTimeout,
-		Idle: g.server.IdleTimeout}, fastLogger{g.log})
-	watch := srv.ConnState // the header watch (fastproxy.NewServer)
-	srv.ConnState = func(c net.Conn, st fasthttp.ConnState) {
-		watch(c, st)
-		front.ConnState(c, st)
-	}
+	srv := front.NewServer(fastproxy.Timeouts{ReadHeader: g.server.ReadHeaderTimeout, Idle: g.server.IdleTimeout},
+		fastLogger{g.log})
 	park := fastproxy.NewParking(srv, parkAfter, g.server.IdleTimeout, g.server.IdleTimeout)
 	g.park.Store(park)
 	adm := g.httpServer(g.AdminHandler())

@@ -191,7 +191,7 @@ func (g *Gateway) refreshPolicy() {
 			g.log.Warn("runtime override does not apply to the configuration in force", "override", s)
 		}
 	}
-	g.snap.Store(&next)
+	g.setSnapshot(&next)
 	g.live.Load().SetPolicy(next.front.Settings.Policy)
 }
 

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/sluice-rl/sluice/internal/fastproxy"
 )
 
-// What a shutdown of the server serving the front needs of it, in the
-// order the gateway's Run calls it: Start, SetClosing while load balancers
-// notice, then, once the server's Shutdown has returned or timed out,
-// WaitTunnels or InFlight and Cut, WaitAnswered, CloseConns and
-// CloseTunnels.
+// What a run of the front's server (NewServer) and its shutdown need of
+// the front, in the order the gateway's Run calls it: Start, SetClosing
+// while load balancers notice, then, once the server's Shutdown has
+// returned or timed out, WaitTunnels, or InFlight and Cut, WaitAnswered,
+// CloseConns; CloseTunnels last.
 
 // Start readies the front for a server's run: nothing closing, nothing
 // cut, no tunnel or connection open. stop ends the requests' context once
@@ -40,10 +42,16 @@ func (f *Front) reqsCtx() context.Context {
 	return context.Background()
 }
 
-// ConnState is the server's ConnState after the header watch's
+// NewServer returns the server of the front's callers (fastproxy.NewServer):
+// Serve its handler, t its timeouts, log its own messages' destination.
+func (f *Front) NewServer(t fastproxy.Timeouts, log fasthttp.Logger) *fasthttp.Server {
+	return fastproxy.NewServer(f.Serve, t, log, f.connChanged)
+}
+
+// connChanged is told of a caller's connection opened, closed or hijacked
 // (fastproxy.NewServer): it keeps the open connections for CloseConns and
 // ends the tunnel of a connection closed before it was handed over.
-func (f *Front) ConnState(c net.Conn, st fasthttp.ConnState) {
+func (f *Front) connChanged(c net.Conn, st fasthttp.ConnState) {
 	f.conns.track(c, st)
 	if st == fasthttp.StateClosed {
 		f.tunnels.connClosed(c) // closed before a hijack took it (upgrade.go)
@@ -68,7 +76,7 @@ func (f *Front) Cut(cause error) {
 	if c := f.cancel.Load(); c != nil {
 		(*c)(cause)
 	}
-	for _, rt := range f.snapshot().Routes {
+	for _, rt := range f.snap.Load().Routes {
 		rt.Proxy.Abort()
 	}
 }

@@ -9,13 +9,14 @@
 // Proxy.Upgrade and a tunnel: upgrade.go) and counts and logs the
 // failures it blames on the caller or the upstream.
 //
-// The gateway composes it: it hands the front a getter of the
-// configuration in force (Snapshot: the settings, the longest wait, the
-// services, the fields a caller may not remove, the forwarding header), the
-// decision engine, the counters it increments, a logger and one callback,
-// Options.Finished, told of each request once its answer has gone (the
-// access log). So a request goes down into the front once (the server's
-// handler, Serve) and climbs back into the gateway once. The drain state
+// The gateway composes it: it hands the front the configuration in force
+// whenever it changes (SetSnapshot: the settings, the longest wait, the
+// services, the fields a caller may not remove, the forwarding header),
+// the decision engine, the counters it increments, a logger and one
+// callback, Options.Finished, told of each request once its answer has
+// gone (the access log). So a request goes down into the front once (the
+// server's handler, Serve) and climbs back into the gateway once (with an
+// access log; the decision engine's own callbacks aside). The drain state
 // (closing connections after their answers, the requests in flight, the
 // cut once the drain timeout has passed, the open tunnels and connections)
 // is the front's, behind the methods the gateway's Run calls.
@@ -39,11 +40,8 @@ import (
 	"github.com/sluice-rl/sluice/throttle"
 )
 
-// Options configure a Front. Snapshot, Engine and Clock are required.
+// Options configure a Front. Engine and Clock are required.
 type Options struct {
-	// Snapshot returns the configuration in force; a request is decided
-	// and sent on under the one it read when it arrived.
-	Snapshot func() *Snapshot
 	// Engine decides each request.
 	Engine *decision.Engine
 	// Clock is read when a request is sent on and when its answer ends
@@ -91,8 +89,8 @@ type Counters struct {
 type Counter interface{ Inc() }
 
 // Snapshot is one configuration in force, as the front serves requests
-// under it. The gateway builds it once per configuration and never
-// changes it.
+// under it (Front.SetSnapshot). The gateway builds it once per
+// configuration and never changes it.
 type Snapshot struct {
 	// Settings is what requests are decided under (with the Throttle of
 	// their Route).
@@ -131,7 +129,7 @@ type Route struct {
 // Front serves callers' requests (Serve). Its zero value is not ready:
 // New makes one.
 type Front struct {
-	snapshot func() *Snapshot
+	snap     atomic.Pointer[Snapshot] // the configuration in force (SetSnapshot)
 	engine   *decision.Engine
 	clock    clock.Clock
 	counters Counters
@@ -164,7 +162,7 @@ type Front struct {
 
 // New returns a Front as o configures it.
 func New(o Options) *Front {
-	f := &Front{snapshot: o.Snapshot, engine: o.Engine, clock: o.Clock, counters: o.Counters, log: o.Log,
+	f := &Front{engine: o.Engine, clock: o.Clock, counters: o.Counters, log: o.Log,
 		allowLog: o.LogAllowed, finished: o.Finished, bodyTime: o.BodyTimeout, idle: o.IdleTimeout,
 		loopToken: newLoopToken(), requestIDs: newRequestIDs(),
 		buffers: fastproxy.NewBuffers(o.BodyBuffer, o.BodyBufferTotal), maxStreamed: int64(o.MaxStreamedBodies)}
@@ -173,6 +171,11 @@ func New(o Options) *Front {
 	}
 	return f
 }
+
+// SetSnapshot puts s in force: a request is decided and sent on under the
+// snapshot in force when it arrived. One must be in force before a
+// request is served.
+func (f *Front) SetSnapshot(s *Snapshot) { f.snap.Store(s) }
 
 // logs reports whether a line of kind about rule is logged now.
 func (f *Front) logs(kind, rule string) bool { return f.allowLog == nil || f.allowLog(kind, rule) }

@@ -65,6 +65,9 @@ func (f *Front) logEarly(ctx *fasthttp.RequestCtx) {
 // peerCertOf is the verified client certificate of ctx's connection, nil
 // without (fastproxy.StallWrites read it: PeerCert).
 func peerCertOf(ctx *fasthttp.RequestCtx) *policy.PeerCert {
+	if !ctx.IsTLS() {
+		return nil // a plain connection: no certificate
+	}
 	pc, _ := fastproxy.PeerOf(ctx).(*policy.PeerCert)
 	return pc
 }

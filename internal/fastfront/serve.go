@@ -39,7 +39,7 @@ func (f *Front) Serve(ctx *fasthttp.RequestCtx) {
 // decide is Serve's work. It reports whether the answer's body is still
 // to be streamed, and inflight to be counted down once it has.
 func (f *Front) decide(ctx *fasthttp.RequestCtx) (streaming bool) {
-	snap := f.snapshot()
+	snap := f.snap.Load()
 	if status, detail := fastproxy.Refuse(&ctx.Request.Header); status != 0 {
 		f.answer(ctx, status, detail, true)
 		f.logEarly(ctx)
@@ -98,7 +98,11 @@ func (f *Front) decide(ctx *fasthttp.RequestCtx) (streaming bool) {
 	if proto := fastproxy.UpgradeOf(&ctx.Request.Header); proto != nil {
 		return f.passUpgrade(ctx, snap, rt, v, peer.Addr(), proto) // upgrade.go
 	}
-	return f.passFast(ctx, snap, rt, v, peer.Addr(), up.bodyOf(ctx, bodyStart, bodyDeadline))
+	var body *fastproxy.Body // nil: none (fastproxy.NewBody)
+	if hasBody {
+		body = up.bodyOf(ctx, bodyStart, bodyDeadline)
+	}
+	return f.passFast(ctx, snap, rt, v, peer.Addr(), body)
 }
 
 // refuseFast writes the decision's own answer (400, 401, 403, 429, 503).
@@ -171,6 +175,9 @@ func (f *Front) passFast(ctx *fasthttp.RequestCtx, snap *Snapshot, rt *Route, v 
 // was the upstream's and not spent waiting for the caller's body (at
 // least 1ns: 0 would read as none).
 func upstreamTime(d time.Duration, body *fastproxy.Body) time.Duration {
+	if body == nil {
+		return max(d, 1) // nothing waited for
+	}
 	return max(d-body.Waited(), 1)
 }
 

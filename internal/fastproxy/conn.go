@@ -189,7 +189,8 @@ func (c *stallConn) Write(p []byte) (int, error) { return c.wd.Write(c.Conn, p) 
 // watchConnState is the server's ConnState (NewServer): a connection the
 // server waits on for its next request (idle) may deliver a header block
 // now; one whose next request has begun (active) no longer waits idle.
-func watchConnState(c net.Conn, st fasthttp.ConnState) {
+// conns (nil: none) is told of the other states.
+func watchConnState(c net.Conn, st fasthttp.ConnState, conns func(net.Conn, fasthttp.ConnState)) {
 	switch st {
 	case fasthttp.StateIdle:
 		if sc := watchedConn(c); sc != nil {
@@ -199,6 +200,10 @@ func watchConnState(c net.Conn, st fasthttp.ConnState) {
 	case fasthttp.StateActive:
 		if sc := watchedConn(c); sc != nil {
 			sc.idleWait(false)
+		}
+	default:
+		if conns != nil {
+			conns(c, st)
 		}
 	}
 }

@@ -60,15 +60,17 @@ type Timeouts struct {
 //
 // The server watches the header blocks of the connections StallWrites
 // hands it: its ConnState does, and its handler notes, before h runs,
-// that the header block has been read. A ConnState set later must call
-// the one it replaces.
-func NewServer(h fasthttp.RequestHandler, t Timeouts, log fasthttp.Logger) *fasthttp.Server {
+// that the header block has been read. conns, if set, is told of each
+// connection's opening, closing and hijacking, never of its requests
+// (ConnState's other states).
+func NewServer(h fasthttp.RequestHandler, t Timeouts, log fasthttp.Logger,
+	conns func(net.Conn, fasthttp.ConnState)) *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
 			headerRead(ctx) // conn.go
 			h(ctx)
 		},
-		ConnState:                    watchConnState,
+		ConnState:                    func(c net.Conn, st fasthttp.ConnState) { watchConnState(c, st, conns) },
 		ErrorHandler:                 parseFailed,
 		ReadTimeout:                  t.ReadHeader,
 		IdleTimeout:                  t.Idle,
