@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
@@ -283,7 +284,9 @@ func (g *Gateway) newFront() *fastfront.Front {
 		MaxStreamedBodies: g.server.MaxStreamedBodies,
 	}
 	if g.access != nil {
-		o.Finished = g.logAccess
+		o.Finished = func(ctx *fasthttp.RequestCtx, v *decision.Verdict, resp decision.Response) {
+			g.logAccess(ctx, v, &resp)
+		}
 	}
 	return fastfront.New(o)
 }

@@ -60,8 +60,10 @@ type Options struct {
 	// before v is finished (the Report it reads is v's until then): the
 	// access log. v is nil for a request refused before it was decided
 	// (malformed, a loop, no service). An upgraded request is told of as
-	// it switches (101), and finished when its tunnel ends.
-	Finished func(ctx *fasthttp.RequestCtx, v *decision.Verdict, resp *decision.Response)
+	// it switches (101), and finished when its tunnel ends. resp is a
+	// copy: a pointer handed to a function value would escape to the heap,
+	// one allocation per request.
+	Finished func(ctx *fasthttp.RequestCtx, v *decision.Verdict, resp decision.Response)
 	// BodyTimeout bounds the arrival of a request's body, counted from the
 	// end of the longest wait the configuration may impose (Snapshot.MaxWait).
 	BodyTimeout time.Duration
@@ -135,7 +137,7 @@ type Front struct {
 	counters Counters
 	log      *slog.Logger
 	allowLog func(kind, rule string) bool
-	finished func(ctx *fasthttp.RequestCtx, v *decision.Verdict, resp *decision.Response)
+	finished func(ctx *fasthttp.RequestCtx, v *decision.Verdict, resp decision.Response)
 	bodyTime time.Duration
 	idle     time.Duration
 

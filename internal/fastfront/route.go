@@ -48,7 +48,7 @@ func (f *Front) notRouted(ctx *fasthttp.RequestCtx, hasBody bool) {
 // ended, then finishes v.
 func (f *Front) finish(ctx *fasthttp.RequestCtx, v *decision.Verdict, resp *decision.Response) {
 	if f.finished != nil {
-		f.finished(ctx, v, resp)
+		f.finished(ctx, v, *resp)
 	}
 	v.Finish(resp)
 }
@@ -58,7 +58,7 @@ func (f *Front) finish(ctx *fasthttp.RequestCtx, v *decision.Verdict, resp *deci
 // upstream (a loop), or not routed.
 func (f *Front) logEarly(ctx *fasthttp.RequestCtx) {
 	if f.finished != nil {
-		f.finished(ctx, nil, &decision.Response{Status: ctx.Response.StatusCode()})
+		f.finished(ctx, nil, decision.Response{Status: ctx.Response.StatusCode()})
 	}
 }
 

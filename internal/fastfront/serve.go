@@ -92,7 +92,7 @@ func (f *Front) decide(ctx *fasthttp.RequestCtx) (streaming bool) {
 		return false
 	}
 	if !v.Pass {
-		f.refuseFast(ctx, v, hasBody)
+		f.refuse(ctx, v, hasBody)
 		return false
 	}
 	if proto := fastproxy.UpgradeOf(&ctx.Request.Header); proto != nil {
@@ -102,17 +102,17 @@ func (f *Front) decide(ctx *fasthttp.RequestCtx) (streaming bool) {
 	if hasBody {
 		body = up.bodyOf(ctx, bodyStart, bodyDeadline)
 	}
-	return f.passFast(ctx, snap, rt, v, peer.Addr(), body)
+	return f.pass(ctx, snap, rt, v, peer.Addr(), body)
 }
 
-// refuseFast writes the decision's own answer (400, 401, 403, 429, 503).
-func (f *Front) refuseFast(ctx *fasthttp.RequestCtx, v *decision.Verdict, hasBody bool) {
+// refuse writes the decision's own answer (400, 401, 403, 429, 503).
+func (f *Front) refuse(ctx *fasthttp.RequestCtx, v *decision.Verdict, hasBody bool) {
 	if v.Status == decision.StatusClientGone {
 		ctx.SetConnectionClose()
 	} else {
 		ctx.SetStatusCode(v.Status)
-		for _, f := range v.Header {
-			ctx.Response.Header.SetBytesV(f.Name, f.Value)
+		for _, h := range v.Header {
+			ctx.Response.Header.SetBytesV(h.Name, h.Value)
 		}
 		ctx.Response.SetBody(v.Body)
 	}
@@ -122,7 +122,7 @@ func (f *Front) refuseFast(ctx *fasthttp.RequestCtx, v *decision.Verdict, hasBod
 	f.finish(ctx, v, &decision.Response{Status: v.Status})
 }
 
-// passFast sends a passed request on and puts the answer, with the
+// pass sends a passed request on and puts the answer, with the
 // decision's RateLimit fields, on ctx; the verdict is finished once the
 // answer's body has gone to the caller, or at once when the upstream did
 // not answer. It reports whether it counts inflight down itself (the
@@ -130,7 +130,7 @@ func (f *Front) refuseFast(ctx *fasthttp.RequestCtx, v *decision.Verdict, hasBod
 // decision core learns (the adaptive limit, sluice_upstream_seconds) is
 // the time to the answer's status less what the upstream waited for the
 // caller's body: a slow upload is no slow upstream.
-func (f *Front) passFast(ctx *fasthttp.RequestCtx, snap *Snapshot, rt *Route, v *decision.Verdict, peer netip.Addr,
+func (f *Front) pass(ctx *fasthttp.RequestCtx, snap *Snapshot, rt *Route, v *decision.Verdict, peer netip.Addr,
 	body *fastproxy.Body) bool {
 	hasBody := body != nil
 	if rt == nil {
@@ -145,8 +145,8 @@ func (f *Front) passFast(ctx *fasthttp.RequestCtx, snap *Snapshot, rt *Route, v 
 	}
 	var set [2]fastproxy.Field
 	fwd := f.forwarding(ctx, snap, rt, v, peer, set[:0])
-	for _, f := range v.Header {
-		ctx.Response.Header.SetBytesV(f.Name, f.Value)
+	for _, h := range v.Header {
+		ctx.Response.Header.SetBytesV(h.Name, h.Value)
 	}
 	start := f.clock.Now()
 	var firstByte time.Duration
@@ -181,7 +181,7 @@ func upstreamTime(d time.Duration, body *fastproxy.Body) time.Duration {
 	return max(d-body.Waited(), 1)
 }
 
-// forwarding is how a passed request goes on (passFast, passUpgrade): its
+// forwarding is how a passed request goes on (pass, passUpgrade): its
 // caller's forwarding header, the decision's method, target and removed
 // fields, then X-Sluice-Client and Sluice-Loop-Mark appended to set (room
 // for two keeps them off the heap).

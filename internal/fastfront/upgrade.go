@@ -22,19 +22,19 @@ import (
 // plain request's does. A tunnel is no request in flight: a drain gives
 // the open tunnels until the drain timeout to end, then closes them.
 
-// passUpgrade is passFast for a passed request asking to switch to proto.
-// It reports, as passFast does, whether it counts inflight down itself.
+// passUpgrade is pass for a passed request asking to switch to proto.
+// It reports, as pass does, whether it counts inflight down itself.
 func (f *Front) passUpgrade(ctx *fasthttp.RequestCtx, snap *Snapshot, rt *Route, v *decision.Verdict, peer netip.Addr,
 	proto []byte) bool {
 	if rt == nil || f.cutting.Load() {
-		return f.passFast(ctx, snap, rt, v, peer, nil) // answered 502 or 503, as any request
+		return f.pass(ctx, snap, rt, v, peer, nil) // answered 502 or 503, as any request
 	}
 	start := f.clock.Now()
 	t := f.tunnels.add(ctx.Conn())
 	var set [2]fastproxy.Field
 	fwd := f.forwarding(ctx, snap, rt, v, peer, set[:0]) // Upgrade and Connection: Upgrade are fastproxy.Proxy.Upgrade's
-	for _, f := range v.Header {
-		ctx.Response.Header.SetBytesV(f.Name, f.Value)
+	for _, h := range v.Header {
+		ctx.Response.Header.SetBytesV(h.Name, h.Value)
 	}
 	answerID(ctx) // on the 101 too, which the tunnel writes
 	opened := func(up net.Conn) bool { return f.tunnels.setUpstream(t, up) }
@@ -73,7 +73,7 @@ func (f *Front) hijack(ctx *fasthttp.RequestCtx, t *tunnel, tun *fastproxy.Tunne
 	})
 	f.tunnels.setEnd(t, end)
 	if f.finished != nil { // told as it switches: ctx is not the tunnel's once it ends
-		f.finished(ctx, v, &decision.Response{Passed: true, Status: fasthttp.StatusSwitchingProtocols, FirstByte: lat})
+		f.finished(ctx, v, decision.Response{Passed: true, Status: fasthttp.StatusSwitchingProtocols, FirstByte: lat})
 	}
 	ctx.HijackSetNoResponse(true) // Splice writes the 101
 	ctx.Hijack(func(c net.Conn) {
