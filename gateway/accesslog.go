@@ -10,12 +10,14 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/internal/fastfront"
 )
 
 // accessLog writes the access_log block's lines: one JSON object per
@@ -145,17 +147,9 @@ func (a *accessLog) logged(resp *decision.Response) bool {
 	return a.sample > 0 && rand.Float64() < a.sample
 }
 
-// finish logs the request v decided, as resp says it ended, then finishes
-// v (the Report the line reads is v's until then).
-func (g *Gateway) finish(ctx *fasthttp.RequestCtx, v *decision.Verdict, resp *decision.Response) {
-	if g.access != nil {
-		g.logAccess(ctx, v, resp)
-	}
-	v.Finish(resp)
-}
-
-// logAccess writes the access log's line of one request, if it is logged.
-// v is nil for a request refused before it was decided (malformed, a loop).
+// logAccess writes the access log's line of one request, if it is logged:
+// the front's Finished. v is nil for a request refused before it was
+// decided (malformed, a loop, no service).
 func (g *Gateway) logAccess(ctx *fasthttp.RequestCtx, v *decision.Verdict, resp *decision.Response) {
 	if !g.access.logged(resp) {
 		return
@@ -163,14 +157,6 @@ func (g *Gateway) logAccess(ctx *fasthttp.RequestCtx, v *decision.Verdict, resp 
 	bp := lineBufs.Get().(*[]byte)
 	*bp = appendLine(*bp, ctx, v, resp, time.Now())
 	g.access.send(bp)
-}
-
-// logEarly logs a request refused before it was decided: malformed
-// (fastproxy.Refuse), or come back from sluice's own upstream (a loop).
-func (g *Gateway) logEarly(ctx *fasthttp.RequestCtx) {
-	if g.access != nil {
-		g.logAccess(ctx, nil, &decision.Response{Status: ctx.Response.StatusCode()})
-	}
 }
 
 // appendLine appends the JSON line of one request to b. It names the
@@ -181,9 +167,9 @@ func appendLine(b []byte, ctx *fasthttp.RequestCtx, v *decision.Verdict, resp *d
 	b = append(b, `{"time":"`...)
 	b = began.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
 	b = append(b, `","request_id":`...)
-	b = appendString(b, ctx.Request.Header.Peek(requestIDHeader))
+	b = appendString(b, ctx.Request.Header.Peek(fastfront.RequestIDHeader))
 	method, path := ctx.Method(), ctx.URI().PathOriginal()
-	addr := peerOf(ctx).Addr() // nothing counted (refused for its key, malformed): the connection's
+	addr := fastfront.CallerAddr(ctx).Addr() // nothing counted (refused for its key, malformed): the connection's
 	if v != nil {
 		b = append(b, `,"client":`...)
 		b = appendString(b, s2b(v.Report.Client))
@@ -349,3 +335,6 @@ func appendString(b, s []byte) []byte {
 	}
 	return append(b, '"')
 }
+
+// s2b views s as bytes, never written to.
+func s2b(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

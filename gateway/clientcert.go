@@ -6,8 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/policy"
 )
@@ -86,11 +84,12 @@ func verifiedPeer(tc *tls.Conn) *policy.PeerCert {
 	return policy.NewPeerCert(st.PeerCertificates[0])
 }
 
-// peerCertOf is the verified client certificate of ctx's connection, nil
-// without.
-func peerCertOf(ctx *fasthttp.RequestCtx) *policy.PeerCert {
-	if c, ok := ctx.Conn().(*tlsStallConn); ok {
-		return c.peer
+// verifiedPeerOf is verifiedPeer as fastproxy.StallWrites reads a
+// handshake, for the front (fastfront) to find: a nil *policy.PeerCert is
+// no peer.
+func verifiedPeerOf(tc *tls.Conn) any {
+	if pc := verifiedPeer(tc); pc != nil {
+		return pc
 	}
 	return nil
 }

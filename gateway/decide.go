@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/internal/fastproxy"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -39,7 +40,7 @@ func (g *Gateway) Decider() (*Decider, error) {
 // Decide decides req under the policy in force; the Verdict must be given
 // back with Finish (decision.Engine.Decide).
 func (d *Decider) Decide(ctx context.Context, req decision.Request) *decision.Verdict {
-	set := d.g.snap.Load().settings
+	set := d.g.snap.Load().front.Settings
 	set.Throttle = nil // nothing is proxied
 	return d.engine.Decide(ctx, set, req)
 }
@@ -47,7 +48,7 @@ func (d *Decider) Decide(ctx context.Context, req decision.Request) *decision.Ve
 // CapConnections lets at most max connections from ln be open at once, as
 // server.max_connections caps the gateway's callers: the decision
 // service's listeners take the same cap. max <= 0: no cap.
-func CapConnections(ln net.Listener, max int) net.Listener { return capConnections(ln, max) }
+func CapConnections(ln net.Listener, max int) net.Listener { return fastproxy.CapConnections(ln, max) }
 
 // Stopping makes /readyz answer 503, as Run does when its context ends:
 // a program that serves the admin endpoints without Run (the decision

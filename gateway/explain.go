@@ -70,7 +70,7 @@ func (g *Gateway) explain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info := g.storeInfo()
-	out := Explanation(g.engine.Explain(r.Context(), snap.settings, req), info.counterKind())
+	out := Explanation(g.engine.Explain(r.Context(), snap.front.Settings, req), info.counterKind())
 	out.Store = &info
 	writeJSON(w, http.StatusOK, out)
 }

@@ -5,11 +5,13 @@
 // request, on SIGHUP (wired by the command) and on file change, where a bad
 // file is refused and the policy in force stays.
 //
-// Run serves callers on the fast data path: an HTTP/1.1 server and a
-// pooled, streaming upstream client on fasthttp (internal/fastproxy, a
-// leaf handed plain values, which calls back once a request, when its
-// answer has gone), the decision core (package decision) deciding each
-// request (fast.go).
+// Run serves callers on the fast data path, the front of
+// internal/fastfront over internal/fastproxy (an HTTP/1.1 server and a
+// pooled, streaming upstream client on fasthttp), which the decision core
+// (package decision) decides each request for. The gateway hands the
+// front plain values (the configuration in force, the engine, counters, a
+// logger) and is called back once a request, when its answer has gone
+// (the access log); Run drives the front's drain.
 package gateway
 
 import (
@@ -27,10 +29,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 
 	"github.com/sluice-rl/sluice/clock"
 	"github.com/sluice-rl/sluice/config"
 	"github.com/sluice-rl/sluice/decision"
+	"github.com/sluice-rl/sluice/internal/fastfront"
 	"github.com/sluice-rl/sluice/internal/fastproxy"
 	"github.com/sluice-rl/sluice/live"
 	"github.com/sluice-rl/sluice/policy"
@@ -65,7 +69,6 @@ type Gateway struct {
 	opts       Options
 	snap       atomic.Pointer[snapshot]
 	server     config.Server // as at start: a reload does not change it
-	loopToken  string        // this instance's mark on what it forwards
 	instanceID string        // names this instance in the heartbeat (instances.go)
 	metrics    *metrics
 	log        *slog.Logger
@@ -74,12 +77,11 @@ type Gateway struct {
 	ownsStore  bool
 	renewer    *store.Renewer // renews the leases of concurrency rules; nil if the store keeps none
 	access     *accessLog     // the access_log block's writer; nil without one
-	requestIDs *requestIDs
 	reloadMu   sync.Mutex
 	ready      atomic.Bool
 	startSum   string                            // the config file's digest when New ran, for WatchConfig
 	throttles  atomic.Pointer[[]serviceThrottle] // protect's, one per service, each made once (protect.go)
-	park       atomic.Pointer[parking]           // Run's parker of idle connections (park.go); nil: none
+	park       atomic.Pointer[fastproxy.Parking] // Run's parker of idle connections (run.go); nil: none
 	live       atomic.Pointer[live.Live]         // the operators' view (live.go)
 	pressure   *decision.Pressure                // degrades while on: the degrade switch, the signals (signals.go)
 	signals    signalSet                         // protect.signals, read while Run runs (signals.go)
@@ -87,19 +89,8 @@ type Gateway struct {
 	steered    atomic.Pointer[inForce]           // what steer applies
 	tls        tlsSet                            // the listeners' certificates, followed while Run runs (tls.go)
 
-	// The fast data path (fast.go, run.go).
-	engine  *decision.Engine                // decides Run's requests
-	reqs    atomic.Pointer[context.Context] // Run's requests' context, cancelled by the drain timeout
-	closing atomic.Bool                     // shutting down: close each connection after its answer
-	// inflight counts Run's requests from their headers read to their
-	// answer written (a streamed body to its end): what the drain waits for.
-	inflight atomic.Int64
-	cutting  atomic.Bool // the drain timeout passed: requests at the upstream get 503
-	tunnels  tunnels     // upgraded connections (upgrade.go)
-	// Request bodies under protect (body.go): read whole before admission
-	// into buffers, or streamed without a slot, at most server.max_streamed_bodies.
-	buffers  *fastproxy.Buffers
-	streamed atomic.Int64
+	engine *decision.Engine // decides requests: Run's front's, the decision services'
+	front  *fastfront.Front // the fast data path Run serves callers on (run.go)
 }
 
 // New builds a gateway from opts. It opens the store but starts no server.
@@ -109,12 +100,11 @@ func New(opts Options) (*Gateway, error) {
 	}
 	opts = withDefaults(opts)
 	g := &Gateway{opts: opts, metrics: newMetrics(), log: opts.Logger, store: opts.Store,
-		server: serverDefaults(opts.Config.Server), loopToken: newLoopToken(), instanceID: newInstanceID(),
-		pressure: new(decision.Pressure), requestIDs: newRequestIDs()}
+		server: serverDefaults(opts.Config.Server), instanceID: newInstanceID(),
+		pressure: new(decision.Pressure)}
 	if g.opts.ShutdownTimeout <= 0 {
 		g.opts.ShutdownTimeout = g.server.DrainTimeout
 	}
-	g.buffers = fastproxy.NewBuffers(g.server.BodyBuffer, g.server.BodyBufferTotal)
 	g.logGate = newLogGate(opts.Clock, time.Second)
 	g.live.Store(newLive(opts.Config))
 	g.logWarnings(opts.Config)
@@ -159,17 +149,18 @@ func New(opts Options) (*Gateway, error) {
 		_ = g.Close()
 		return nil, err
 	}
+	g.front = g.newFront()
 	g.metrics.registry.MustRegister(throttleCollector{g}, liveCollector{g}, steeringCollector{g}, tlsCollector{g},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_parked_connections",
 			Help: "Callers' idle keep-alive connections parked without a goroutine or buffers (a second without a request; plain connections, on Linux)."},
-			func() float64 { return float64(g.park.Load().parked()) }))
+			func() float64 { return float64(g.park.Load().Parked()) }))
 	g.steer = g.newSteering(opts.Config)
 	sctx, cancel := context.WithTimeout(context.Background(), steerStartWait)
 	_ = g.steer.Sync(sctx) // what a restart had in force, before the first request; logged if it cannot be read
 	cancel()
 	snap := g.newSnapshot(opts.Config, nil)
-	g.snap.Store(snap)
-	g.live.Load().SetPolicy(snap.settings.Policy)
+	g.setSnapshot(snap)
+	g.live.Load().SetPolicy(snap.front.Settings.Policy)
 	g.ready.Store(true)
 	return g, nil
 }
@@ -220,15 +211,12 @@ func withDefaults(o Options) Options {
 // once, so that a request is decided and proxied under one file.
 type snapshot struct {
 	cfg *config.File
-	// maxWait is the longest a request may wait before its body is read
-	// (fast.go): held for its turn by its rules' longest delay, then in
-	// protect's queue for its max_wait.
-	maxWait time.Duration
-	// What requests are decided under (with the Throttle of their
-	// route), the services, and the fields a caller may not remove.
-	settings decision.Settings
-	routes   []*route // the services, in order (route.go)
-	kept     []string
+	// front is what the fast data path serves requests under: the
+	// settings (with the Throttle of their route; settings.Policy with the
+	// run-time overrides), the longest wait before a body is read, the
+	// services and the fields a caller may not remove.
+	front  fastfront.Snapshot
+	routes []*route // front.Routes' own, in order (route.go)
 	// base is the file's policy at the schedule's entries in force, which
 	// settings.Policy is with the run-time overrides applied (steering.go);
 	// nextChange is when a schedule entry next begins or ends (zero:
@@ -252,13 +240,17 @@ func (g *Gateway) newSnapshot(cfg *config.File, old *snapshot) *snapshot {
 		// The fast path decides under its route's Throttle; the rest (the
 		// decision services beside the gateway, explain) under the first
 		// service's, which is upstream's.
-		settings.Throttle = routes[0].throttle
+		settings.Throttle = routes[0].Throttle
 	}
-	snap := &snapshot{cfg: cfg, settings: settings, kept: keptHeaders(cfg.Compiled), routes: routes,
-		base: base, nextChange: next, ignored: ignored,
-		version: configVersion(cfg.Policy), ruleDigests: ruleDigests(cfg.Policy)}
+	snap := &snapshot{cfg: cfg, routes: routes, base: base, nextChange: next, ignored: ignored,
+		version: configVersion(cfg.Policy), ruleDigests: ruleDigests(cfg.Policy),
+		front: fastfront.Snapshot{Settings: settings, Kept: keptHeaders(cfg.Compiled),
+			Forwarded: cfg.Compiled.ForwardedHeader() == policy.Forwarded}}
+	for _, rt := range routes {
+		snap.front.Routes = append(snap.front.Routes, &rt.Route)
+	}
 	for i := range cfg.Compiled.Rules() {
-		snap.maxWait = max(snap.maxWait, cfg.Compiled.RuleLimit(i).Delay())
+		snap.front.MaxWait = max(snap.front.MaxWait, cfg.Compiled.RuleLimit(i).Delay())
 	}
 	var queued time.Duration
 	for _, rt := range snap.routes {
@@ -266,13 +258,45 @@ func (g *Gateway) newSnapshot(cfg *config.File, old *snapshot) *snapshot {
 			queued = max(queued, p.Queue.MaxWait)
 		}
 	}
-	snap.maxWait += queued
+	snap.front.MaxWait += queued
 	return snap
 }
 
 // InFlight is the number of requests the gateway serves now, from their
 // headers read to their answer written: what a shutdown drains.
-func (g *Gateway) InFlight() int64 { return g.inflight.Load() }
+func (g *Gateway) InFlight() int64 { return g.front.InFlight() }
+
+// newFront returns the fast data path Run serves callers on, over the
+// configuration in force.
+func (g *Gateway) newFront() *fastfront.Front {
+	m := g.metrics
+	o := fastfront.Options{
+		Engine: g.engine,
+		Clock:  g.opts.Clock,
+		Counters: fastfront.Counters{Loops: m.loops, NotRouted: m.notRouted,
+			CallerAborted:     m.callerErrors.WithLabelValues("aborted"),
+			CallerBodyTimeout: m.callerErrors.WithLabelValues("body_timeout"),
+			CallerMalformed:   m.callerErrors.WithLabelValues("malformed_body")},
+		Log:         g.log,
+		LogAllowed:  func(kind, rule string) bool { return g.logGate.allow(logSubject{kind: kind, rule: rule}) },
+		BodyTimeout: g.server.BodyTimeout, IdleTimeout: g.server.IdleTimeout,
+		BodyBuffer: g.server.BodyBuffer, BodyBufferTotal: g.server.BodyBufferTotal,
+		MaxStreamedBodies: g.server.MaxStreamedBodies,
+	}
+	if g.access != nil {
+		o.Finished = func(ctx *fasthttp.RequestCtx, v *decision.Verdict, resp decision.Response) {
+			g.logAccess(ctx, v, &resp)
+		}
+	}
+	return fastfront.New(o)
+}
+
+// setSnapshot puts snap in force, for the fast data path too; under
+// reloadMu once New has returned.
+func (g *Gateway) setSnapshot(snap *snapshot) {
+	g.snap.Store(snap)
+	g.front.SetSnapshot(&snap.front)
+}
 
 // config returns the configuration in force.
 func (g *Gateway) config() *config.File { return g.snap.Load().cfg }

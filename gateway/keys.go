@@ -85,7 +85,7 @@ func (g *Gateway) keys(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	set := g.snap.Load().settings
+	set := g.snap.Load().front.Settings
 	if q["rule"] == "" {
 		writeProblem(w, http.StatusBadRequest, "rule=NAME is required (rules: "+strings.Join(ruleNames(set.Policy), ", ")+")")
 		return

@@ -217,7 +217,7 @@ func (c liveCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, k := range findingKinds {
 		ch <- prometheus.MustNewConstMetric(findingsDesc, prometheus.GaugeValue, float64(counts[k]), k)
 	}
-	collectLimits(ch, g.snap.Load().settings.Policy) // the limits in force: schedule and overrides too
+	collectLimits(ch, g.snap.Load().front.Settings.Policy) // the limits in force: schedule and overrides too
 }
 
 // collectLimits sends the limit of each rule of pol, its own and each

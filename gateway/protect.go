@@ -124,7 +124,7 @@ var priorities = []throttle.Priority{throttle.Low, throttle.Normal, throttle.Hig
 
 // throttleCollector reads the Throttle's Stats when metrics are scraped:
 // nothing is counted on the request path; with it, the bodies read
-// before admission and those streamed without a slot (body.go), and
+// before admission and those streamed without a slot (fastfront), and
 // protect.signals (signals.go). Without a throttle, sluice_shed_total
 // counts the refusals under the Pressure once there are some, and the
 // other series of the throttle are not reported.
@@ -166,8 +166,8 @@ func (c throttleCollector) Collect(ch chan<- prometheus.Metric) {
 	collectSignals(ch, c.g)
 	thrs := c.g.throttlesNow()
 	if len(thrs) > 0 {
-		ch <- prometheus.MustNewConstMetric(bodyBufferDesc, prometheus.GaugeValue, float64(c.g.buffers.Used()))
-		ch <- prometheus.MustNewConstMetric(streamedBodiesDesc, prometheus.GaugeValue, float64(c.g.streamed.Load()))
+		ch <- prometheus.MustNewConstMetric(bodyBufferDesc, prometheus.GaugeValue, float64(c.g.front.BodiesBuffered()))
+		ch <- prometheus.MustNewConstMetric(streamedBodiesDesc, prometheus.GaugeValue, float64(c.g.front.BodiesStreamed()))
 	}
 	for _, s := range thrs {
 		st := s.thr.Stats()

@@ -69,8 +69,8 @@ func (g *Gateway) Reload() error {
 	}
 	prev := g.snap.Load()
 	next := g.newSnapshot(cfg, prev)
-	g.snap.Store(next) // policy, upstream, settings and throttle at once
-	g.reloadLive(cfg, next.settings.Policy)
+	g.setSnapshot(next) // policy, upstream, settings and throttle at once
+	g.reloadLive(cfg, next.front.Settings.Policy)
 	g.reloadSignals(cfg)
 	closeRoutes(prev, next)
 	g.metrics.reloads.WithLabelValues("ok").Inc()

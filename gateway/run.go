@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -16,11 +15,15 @@ import (
 	"github.com/sluice-rl/sluice/internal/shutdown"
 )
 
+// parkAfter is how long a plain keep-alive connection waits for its next
+// request in its own goroutine before it is parked (fastproxy.Parking).
+var parkAfter = time.Second
+
 // errDraining cancels the requests still running when the drain timeout
 // ends; they are answered 503.
 var errDraining = errors.New("gateway: shutting down")
 
-// Run serves callers on ln (the fast data path: fasthttp, serveFast) and
+// Run serves callers on ln (the fast data path: fastfront over fasthttp) and
 // the admin endpoints on admin (net/http) until ctx ends, then shuts down
 // gracefully (the sequence of package internal/shutdown). /readyz answers 503 at once; for server.shutdown_delay the
 // gateway keeps serving (closing each connection after its response), so
@@ -30,35 +33,15 @@ var errDraining = errors.New("gateway: shutting down")
 // their turn, queued, or at the upstream) then are answered 503. Run
 // returns nil after a clean drain, or an error if a server failed or
 // requests outlived ShutdownTimeout. Upgraded connections (WebSocket,
-// upgrade.go) are given ShutdownTimeout to end, then closed; they make no
+// fastfront) are given ShutdownTimeout to end, then closed; they make no
 // drain unclean.
 func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
-	reqs, cut := context.WithCancelCause(context.Background())
-	defer cut(nil)
-	g.reqs.Store(&reqs)
-	g.closing.Store(false)
-	g.cutting.Store(false)
-	var conns fastConns
-	srv := fastproxy.NewServer(g.serveFast, fastproxy.Timeouts{ReadHeader: g.server.ReadHeaderTimeout,
-		Idle: g.server.IdleTimeout}, fastLogger{g.log})
-	g.tunnels.reset()
-	park := newParking(srv, &conns, g.server.IdleTimeout, g.server.IdleTimeout) // park.go
+	front := g.front
+	defer front.Start()()
+	srv := front.NewServer(fastproxy.Timeouts{ReadHeader: g.server.ReadHeaderTimeout, Idle: g.server.IdleTimeout},
+		fastLogger{g.log})
+	park := fastproxy.NewParking(srv, parkAfter, g.server.IdleTimeout, g.server.IdleTimeout)
 	g.park.Store(park)
-	srv.ConnState = func(c net.Conn, st fasthttp.ConnState) {
-		conns.track(c, st)
-		switch st {
-		case fasthttp.StateIdle:
-			answered(c) // conncap.go
-			headerNext(c)
-		case fasthttp.StateActive:
-			requestBegun(c)
-		case fasthttp.StateClosed:
-			answered(c)
-			g.tunnels.connClosed(c) // closed before a hijack took it (upgrade.go)
-		case fasthttp.StateHijacked:
-			answered(c)
-		}
-	}
 	adm := g.httpServer(g.AdminHandler())
 	errc := make(chan error, 2)
 	go func() {
@@ -92,16 +75,16 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	defer g.stopSignals()
 	return shutdown.Sequence{Name: "gateway", Delay: g.server.ShutdownDelay,
 		Stopping: func(_, delaying bool) {
-			g.closing.Store(delaying) // before /readyz says so
+			front.SetClosing(delaying) // before /readyz says so
 			g.ready.Store(false)
 			if delaying {
 				g.log.Info("shutting down: still serving while load balancers notice", "delay", g.server.ShutdownDelay.String())
 			}
 		},
 		Drain: func() error {
-			park.close() // idle: closed, as the server's Shutdown closes its idle connections
-			err := g.drain(srv, &conns, cut)
-			park.wait4Woken()
+			park.Close() // idle: closed, as the server's Shutdown closes its idle connections
+			err := g.drain(srv)
+			park.WaitWoken()
 			// fasthttp's Shutdown closes the listeners its Serve has taken
 			// up: one whose Serve had not begun yet would accept for ever.
 			// Closing it here ends that Serve too (a closed listener is no
@@ -123,96 +106,37 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 // them) and given a second to answer before every connection is closed.
 // Connections on which no request is in flight, and upgraded ones (closed
 // once the drain ends), do not make the drain unclean.
-func (g *Gateway) drain(srv *fasthttp.Server, conns *fastConns, cut context.CancelCauseFunc) error {
+func (g *Gateway) drain(srv *fasthttp.Server) error {
 	sctx, cancel := context.WithTimeout(context.Background(), g.opts.ShutdownTimeout)
 	defer cancel()
 	err := srv.ShutdownWithContext(sctx)
-	defer g.tunnels.closeAll() // upgraded connections: given the drain timeout to end, then closed
+	defer g.front.CloseTunnels() // upgraded connections: given the drain timeout to end, then closed
 	if err == nil {
-		g.tunnels.wait(sctx)
+		g.front.WaitTunnels(sctx)
 		return nil
 	}
-	if g.inflight.Load() == 0 {
+	if g.front.InFlight() == 0 {
 		err = nil
 	} else {
 		g.log.Warn("requests outlived the drain timeout; answering them 503", "drain_timeout", g.opts.ShutdownTimeout.String())
-		g.cutting.Store(true)
-		cut(errDraining)
-		for _, rt := range g.snap.Load().routes {
-			rt.proxy.Abort()
-		}
+		g.front.Cut(errDraining)
 	}
-	g.waitAnswered(conns, time.Second)
-	conns.closeAll()
+	g.front.WaitAnswered(time.Second) // also with none in flight: an answer may still be unwritten
+	g.front.CloseConns()
 	return err
-}
-
-// waitAnswered waits until no request is in flight and every answer is
-// written (a handler's answer is written after it returns, so a
-// connection closed as soon as inflight reads 0 may lose its answer), or
-// for d, looking every few milliseconds: it runs once, at the end of a
-// drain.
-func (g *Gateway) waitAnswered(conns *fastConns, d time.Duration) {
-	for end := time.Now().Add(d); (g.inflight.Load() > 0 || conns.answering()) && time.Now().Before(end); {
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // callerListener is ln as the fast data path serves it: at most
 // max_connections open (those handshaking TLS included), each write of an
-// answer bounded (stallWrites); with TLS, the handshake first (tls.go),
-// and the stalled-write and header watch on the decrypted side.
-func (g *Gateway) callerListener(ln net.Listener, park *parking) net.Listener {
+// answer bounded (fastproxy.StallWrites); with TLS, the handshake first
+// (tls.go), and the stalled-write and header watch on the decrypted side,
+// which reads the verified client certificate once (clientcert.go).
+func (g *Gateway) callerListener(ln net.Listener, park *fastproxy.Parking) net.Listener {
+	capped := fastproxy.CapConnections(ln, g.server.MaxConnections)
 	if g.tls.callers == nil {
-		return stallWrites(capConnections(ln, g.server.MaxConnections), g.server.IdleTimeout, park)
+		return fastproxy.StallWrites(capped, g.server.IdleTimeout, park, nil)
 	}
-	return stallWrites(g.listenTLS(capConnections(ln, g.server.MaxConnections), callersListener), g.server.IdleTimeout, nil)
-}
-
-// fastConns keeps the callers' open connections, to close those left
-// when a drain ends.
-type fastConns struct {
-	mu   sync.Mutex
-	open map[net.Conn]struct{}
-}
-
-func (a *fastConns) track(c net.Conn, st fasthttp.ConnState) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.open == nil {
-		a.open = make(map[net.Conn]struct{})
-	}
-	switch st { // not Active and Idle: they change on every request
-	case fasthttp.StateNew:
-		a.open[c] = struct{}{}
-	case fasthttp.StateClosed, fasthttp.StateHijacked:
-		delete(a.open, c)
-	}
-}
-
-// answering reports whether a request's answer is still to be written on
-// any open connection.
-func (a *fastConns) answering() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for c := range a.open {
-		if sc := watchedConn(c); sc != nil && sc.answering.Load() {
-			return true
-		}
-	}
-	return false
-}
-
-func (a *fastConns) closeAll() {
-	a.mu.Lock()
-	cs := make([]net.Conn, 0, len(a.open))
-	for c := range a.open {
-		cs = append(cs, c)
-	}
-	a.mu.Unlock()
-	for _, c := range cs {
-		_ = c.Close()
-	}
+	return fastproxy.StallWrites(g.listenTLS(capped, callersListener), g.server.IdleTimeout, nil, verifiedPeerOf)
 }
 
 // fastLogger sends fasthttp's own messages (a connection that broke off

@@ -185,14 +185,14 @@ func (g *Gateway) refreshPolicy() {
 	defer g.reloadMu.Unlock()
 	prev := g.snap.Load()
 	next := *prev
-	next.base, next.settings.Policy, next.nextChange, next.ignored = g.effective(prev.cfg)
+	next.base, next.front.Settings.Policy, next.nextChange, next.ignored = g.effective(prev.cfg)
 	for _, s := range next.ignored {
 		if !slices.Contains(prev.ignored, s) {
 			g.log.Warn("runtime override does not apply to the configuration in force", "override", s)
 		}
 	}
-	g.snap.Store(&next)
-	g.live.Load().SetPolicy(next.settings.Policy)
+	g.setSnapshot(&next)
+	g.live.Load().SetPolicy(next.front.Settings.Policy)
 }
 
 // followSchedule rebuilds the policy if a schedule entry has begun or

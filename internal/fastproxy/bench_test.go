@@ -55,7 +55,7 @@ func serveFast(b testing.TB, h fasthttp.RequestHandler) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := fastproxy.NewServer(h, fastproxy.Timeouts{ReadHeader: 10 * time.Second, Idle: 10 * time.Second}, quiet{})
+	srv := fastproxy.NewServer(h, fastproxy.Timeouts{ReadHeader: 10 * time.Second, Idle: 10 * time.Second}, quiet{}, nil)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
 	b.Cleanup(func() { _ = srv.Shutdown(); <-done })

@@ -113,7 +113,7 @@ func startStand(t *testing.T, up *url.URL, o standOptions) *stand {
 		body: or(o.bodyTimeout, 10*time.Second)}
 	s.proxy.StripResponse = []string{"Sluice-Loop-Mark"}
 	srv := fastproxy.NewServer(s.handle, fastproxy.Timeouts{ReadHeader: or(o.headerTimeout, 10*time.Second),
-		Idle: 10 * time.Second}, quiet{})
+		Idle: 10 * time.Second}, quiet{}, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -1,22 +1,28 @@
 // Package fastproxy is the gateway's HTTP/1.1 transport on fasthttp: a
-// server for callers that streams request bodies, a pooled keep-alive
+// server for callers that streams request bodies, over connections of its
+// own (capped in number, each write of an answer bounded, header blocks
+// watched for a bare-LF end, idle ones parked without a goroutine:
+// CapConnections, StallWrites, NewParking; a held request's caller
+// noticed leaving: WatchGone), so that no read or write on a caller's
+// connection leaves this package, a pooled keep-alive
 // client for the upstream that streams response bodies, the checks that
 // refuse what fasthttp's parser accepts and net/http does not (Refuse),
 // and the header rules of a reverse proxy (hop-by-hop fields, the
 // forwarding headers, the fields a caller may not remove), and protocol
 // upgrades (WebSocket) on a connection of their own (Proxy.Upgrade,
 // Tunnel.Splice). It decides
-// nothing about limits: the gateway asks the decision core first and hands
-// a passed request to Proxy.Serve.
+// nothing about limits: the front (internal/fastfront) asks the decision
+// core first and hands a passed request to Proxy.Serve.
 //
-// It is a leaf: it imports the standard library, fasthttp and two internal
+// It is a leaf: it imports the standard library, fasthttp and internal
 // packages that import no sluice package (internal/httpname: the
 // hop-by-hop fields, header names an upstream reads as one, the clean
-// host; internal/problem: the problem+json body), never the policy or the
+// host; internal/problem: the problem+json body; internal/idlepark: the
+// parker of idle connections), never the policy or the
 // decision core. What it needs of them is handed in as plain values
 // (Forwarding: the peer, whether it is trusted, which forwarding header is
 // read, the fields removed, stripped, kept and set; Proxy.StripResponse),
-// so that a request served calls back into the gateway once, when its
+// so that a request served calls back into the front once, when its
 // answer has gone (Serve's and Upgrade's done, told why a body broke off),
 // however many fields it has. TestLeaf holds it to the imports.
 package fastproxy
@@ -51,9 +57,20 @@ type Timeouts struct {
 // (400, 431 for headers over MaxHeaderBytes, 408 for headers too slow;
 // 400 for a read failed with ErrBareLFEnd).
 // Body timeouts are the handler's: SetBodyDeadline.
-func NewServer(h fasthttp.RequestHandler, t Timeouts, log fasthttp.Logger) *fasthttp.Server {
+//
+// The server watches the header blocks of the connections StallWrites
+// hands it: its ConnState does, and its handler notes, before h runs,
+// that the header block has been read. conns, if set, is told of each
+// connection's opening, closing and hijacking, never of its requests
+// (ConnState's other states).
+func NewServer(h fasthttp.RequestHandler, t Timeouts, log fasthttp.Logger,
+	conns func(net.Conn, fasthttp.ConnState)) *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:                      h,
+		Handler: func(ctx *fasthttp.RequestCtx) {
+			headerRead(ctx) // conn.go
+			h(ctx)
+		},
+		ConnState:                    func(c net.Conn, st fasthttp.ConnState) { watchConnState(c, st, conns) },
 		ErrorHandler:                 parseFailed,
 		ReadTimeout:                  t.ReadHeader,
 		IdleTimeout:                  t.Idle,

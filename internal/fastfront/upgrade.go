@@ -1,4 +1,4 @@
-package gateway
+package fastfront
 
 import (
 	"context"
@@ -22,42 +22,42 @@ import (
 // plain request's does. A tunnel is no request in flight: a drain gives
 // the open tunnels until the drain timeout to end, then closes them.
 
-// passUpgrade is passFast for a passed request asking to switch to proto.
-// It reports, as passFast does, whether it counts inflight down itself.
-func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, rt *route, v *decision.Verdict, peer netip.Addr,
+// passUpgrade is pass for a passed request asking to switch to proto.
+// It reports, as pass does, whether it counts inflight down itself.
+func (f *Front) passUpgrade(ctx *fasthttp.RequestCtx, snap *Snapshot, rt *Route, v *decision.Verdict, peer netip.Addr,
 	proto []byte) bool {
-	if rt == nil || g.cutting.Load() {
-		return g.passFast(ctx, snap, rt, v, peer, nil) // answered 502 or 503, as any request
+	if rt == nil || f.cutting.Load() {
+		return f.pass(ctx, snap, rt, v, peer, nil) // answered 502 or 503, as any request
 	}
-	start := g.opts.Clock.Now()
-	t := g.tunnels.add(ctx.Conn())
+	start := f.clock.Now()
+	t := f.tunnels.add(ctx.Conn())
 	var set [2]fastproxy.Field
-	fwd := g.forwarding(ctx, snap, rt, v, peer, set[:0]) // Upgrade and Connection: Upgrade are fastproxy.Proxy.Upgrade's
-	for _, f := range v.Header {
-		ctx.Response.Header.SetBytesV(f.Name, f.Value)
+	fwd := f.forwarding(ctx, snap, rt, v, peer, set[:0]) // Upgrade and Connection: Upgrade are fastproxy.Proxy.Upgrade's
+	for _, h := range v.Header {
+		ctx.Response.Header.SetBytesV(h.Name, h.Value)
 	}
 	answerID(ctx) // on the 101 too, which the tunnel writes
-	opened := func(up net.Conn) bool { return g.tunnels.setUpstream(t, up) }
-	tun, out, err := rt.proxy.Upgrade(ctx, &fwd, proto, opened, func(broke error) { // refused: once its answer has gone
-		g.bodyFailed(broke)
-		g.tunnels.remove(t)
-		lat := g.opts.Clock.Now().Sub(start)
-		g.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(),
+	opened := func(up net.Conn) bool { return f.tunnels.setUpstream(t, up) }
+	tun, out, err := rt.Proxy.Upgrade(ctx, &fwd, proto, opened, func(broke error) { // refused: once its answer has gone
+		f.bodyFailed(broke)
+		f.tunnels.remove(t)
+		lat := f.clock.Now().Sub(start)
+		f.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(),
 			Header: (*respHeaders)(&ctx.Response.Header), Latency: lat, FirstByte: lat})
-		g.inflight.Add(-1)
+		f.inflight.Add(-1)
 	})
 	switch {
 	case err != nil:
-		g.tunnels.remove(t)
-		failure := g.proxyFailed(ctx, rt, out, err)
-		lat := g.opts.Clock.Now().Sub(start)
-		g.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: lat,
+		f.tunnels.remove(t)
+		failure := f.proxyFailed(ctx, rt, out, err)
+		lat := f.clock.Now().Sub(start)
+		f.finish(ctx, v, &decision.Response{Passed: true, Status: ctx.Response.StatusCode(), Latency: lat, FirstByte: lat,
 			Failure: failure})
 		return false
 	case tun == nil:
 		return true // the upstream refused the upgrade: its answer streams to the caller
 	}
-	g.hijack(ctx, t, tun, v, g.opts.Clock.Now().Sub(start))
+	f.hijack(ctx, t, tun, v, f.clock.Now().Sub(start))
 	return false
 }
 
@@ -65,24 +65,24 @@ func (g *Gateway) passUpgrade(ctx *fasthttp.RequestCtx, snap *snapshot, rt *rout
 // tun.Splice. The verdict is finished, as a 101 whose latency is the time
 // to the upstream's 101, when the tunnel ends, or when the server closes
 // the connection instead of handing it over (a write failed: connClosed).
-func (g *Gateway) hijack(ctx *fasthttp.RequestCtx, t *tunnel, tun *fastproxy.Tunnel, v *decision.Verdict, lat time.Duration) {
+func (f *Front) hijack(ctx *fasthttp.RequestCtx, t *tunnel, tun *fastproxy.Tunnel, v *decision.Verdict, lat time.Duration) {
 	end := sync.OnceFunc(func() {
 		_ = tun.Close()
-		g.tunnels.remove(t)
+		f.tunnels.remove(t)
 		v.Finish(&decision.Response{Passed: true, Status: fasthttp.StatusSwitchingProtocols, Latency: lat, FirstByte: lat})
 	})
-	g.tunnels.setEnd(t, end)
-	if g.access != nil { // logged as it switches: ctx is not the tunnel's once it ends
-		g.logAccess(ctx, v, &decision.Response{Passed: true, Status: fasthttp.StatusSwitchingProtocols, FirstByte: lat})
+	f.tunnels.setEnd(t, end)
+	if f.finished != nil { // told as it switches: ctx is not the tunnel's once it ends
+		f.finished(ctx, v, decision.Response{Passed: true, Status: fasthttp.StatusSwitchingProtocols, FirstByte: lat})
 	}
 	ctx.HijackSetNoResponse(true) // Splice writes the 101
 	ctx.Hijack(func(c net.Conn) {
 		defer end()
-		tun.Splice(c, g.server.IdleTimeout)
+		tun.Splice(c, f.idle)
 	})
 }
 
-// tunnels are Run's upgrades, from their dial to their end, by the
+// tunnels are a run's upgrades, from their dial to their end, by the
 // caller's connection: for a drain to wait for and then close.
 type tunnels struct {
 	mu      sync.Mutex
@@ -97,7 +97,7 @@ type tunnel struct {
 	end              func() // once hijacked: closes the upstream's side, finishes the verdict
 }
 
-// reset readies ts for a Run.
+// reset readies ts for a run (Start).
 func (ts *tunnels) reset() {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()

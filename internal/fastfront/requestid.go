@@ -1,4 +1,4 @@
-package gateway
+package fastfront
 
 import (
 	"crypto/rand"
@@ -9,9 +9,9 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// requestIDHeader names a request for its caller, the upstream and the
+// RequestIDHeader names a request for its caller, the upstream and the
 // access log: kept when the caller sent a sane one, made otherwise.
-const requestIDHeader = "X-Request-Id"
+const RequestIDHeader = "X-Request-Id"
 
 // requestIDs makes request ids: 16 bytes in hex, a random prefix drawn
 // once per process followed by a counter started at random, so that ids
@@ -55,21 +55,21 @@ func saneRequestID(id []byte) bool {
 // requestID makes sure the request ctx serves carries a sane
 // X-Request-Id, which goes on to the upstream with it: the caller's, or
 // a new one in its place. Every answer carries it back (answerID).
-func (g *Gateway) requestID(ctx *fasthttp.RequestCtx) {
+func (f *Front) requestID(ctx *fasthttp.RequestCtx) {
 	h := &ctx.Request.Header
 	// One look at the fields, the common case (no id sent) adding one
 	// without looking again.
-	switch ids := h.PeekAll(requestIDHeader); {
+	switch ids := h.PeekAll(RequestIDHeader); {
 	case len(ids) == 1 && saneRequestID(ids[0]):
 		return
 	case len(ids) > 0:
-		h.Del(requestIDHeader) // every line of it: one id goes on
+		h.Del(RequestIDHeader) // every line of it: one id goes on
 	}
 	var b [32]byte
-	h.AddBytesV(requestIDHeader, g.requestIDs.next(b[:0]))
+	h.AddBytesV(RequestIDHeader, f.requestIDs.next(b[:0]))
 }
 
 // answerID returns the request's id to its caller on whatever answers it.
 func answerID(ctx *fasthttp.RequestCtx) {
-	ctx.Response.Header.SetBytesV(requestIDHeader, ctx.Request.Header.Peek(requestIDHeader))
+	ctx.Response.Header.SetBytesV(RequestIDHeader, ctx.Request.Header.Peek(RequestIDHeader))
 }

@@ -1,4 +1,4 @@
-package gateway
+package fastfront
 
 import (
 	"time"
@@ -17,23 +17,23 @@ import (
 // room, streams to the upstream without a slot, among at most
 // server.max_streamed_bodies at once.
 type upload struct {
-	g         *Gateway
+	f         *Front
 	ctx       *fasthttp.RequestCtx
 	start     time.Time // when the body timeout started
 	deadline  time.Time // when it ends
 	body      *fastproxy.Body
 	err       error // the body could not be read
 	full      bool  // it was to stream, and max_streamed_bodies were streaming
-	streaming bool  // it holds one of g.streamed
+	streaming bool  // it holds one of f.streamed
 }
 
 // newUpload returns the upload of a request with a body under protect,
 // nil for any other (no body, or a service without protect) (its body, if any, streams as it comes: NewBody).
-func (g *Gateway) newUpload(ctx *fasthttp.RequestCtx, throttled, hasBody bool, start, deadline time.Time) *upload {
+func (f *Front) newUpload(ctx *fasthttp.RequestCtx, throttled, hasBody bool, start, deadline time.Time) *upload {
 	if !hasBody || !throttled {
 		return nil
 	}
-	return &upload{g: g, ctx: ctx, start: start, deadline: deadline}
+	return &upload{f: f, ctx: ctx, start: start, deadline: deadline}
 }
 
 // readiness is u's decision.Request.Ready: nil without an upload.
@@ -45,14 +45,14 @@ func (u *upload) readiness() func() decision.Readiness {
 }
 
 func (u *upload) ready() decision.Readiness {
-	b, whole, err := u.g.buffers.Read(u.ctx, u.start, u.deadline)
+	b, whole, err := u.f.buffers.Read(u.ctx, u.start, u.deadline)
 	u.body, u.err = b, err
 	switch {
 	case err != nil:
 		return decision.BodyFailed
 	case whole:
 		return decision.BodyRead
-	case !u.g.takeStreamed():
+	case !u.f.takeStreamed():
 		u.full = true
 		return decision.BodyFailed
 	}
@@ -61,13 +61,13 @@ func (u *upload) ready() decision.Readiness {
 }
 
 // takeStreamed takes one of the server.max_streamed_bodies, if one is free.
-func (g *Gateway) takeStreamed() bool {
+func (f *Front) takeStreamed() bool {
 	for {
-		n := g.streamed.Load()
-		if n >= int64(g.server.MaxStreamedBodies) {
+		n := f.streamed.Load()
+		if n >= f.maxStreamed {
 			return false
 		}
-		if g.streamed.CompareAndSwap(n, n+1) {
+		if f.streamed.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
@@ -91,7 +91,7 @@ func (u *upload) release() {
 	}
 	u.body.Release()
 	if u.streaming {
-		u.g.streamed.Add(-1)
+		u.f.streamed.Add(-1)
 		u.streaming = false
 	}
 }
@@ -99,24 +99,32 @@ func (u *upload) release() {
 // failed answers, and finishes v, when u's body could not go on (the
 // Verdict says StatusClientGone: decision.BodyFailed): 408, 400 or
 // nothing when the body could not be read (counted in
-// sluice_caller_errors_total), 503 with Retry-After when it was to stream
+// Counters), 503 with Retry-After when it was to stream
 // and max_streamed_bodies were. It reports whether it did.
-func (g *Gateway) uploadFailed(ctx *fasthttp.RequestCtx, rt *route, v *decision.Verdict, u *upload) bool {
+func (f *Front) uploadFailed(ctx *fasthttp.RequestCtx, rt *Route, v *decision.Verdict, u *upload) bool {
 	if u == nil || u.err == nil && !u.full {
 		return false
 	}
 	status := fasthttp.StatusServiceUnavailable
 	if u.err != nil {
 		out := fastproxy.BodyError(ctx, u.err)
-		g.proxyFailed(ctx, rt, out, u.err) // an upload only under a route's protect: rt is set
+		f.proxyFailed(ctx, rt, out, u.err) // an upload only under a route's protect: rt is set
 		status = ctx.Response.StatusCode()
 		if out == fastproxy.CallerAborted {
 			status = decision.StatusClientGone
 		}
 	} else {
 		ctx.Response.Header.Set("Retry-After", "1")
-		g.answer(ctx, status, "too many request bodies are streaming to the service at once; retry", true)
+		f.answer(ctx, status, "too many request bodies are streaming to the service at once; retry", true)
 	}
-	g.finish(ctx, v, &decision.Response{Status: status})
+	f.finish(ctx, v, &decision.Response{Status: status})
 	return true
 }
+
+// BodiesBuffered is the bytes of request bodies read whole under protect
+// now (server.body_buffer_total's share in use).
+func (f *Front) BodiesBuffered() int64 { return f.buffers.Used() }
+
+// BodiesStreamed is the number of request bodies streaming to the
+// upstream without a slot now (of server.max_streamed_bodies).
+func (f *Front) BodiesStreamed() int64 { return f.streamed.Load() }

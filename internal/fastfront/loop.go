@@ -1,4 +1,4 @@
-package gateway
+package fastfront
 
 import (
 	"crypto/rand"
@@ -21,7 +21,7 @@ import (
 // that echoes request headers) gets only its own requests answered 508:
 // the check looks at the request in hand and remembers nothing. Marks are
 // compared in constant time, never logged, never sent back to callers
-// (the proxy drops the header from responses: newProxy), and a caller's copies
+// (the proxy drops the header from responses: NewProxy), and a caller's copies
 // are forwarded only as far as they look like marks, the nearest hops'
 // first, at most maxMarks with this instance's.
 const loopHeader = "Sluice-Loop-Mark"
@@ -30,7 +30,7 @@ const loopHeader = "Sluice-Loop-Mark"
 // upstream reads as the same (Sluice_Loop_Mark too: one header to a
 // CGI-style upstream): from a caller's request (Forwarding.Strip, the
 // marks going on in its place), and from an upstream's answer echoing
-// request headers (Proxy.StripResponse: newProxy).
+// request headers (Proxy.StripResponse: NewProxy).
 var loopHeaders = []string{loopHeader}
 
 // maxMarks bounds the marks forwarded: a loop through this many sluice
@@ -54,13 +54,13 @@ func isMark(s string) bool {
 // looped reports whether h carries this instance's mark. The header is
 // walked, not split into a slice: a caller's header full of commas would
 // cost 16 bytes a comma.
-func (g *Gateway) looped(h *fasthttp.RequestHeader) bool {
+func (f *Front) looped(h *fasthttp.RequestHeader) bool {
 	for k, v := range h.All() {
 		if !isLoopHeader(b2s(k)) {
 			continue
 		}
 		for m := range strings.SplitSeq(b2s(v), ",") {
-			if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(m)), []byte(g.loopToken)) == 1 {
+			if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(m)), []byte(f.loopToken)) == 1 {
 				return true
 			}
 		}
@@ -68,18 +68,18 @@ func (g *Gateway) looped(h *fasthttp.RequestHeader) bool {
 	return false
 }
 
-func (g *Gateway) loopAnswer(ctx *fasthttp.RequestCtx, hasBody bool) {
-	g.metrics.loops.Inc()
-	if g.logGate.allow(logSubject{kind: "loop"}) {
-		g.log.Error("request came back from the upstream: upstream leads to sluice itself",
-			"upstreams", upstreamNames(g.config()))
+func (f *Front) loopAnswer(ctx *fasthttp.RequestCtx, snap *Snapshot, hasBody bool) {
+	inc(f.counters.Loops)
+	if f.logs("loop", "") {
+		f.log.Error("request came back from the upstream: upstream leads to sluice itself",
+			"upstreams", upstreamNames(snap))
 	}
-	g.answer(ctx, http.StatusLoopDetected, "the request came back to the gateway from its own upstream", hasBody)
+	f.answer(ctx, http.StatusLoopDetected, "the request came back to the gateway from its own upstream", hasBody)
 }
 
 // loopMarks is the Sluice-Loop-Mark value that goes upstream: this
 // instance's mark after those of earlier sluice instances.
-func (g *Gateway) loopMarks(h *fasthttp.RequestHeader) string {
+func (f *Front) loopMarks(h *fasthttp.RequestHeader) string {
 	var marks []string
 	for k, v := range h.All() {
 		if !isLoopHeader(b2s(k)) {
@@ -92,10 +92,19 @@ func (g *Gateway) loopMarks(h *fasthttp.RequestHeader) string {
 		}
 	}
 	if len(marks) == 0 {
-		return g.loopToken
+		return f.loopToken
 	}
 	// The nearest hops' marks are kept: a caller's marks come first and
 	// must not push out those of the instances the request went through.
 	marks = marks[max(0, len(marks)-(maxMarks-1)):]
-	return strings.Join(append(marks, g.loopToken), ", ")
+	return strings.Join(append(marks, f.loopToken), ", ")
+}
+
+// upstreamNames lists the services, for logs.
+func upstreamNames(snap *Snapshot) string {
+	names := make([]string, 0, len(snap.Routes))
+	for _, rt := range snap.Routes {
+		names = append(names, rt.Name+"="+rt.URL.Redacted())
+	}
+	return strings.Join(names, ", ")
 }

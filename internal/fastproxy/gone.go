@@ -1,8 +1,7 @@
-package gateway
+package fastproxy
 
 import (
 	"context"
-	"net"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -13,16 +12,16 @@ import (
 // meanwhile must give its turn or its place back at once, not when the
 // wait ends. fasthttp does not read a connection while its handler runs,
 // so for such waits (a request without a body, under a configuration that
-// can make it wait) the gateway reads the connection itself, in the
+// can make it wait) the server reads the connection itself, in the
 // background, as net/http does for every request: a byte that arrives (the
 // next pipelined request) is kept for the server to read, and the end of
 // the connection cancels the wait.
 
-// watchGone returns a context that ends, with context.Canceled, when the
+// WatchGone returns a context that ends, with context.Canceled, when the
 // caller of ctx closes its connection, and the function that stops
 // watching; it must run before the handler returns. Nil stop: the
 // connection cannot be watched, parent is returned as it is.
-func watchGone(parent context.Context, ctx *fasthttp.RequestCtx) (context.Context, func()) {
+func WatchGone(parent context.Context, ctx *fasthttp.RequestCtx) (context.Context, func()) {
 	c := watchedConn(ctx.Conn())
 	if c == nil {
 		return parent, nil
@@ -47,16 +46,4 @@ func watchGone(parent context.Context, ctx *fasthttp.RequestCtx) (context.Contex
 		_ = c.Conn.SetReadDeadline(time.Time{})
 		cancel(nil)
 	}
-}
-
-// watchedConn finds the stallConn (conncap.go) under what the server got.
-func watchedConn(c net.Conn) *stallConn {
-	if cc, ok := c.(*cappedConn); ok {
-		c = cc.Conn
-	}
-	if tc, ok := c.(*tlsStallConn); ok {
-		return tc.stallConn
-	}
-	sc, _ := c.(*stallConn)
-	return sc
 }

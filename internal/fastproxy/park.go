@@ -1,4 +1,4 @@
-package gateway
+package fastproxy
 
 import (
 	"errors"
@@ -6,32 +6,27 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/sluice-rl/sluice/internal/fastproxy"
 	"github.com/sluice-rl/sluice/internal/idlepark"
 )
 
-// parkAfter is how long a plain keep-alive connection waits for its next
-// request in its own goroutine before it is parked (internal/idlepark):
-// then it holds no goroutine, no buffer and no request context until bytes
-// arrive, and costs about what an idle connection costs nginx. A busy
-// connection never waits that long, so it never pays for parking and
-// waking (a goroutine started, a request context taken from the pool).
-var parkAfter = time.Second
-
 // errParked ends the server's wait for a connection's next request: the
 // connection goes to the parker (stallConn.Close) instead of being closed.
-var errParked = errors.New("gateway: idle connection parked")
+var errParked = errors.New("fastproxy: idle connection parked")
 
-// parking is the parker of one Run: it takes plain callers' connections
-// idle for parkAfter and serves them again when bytes arrive.
-type parking struct {
+// Parking is the parker of one server's callers (NewParking): it takes
+// plain callers' connections idle for its after and serves them again when
+// bytes arrive. Then a connection holds no goroutine, no buffer and no
+// request context until bytes arrive, and costs about what an idle
+// connection costs nginx (internal/idlepark). A busy connection never
+// waits that long, so it never pays for parking and waking (a goroutine
+// started, a request context taken from the pool).
+type Parking struct {
 	p     *idlepark.Parker
-	after time.Duration  // parkAfter when it started
+	after time.Duration  // how long a connection waits idle before it is parked
 	idle  time.Duration  // the server's IdleTimeout
 	wait  time.Duration  // stallConn's write wait
 	woken sync.WaitGroup // the goroutines serving woken connections
@@ -57,7 +52,7 @@ const (
 )
 
 // parkedOne counts one more connection parked.
-func (k *parking) parkedOne() {
+func (k *Parking) parkedOne() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.sinceGC++; k.sinceGC < reclaimAfter || k.stopped {
@@ -73,7 +68,7 @@ func (k *parking) parkedOne() {
 
 // reclaim collects twice (a pooled object survives one collection) and
 // returns the free memory to the system.
-func (k *parking) reclaim() {
+func (k *Parking) reclaim() {
 	k.mu.Lock()
 	if k.stopped {
 		k.mu.Unlock()
@@ -85,18 +80,21 @@ func (k *parking) reclaim() {
 	debug.FreeOSMemory()
 }
 
-// newParking starts parking for srv's connections, nil where it cannot
-// (not Linux) or with an idle timeout too short to park within. Woken
-// connections are served by srv and tracked in conns.
-func newParking(srv *fasthttp.Server, conns *fastConns, idle, wait time.Duration) *parking {
-	after := parkAfter
+// NewParking starts parking srv's plain connections (StallWrites) once
+// they have waited after for their next request, nil where it cannot (not
+// Linux) or with an idle timeout, idle, too short to park within; wait is
+// StallWrites' write wait. A woken connection is served by srv again, and
+// is new to its ConnState.
+func NewParking(srv *fasthttp.Server, after, idle, wait time.Duration) *Parking {
 	if idle <= after {
 		return nil
 	}
-	k := &parking{after: after, idle: idle, wait: wait}
+	k := &Parking{after: after, idle: idle, wait: wait}
 	p, err := idlepark.New(idlepark.Options{Idle: idle - after, Wake: func(c net.Conn) {
 		sc := k.conn(c)
-		conns.track(sc, fasthttp.StateNew)
+		if srv.ConnState != nil {
+			srv.ConnState(sc, fasthttp.StateNew)
+		}
 		k.woken.Add(1)
 		go func() {
 			defer k.woken.Done()
@@ -111,23 +109,23 @@ func newParking(srv *fasthttp.Server, conns *fastConns, idle, wait time.Duration
 }
 
 // conn wraps c as the server sees a plain caller's connection.
-func (k *parking) conn(c net.Conn) *stallConn {
-	sc := &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: k.wait}, park: k}
+func (k *Parking) conn(c net.Conn) *stallConn {
+	sc := &stallConn{Conn: c, wd: Deadline{Wait: k.wait}, park: k}
 	sc.head.Begin()
 	return sc
 }
 
-// parked is the number of connections parked now.
-func (k *parking) parked() int {
+// Parked is the number of connections parked now (0 for a nil Parking).
+func (k *Parking) Parked() int {
 	if k == nil {
 		return 0
 	}
 	return k.p.Parked()
 }
 
-// close closes the parked connections and parks no more; then it waits for
-// the woken ones' goroutines, once the server has shut down.
-func (k *parking) close() {
+// Close closes the parked connections and parks no more (nothing for a nil
+// Parking).
+func (k *Parking) Close() {
 	if k == nil {
 		return
 	}
@@ -140,7 +138,9 @@ func (k *parking) close() {
 	_ = k.p.Close()
 }
 
-func (k *parking) wait4Woken() {
+// WaitWoken waits for the goroutines serving woken connections, once the
+// server has shut down.
+func (k *Parking) WaitWoken() {
 	if k != nil {
 		k.woken.Wait()
 	}
@@ -153,14 +153,15 @@ func (c *stallConn) idleWait(on bool) {
 	c.idle, c.shortened = on, false
 }
 
-// SetReadDeadline shortens the server's wait for the next request to
-// parkAfter when the connection can be parked, remembering the idle
+// SetReadDeadline shortens the server's wait for the next request to the
+// parker's after when the connection can be parked, remembering the idle
 // timeout's deadline for Read.
 func (c *stallConn) SetReadDeadline(t time.Time) error {
 	if c.park != nil && c.idle {
 		c.idleUntil = t
-		// The server's wait ends at its now plus the idle timeout: parkAfter
-		// from that now is read off it, without a clock read per request.
+		// The server's wait ends at its now plus the idle timeout: the
+		// parker's after from that now is read off it, without a clock
+		// read per request.
 		soon := t.Add(c.park.after - c.park.idle)
 		if t.IsZero() {
 			soon = time.Now().Add(c.park.after)
@@ -195,12 +196,4 @@ func (c *stallConn) Close() error {
 		}
 	}
 	return c.Conn.Close()
-}
-
-// SyscallConn is the socket's, for the parker.
-func (c *cappedConn) SyscallConn() (syscall.RawConn, error) {
-	if sc, ok := c.Conn.(syscall.Conn); ok {
-		return sc.SyscallConn()
-	}
-	return nil, errors.ErrUnsupported
 }

@@ -1,23 +1,28 @@
-package gateway
+package fastproxy
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/sluice-rl/sluice/internal/fastproxy"
-	"github.com/sluice-rl/sluice/policy"
 )
 
-// capConnections lets at most max connections from ln be open at once.
+// The callers' side of the server: the connections fasthttp serves are
+// this file's, so that what happens on every read and write (the write
+// deadline, the bare-LF header watch, parking) stays in this package and
+// the gateway is handed a net.Listener.
+
+// CapConnections lets at most max connections from ln be open at once.
 // Accept waits for one to close before it accepts another, so that further
 // callers wait in the kernel's listen backlog (and, once that is full, are
-// refused by the kernel) rather than cost the gateway anything.
-func capConnections(ln net.Listener, max int) net.Listener {
+// refused by the kernel) rather than cost the gateway anything. max <= 0:
+// no cap.
+func CapConnections(ln net.Listener, max int) net.Listener {
 	if max <= 0 {
 		return ln
 	}
@@ -62,22 +67,35 @@ func (c *cappedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// stallWrites closes, by failing the write, a connection from ln on which
+// SyscallConn is the socket's, for the parker.
+func (c *cappedConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
+}
+
+// StallWrites closes, by failing the write, a connection from ln on which
 // one write of an answer has waited wait for the caller to read: a caller
 // that stops reading its answers (a slow-read attack, or pipelined requests
 // whose answers it never reads) would otherwise hold its connection, the
 // proxy's goroutines and an upstream connection for ever. net/http's own
 // WriteTimeout would bound the whole answer, cutting long downloads.
-// With parking (park.go), a plain connection waiting long for its next
-// request is parked.
-func stallWrites(ln net.Listener, wait time.Duration, park *parking) net.Listener {
-	return &stallListener{Listener: ln, wait: wait, park: park}
+// With park (NewParking; nil: none), a plain connection waiting long for
+// its next request is parked. A *tls.Conn from ln is never parked; peer,
+// if set, reads what its handshake verified once (PeerOf).
+//
+// The server (NewServer) watches these connections' header blocks: it
+// must be the one that serves them.
+func StallWrites(ln net.Listener, wait time.Duration, park *Parking, peer func(*tls.Conn) any) net.Listener {
+	return &stallListener{Listener: ln, wait: wait, park: park, peer: peer}
 }
 
 type stallListener struct {
 	net.Listener
 	wait time.Duration
-	park *parking
+	park *Parking
+	peer func(*tls.Conn) any
 }
 
 func (l *stallListener) Accept() (net.Conn, error) {
@@ -86,14 +104,18 @@ func (l *stallListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	if tc, ok := c.(*tls.Conn); ok {
-		sc := &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: l.wait}} // never parked: TLS keeps its own buffers
+		sc := &stallConn{Conn: c, wd: Deadline{Wait: l.wait}} // never parked: TLS keeps its own buffers
 		sc.head.Begin()
-		return &tlsStallConn{stallConn: sc, tls: tc, peer: verifiedPeer(tc)}, nil
+		t := &tlsStallConn{stallConn: sc, tls: tc}
+		if l.peer != nil {
+			t.peer = l.peer(tc)
+		}
+		return t, nil
 	}
 	if l.park != nil {
 		return l.park.conn(c), nil
 	}
-	sc := &stallConn{Conn: c, wd: fastproxy.Deadline{Wait: l.wait}}
+	sc := &stallConn{Conn: c, wd: Deadline{Wait: l.wait}}
 	sc.head.Begin()
 	return sc, nil
 }
@@ -105,44 +127,53 @@ func (l *stallListener) Accept() (net.Conn, error) {
 type tlsStallConn struct {
 	*stallConn
 	tls  *tls.Conn
-	peer *policy.PeerCert // the verified client certificate (clientcert.go); nil without
+	peer any // what StallWrites' peer read of the handshake
 }
 
-// Handshake is done before the connection is handed on (tlsListener).
+// Handshake is done before the connection is handed on.
 func (c *tlsStallConn) Handshake() error { return c.tls.Handshake() }
 
 func (c *tlsStallConn) ConnectionState() tls.ConnectionState { return c.tls.ConnectionState() }
 
+// PeerOf is what StallWrites' peer read of the TLS handshake of ctx's
+// connection, nil for a plain connection.
+func PeerOf(ctx *fasthttp.RequestCtx) any {
+	if c, ok := ctx.Conn().(*tlsStallConn); ok {
+		return c.peer
+	}
+	return nil
+}
+
 // stallConn gives each write wait to complete. It also hands the reader
-// first what watchGone read ahead, and fails at once the read the server
+// first what WatchGone read ahead, and fails at once the read the server
 // would wait on for ever for a header block that ended in a bare LF
-// (fastproxy.HeaderEnd: watched from the connection's start or its
-// return to waiting for a request, headerNext, to the handler, headerRead).
+// (HeaderEnd: watched from the connection's start or its return to
+// waiting for a request, headerNext, to the handler, headerRead).
 type stallConn struct {
 	net.Conn
-	wd     fastproxy.Deadline
-	peeked []byte // read by watchGone, not yet by the server
-	head   fastproxy.HeaderEnd
+	wd     Deadline
+	peeked []byte // read by WatchGone, not yet by the server
+	head   HeaderEnd
 
 	// answering is set when a request's handler begins (headerRead) and
 	// cleared when the connection is idle again, closed or hijacked
 	// (answered): fasthttp writes a handler's answer after it returns, so
-	// a drain that closes connections waits for it (fastConns.answering).
+	// a drain that closes connections waits for it (Answering).
 	answering atomic.Bool
 
 	// Parking (park.go): park is nil for a connection never parked. idle,
 	// shortened and idleUntil are the server goroutine's; parking is set
 	// by Read for Close, which a drain may call from elsewhere.
-	park      *parking
+	park      *Parking
 	idle      bool      // the server waits for the next request
-	shortened bool      // and its wait was cut to parkAfter
+	shortened bool      // and its wait was cut to the parker's after
 	idleUntil time.Time // the idle timeout's deadline (zero: none)
 	parking   atomic.Bool
 }
 
 func (c *stallConn) Read(p []byte) (int, error) {
 	if c.head.Stuck() {
-		return 0, fastproxy.ErrBareLFEnd
+		return 0, ErrBareLFEnd
 	}
 	if len(c.peeked) > 0 {
 		n := copy(p, c.peeked)
@@ -159,20 +190,31 @@ func (c *stallConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// headerNext notes that the server waits for c's next request (its
-// ConnState is idle): what c delivers now may be a header block.
-func headerNext(c net.Conn) {
-	if sc := watchedConn(c); sc != nil {
-		sc.head.Begin()
-		sc.idleWait(true)
-	}
-}
+func (c *stallConn) Write(p []byte) (int, error) { return c.wd.Write(c.Conn, p) }
 
-// requestBegun notes that the first byte of c's next request has come
-// (its ConnState is active): its wait is no longer for an idle connection.
-func requestBegun(c net.Conn) {
-	if sc := watchedConn(c); sc != nil {
-		sc.idleWait(false)
+// watchConnState is the server's ConnState (NewServer): a connection the
+// server waits on for its next request (idle) may deliver a header block
+// now; one whose next request has begun (active) no longer waits idle.
+// conns (nil: none) is told of the other states.
+func watchConnState(c net.Conn, st fasthttp.ConnState, conns func(net.Conn, fasthttp.ConnState)) {
+	switch st {
+	case fasthttp.StateIdle:
+		answered(c)
+		if sc := watchedConn(c); sc != nil {
+			sc.head.Begin()
+			sc.idleWait(true)
+		}
+	case fasthttp.StateActive:
+		if sc := watchedConn(c); sc != nil {
+			sc.idleWait(false)
+		}
+	default:
+		if st == fasthttp.StateClosed || st == fasthttp.StateHijacked {
+			answered(c)
+		}
+		if conns != nil {
+			conns(c, st)
+		}
 	}
 }
 
@@ -193,4 +235,23 @@ func answered(c net.Conn) {
 	}
 }
 
-func (c *stallConn) Write(p []byte) (int, error) { return c.wd.Write(c.Conn, p) }
+// Answering reports whether the server (NewServer) began a request on c
+// whose answer it has not written yet: fasthttp writes a handler's answer
+// after the handler returns, so a drain that closes connections as soon
+// as no handler runs would lose it.
+func Answering(c net.Conn) bool {
+	sc := watchedConn(c)
+	return sc != nil && sc.answering.Load()
+}
+
+// watchedConn finds the stallConn under what the server got.
+func watchedConn(c net.Conn) *stallConn {
+	if cc, ok := c.(*cappedConn); ok {
+		c = cc.Conn
+	}
+	if tc, ok := c.(*tlsStallConn); ok {
+		return tc.stallConn
+	}
+	sc, _ := c.(*stallConn)
+	return sc
+}
