@@ -51,8 +51,7 @@ func makeKey(pol *policy.Compiled, caller *policy.Caller, i int, ip *ipGroup, va
 	// hash slot, one script call for all of its rules).
 	if rule.Key.Kind == policy.KeyClient && caller.ID != "" {
 		k := store.GroupKey(store.Parts("client", caller.ID), rule.Name, tag)
-		k.Listed = true // bounded by the policy: a bounded store keeps room for it
-		return k
+		return k.Listed() // bounded by the policy: a bounded store keeps room for it
 	}
 	var parts [3]string
 	shared := append(parts[:0], tag)
@@ -111,7 +110,8 @@ func (g *ipGroup) group() string {
 // however many a caller makes they take no room from the policy's keys.
 // It is what memory.Options.Guest is for.
 func ForeignKey(key store.Key) bool {
-	return key.Rule == "" || strings.IndexByte(key.Rule, ':') >= 0
+	rule := key.Rule()
+	return rule == "" || strings.IndexByte(rule, ':') >= 0
 }
 
 // maxKeyValue is the longest header value used in a state key as it is.

@@ -203,7 +203,7 @@ func TestAllowListIsNeverLimited(t *testing.T) {
 			}
 			if _, keys := h.store.stats(); c.exempt {
 				for _, k := range keys {
-					if k.Rule == "claims" {
+					if k.Rule() == "claims" {
 						t.Errorf("store asked for the exempt rule: %q", k)
 					}
 				}

@@ -7,45 +7,43 @@ import (
 )
 
 // Key names the state of one limited thing: a rule's counter for one
-// caller, or for all callers together. It stays structure until a store
-// that needs bytes encodes it (Append), so that a store reads what it
-// needs without parsing: the Redis store takes its Cluster hash tag from
-// Group, the memory store its overflow counter from Rule and its reserved
-// room from Listed.
+// caller, or for all callers together. It is structure a store reads
+// without parsing — the Redis store takes its Cluster hash tag from Group,
+// the memory store its overflow counter from Rule and its reserved room
+// from Listed — and its encoding (String, Append), made once as the key
+// is made, in the one allocation NewKey and GroupKey make, so that no
+// store encodes a key per decision. The zero Key is the raw key "".
 //
 // Every part is written as its length, a colon and its bytes, so no two
 // different keys have the same encoding: ("a_b", "c") and ("a", "b_c")
 // stay apart, a grouped key (its encoding starts with '@') never equals
-// an ungrouped one (it starts with a digit). A Key with neither Group nor
-// Rule is its Rest as it stands: bytes a program made itself
-// (RawKey).
+// an ungrouped one (it starts with a digit). A raw key (RawKey) is bytes
+// a program made itself, with no group and no rule.
+//
+// A Key is 32 bytes of four fields, which the compiler keeps in registers:
+// passed by value to a store it costs what a string did.
 type Key struct {
-	// Group is the caller the key counts, encoded by Parts (such as
-	// Parts("client", id)), or "" for a key that counts no one caller.
-	// A store may place a group's keys together: the Redis store makes
-	// the group the key's hash tag, which puts all of one caller's keys on
-	// one Cluster node and lets their rules be decided in one script call.
-	Group string
-	// Rule is the name of the rule whose state it is; "" for a raw key.
-	Rule string
-	// Listed marks a key that counts one of the clients a policy lists
-	// (a key: client rule, for a caller with a client id). Such keys are
-	// bounded by the policy, not by the callers, so a bounded store keeps
-	// room for them whatever else arrives (the memory store does).
-	Listed bool
-	// enc is the key's encoding, made once by NewKey, GroupKey, RawKey
-	// and ParseWire, so that a store asked for the key again and again
-	// never encodes it again; the rest of the key (Rest) is its end. Keys
-	// are made by those functions: a Key written as a literal has no rest.
-	enc string
+	enc   string // the encoding
+	group uint32 // the group's length
+	rule  uint32 // the rule's length
+	flags uint8  // grouped, structured, listed
 }
 
+const (
+	keyGrouped    = 1 << iota // the encoding starts with the group
+	keyStructured             // not a raw key: the encoding holds a rule
+	keyListed                 // Listed
+)
+
 // NewKey returns the key of rule for the parts that identify what it
-// counts (a client id, an IP prefix, a header value), encoded once.
+// counts (a client id, an IP prefix, a header value).
 func NewKey(rule string, parts ...string) Key { return build("", rule, parts, "") }
 
-// GroupKey is NewKey for a key in group (see Key.Group), which should be
-// made by Parts. An empty group is no group.
+// GroupKey is NewKey for a key in group: the caller it counts, which
+// should be made by Parts (such as Parts("client", id)). A store may place
+// a group's keys together: the Redis store makes the group the key's hash
+// tag, which puts all of one caller's keys on one Cluster node and lets
+// their rules be decided in one script call. An empty group is no group.
 func GroupKey(group, rule string, parts ...string) Key { return build(group, rule, parts, "") }
 
 // RawKey returns the key whose encoding is s, for a program that names
@@ -63,31 +61,67 @@ func build(group, rule string, parts []string, rest string) Key {
 		n += partLen(p)
 	}
 	b := make([]byte, 0, n)
+	k := Key{group: uint32(len(group)), rule: uint32(len(rule)), flags: keyStructured}
 	if group != "" {
 		b = appendPart(append(b, '@'), group)
+		k.flags |= keyGrouped
 	}
 	b = appendPart(b, rule)
 	for _, p := range parts {
 		b = appendPart(b, p)
 	}
 	b = append(b, rest...)
-	return Key{Group: group, Rule: rule, enc: unsafe.String(unsafe.SliceData(b), len(b))} // b is never written again
+	k.enc = unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+	return k
+}
+
+// Listed returns k marked as counting one of the clients a policy lists
+// (a key: client rule, for a caller with a client id). Such keys are
+// bounded by the policy, not by the callers, so a bounded store keeps room
+// for them whatever else arrives (the memory store does). The mark is no
+// part of the encoding.
+func (k Key) Listed() Key {
+	k.flags |= keyListed
+	return k
+}
+
+// IsListed reports whether k is marked Listed.
+func (k Key) IsListed() bool { return k.flags&keyListed != 0 }
+
+// groupEnd is where k's group part ends in its encoding (0 without one).
+func (k Key) groupEnd() int {
+	if k.flags&keyGrouped == 0 {
+		return 0
+	}
+	return 1 + partLen32(k.group)
+}
+
+// Group returns the caller k counts, as Parts encoded it, or "" for a key
+// that counts no one caller.
+func (k Key) Group() string {
+	if k.flags&keyGrouped == 0 {
+		return ""
+	}
+	end := k.groupEnd()
+	return k.enc[end-int(k.group) : end]
+}
+
+// Rule returns the name of the rule whose state k is; "" for a raw key.
+func (k Key) Rule() string {
+	if k.flags&keyStructured == 0 {
+		return ""
+	}
+	end := k.groupEnd() + partLen32(k.rule)
+	return k.enc[end-int(k.rule) : end]
 }
 
 // Rest returns the rest of the key, as Parts encoded it: the rule's state
 // tag and what it counts by; for a raw key, its whole encoding.
 func (k Key) Rest() string {
-	if k.Group == "" && k.Rule == "" {
+	if k.flags&keyStructured == 0 {
 		return k.enc
 	}
-	n := partLen(k.Rule)
-	if k.Group != "" {
-		n += 1 + partLen(k.Group)
-	}
-	if n > len(k.enc) { // a literal, not made by NewKey or GroupKey
-		return ""
-	}
-	return k.enc[n:]
+	return k.enc[k.groupEnd()+partLen32(k.rule):]
 }
 
 // Parts encodes parts as a Key encodes them, each as its length, a colon
@@ -108,48 +142,40 @@ func Parts(parts ...string) string {
 }
 
 // Len returns the length of k's encoding.
-func (k Key) Len() int { return len(k.String()) }
+func (k Key) Len() int { return len(k.enc) }
 
 // Append appends k's encoding to b: for a grouped key '@', the group as
 // one part, then the rule as one part and Rest; for a key without a group
 // the rule and Rest; for a raw key its Rest.
-func (k Key) Append(b []byte) []byte { return append(b, k.String()...) }
+func (k Key) Append(b []byte) []byte { return append(b, k.enc...) }
 
-// String returns k's encoding (Append), the key a store writes, made once
-// by NewKey, GroupKey and RawKey.
-func (k Key) String() string {
-	if k.enc != "" || k.Group == "" && k.Rule == "" {
-		return k.enc
-	}
-	return build(k.Group, k.Rule, nil, "").enc // a literal
-}
+// String returns k's encoding, the key a store writes.
+func (k Key) String() string { return k.enc }
 
 // Ungrouped returns the encoding of k without its group: what follows the
 // group in k's encoding, the rule and Rest.
-func (k Key) Ungrouped() string {
-	if k.Group == "" {
-		return k.String()
-	}
-	return k.String()[1+partLen(k.Group):]
-}
+func (k Key) Ungrouped() string { return k.enc[k.groupEnd():] }
 
 // Wire returns k as a message carries it between instances (a reset the
-// Redis store announces): its fields as parts, Group, Rule, Rest and
-// Listed ("1" or ""), each its length, a colon and its bytes. ParseWire
-// reads it back exactly; unlike the encoding a store writes, it keeps a
-// raw key apart from a structured one with the same bytes.
+// Redis store announces): its group, rule, rest and listed mark ("1" or
+// "") as parts, each its length, a colon and its bytes. ParseWire reads
+// it back exactly; unlike the encoding a store writes, it keeps a raw key
+// apart from a structured one with the same bytes.
 func (k Key) Wire() string {
-	listed := ""
-	if k.Listed {
+	listed, kind := "", "raw"
+	if k.IsListed() {
 		listed = "1"
 	}
-	return Parts(k.Group, k.Rule, k.Rest(), listed)
+	if k.flags&keyStructured != 0 {
+		kind = "key"
+	}
+	return Parts(kind, k.Group(), k.Rule(), k.Rest(), listed)
 }
 
 // ParseWire returns the key that Wire wrote as s; ok is false for
 // anything else.
 func ParseWire(s string) (k Key, ok bool) {
-	var f [4]string
+	var f [5]string
 	for i := range f {
 		n, rest, found := strings.Cut(s, ":")
 		size, err := strconv.Atoi(n)
@@ -158,15 +184,19 @@ func ParseWire(s string) (k Key, ok bool) {
 		}
 		f[i], s = rest[:size], rest[size:]
 	}
-	if s != "" || f[3] != "" && f[3] != "1" {
+	switch {
+	case s != "" || f[4] != "" && f[4] != "1":
+		return Key{}, false
+	case f[0] == "raw" && f[1] == "" && f[2] == "":
+		k = RawKey(f[3])
+	case f[0] == "key":
+		k = build(f[1], f[2], nil, f[3])
+	default:
 		return Key{}, false
 	}
-	if f[0] == "" && f[1] == "" {
-		k = RawKey(f[2])
-	} else {
-		k = build(f[0], f[1], nil, f[2])
+	if f[4] == "1" {
+		k = k.Listed()
 	}
-	k.Listed = f[3] == "1"
 	return k, true
 }
 
@@ -176,6 +206,14 @@ func partLen(s string) int {
 		n++
 	}
 	return n
+}
+
+func partLen32(n uint32) int {
+	l := int(n) + 2
+	for ; n >= 10; n /= 10 {
+		l++
+	}
+	return l
 }
 
 func appendPart(b []byte, s string) []byte {

@@ -1,6 +1,9 @@
 package store
 
-import "testing"
+import (
+	"testing"
+	"unsafe"
+)
 
 func TestKeyIsUnambiguous(t *testing.T) {
 	cases := [][]string{
@@ -29,7 +32,7 @@ func TestKeyEncoding(t *testing.T) {
 		{GroupKey(Parts("client", "partner-a"), "claims", "gcra"), "@19:6:client9:partner-a6:claims4:gcra"},
 		{RawKey("rls:x"), "rls:x"},
 		{NewKey("a", string(make([]byte, 12))), "1:a12:" + string(make([]byte, 12))},
-		{Key{Group: "g", Rule: "r"}, "@1:g1:r"}, // a literal
+		{GroupKey("g", "r"), "@1:g1:r"},
 	} {
 		if got := c.k.String(); got != c.want {
 			t.Errorf("%+v.String() = %q, want %q", c.k, got, c.want)
@@ -97,7 +100,9 @@ func FuzzWireRoundTrip(f *testing.F) {
 		if g == "" && r == "" {
 			k = RawKey(rest)
 		}
-		k.Listed = listed
+		if listed {
+			k = k.Listed()
+		}
 		if got, ok := ParseWire(k.Wire()); !ok || got != k {
 			t.Fatalf("ParseWire(%q) = %+v, %v; want %+v", k.Wire(), got, ok, k)
 		}
@@ -105,4 +110,30 @@ func FuzzWireRoundTrip(f *testing.F) {
 			t.Fatalf("ParseWire(%q) = %+v, whose Wire is %q", junk, got, got.Wire())
 		}
 	})
+}
+
+// TestKeyParts: a key's group, rule and rest read back from its encoding.
+func TestKeyParts(t *testing.T) {
+	long := string(make([]byte, 1234))
+	for _, c := range []struct {
+		k                 Key
+		group, rule, rest string
+	}{
+		{GroupKey(Parts("client", "partner-a"), "claims", "gcra"), Parts("client", "partner-a"), "claims", Parts("gcra")},
+		{NewKey("claims", "t", "global"), "", "claims", Parts("t", "global")},
+		{GroupKey(long, long, long), long, long, Parts(long)},
+		{NewKey(""), "", "", ""},
+		{RawKey("6:claims"), "", "", "6:claims"},
+		{Key{}, "", "", ""},
+	} {
+		if g, r, rest := c.k.Group(), c.k.Rule(), c.k.Rest(); g != c.group || r != c.rule || rest != c.rest {
+			t.Errorf("%q: group %q, rule %q, rest %q; want %q, %q, %q", c.k, g, r, rest, c.group, c.rule, c.rest)
+		}
+		if c.k.IsListed() || !c.k.Listed().IsListed() || c.k.Listed().String() != c.k.String() {
+			t.Errorf("%q: Listed marks it, and changes nothing else", c.k)
+		}
+	}
+	if unsafe.Sizeof(Key{}) > 32 {
+		t.Errorf("a Key is %d bytes: over 32 it is copied through memory, not registers", unsafe.Sizeof(Key{}))
+	}
 }

@@ -47,8 +47,7 @@ func TestOpenMemory(t *testing.T) {
 		if !ok {
 			t.Fatalf("type %q: %T, want *memory.Store", typ, st)
 		}
-		listed := store.RawKey("listed")
-		listed.Listed = true
+		listed := store.RawKey("listed").Listed()
 		for _, key := range []store.Key{store.RawKey("a"), listed} {
 			if d, err := mem.Decide(context.Background(), key, onePerMinute, time.Now(), 1); err != nil || !d.Allowed {
 				t.Fatalf("type %q: first request on %s: %+v, %v", typ, key, d, err)

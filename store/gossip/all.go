@@ -79,7 +79,7 @@ func (s *Store) DecideAll(_ context.Context, dst []store.Result, reqs []store.Re
 		}
 		if i := s.resolve(p, reqs, t); i >= 0 {
 			s.unlockShards(shards)
-			p[i].key, p[i].overflow = overflowKey(reqs[i].Key.Rule, reqs[i].Limit), true
+			p[i].key, p[i].overflow = overflowKey(reqs[i].Key.Rule(), reqs[i].Limit), true
 			p[i].sh = s.tab.index(p[i].key)
 			continue // its shard may be another: lock again
 		}
@@ -107,7 +107,7 @@ func (s *Store) place(r *store.Request, now time.Time, res *store.Result) pendin
 		res.Err = unsupported(r.Limit)
 		return pending{sh: -1}
 	case r.Key.Len() > maxKeyLen: // the others would refuse every message carrying it
-		key := overflowKey(r.Key.Rule, r.Limit)
+		key := overflowKey(r.Key.Rule(), r.Limit)
 		return pending{key: key, sh: s.tab.index(key), overflow: true}
 	}
 	key := r.Key.String()

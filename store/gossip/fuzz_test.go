@@ -153,7 +153,7 @@ func TestLongKey(t *testing.T) {
 	}
 	admit(t, ss[0], store.NewKey("r", "short"), l, now, 4)
 	eventually(t, "the other instance hears both", func() bool {
-		return remaining(t, ss[1], store.NewKey("r", "short"), l, now) == 6 && remaining(t, ss[1], store.RawKey(overflowKey(long.Rule, l)), l, now) == 7
+		return remaining(t, ss[1], store.NewKey("r", "short"), l, now) == 6 && remaining(t, ss[1], store.RawKey(overflowKey(long.Rule(), l)), l, now) == 7
 	})
 	if _, err := New(Options{Bind: "127.0.0.1:0", Name: strings.Repeat("n", maxKeyLen+1)}); err == nil {
 		t.Error("a name longer than a message carries was accepted")

@@ -266,7 +266,7 @@ func (s *Store) decideOne(key store.Key, l limiter.Limit, now time.Time, cost in
 	if !Supported(l.Algorithm()) {
 		return limiter.Decision{}, false, unsupported(l)
 	}
-	return s.decide(key.String(), key.Rule, l, now, cost, false)
+	return s.decide(key.String(), key.Rule(), l, now, cost, false)
 }
 
 // unsupported is the error of a decision under l, whose algorithm the

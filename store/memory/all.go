@@ -221,7 +221,7 @@ func (s *Store) overflowAll(p []pending, reqs []store.Request, now time.Time, ou
 			continue
 		}
 		r := &reqs[i]
-		d, err := s.decideOverflow(r.Key.Rule, r.Limit, now, r.Cost)
+		d, err := s.decideOverflow(r.Key.Rule(), r.Limit, now, r.Cost)
 		out[i] = store.Result{Decision: d, Err: err, Shared: err == nil}
 	}
 }

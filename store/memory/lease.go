@@ -91,9 +91,9 @@ func (s *Store) Acquire(_ context.Context, key store.Key, limit store.Concurrenc
 		return limit.Decide(0, cost), nil
 	}
 	t := limiter.UnixMicro(now)
-	d, held, ok := s.acquireOn(&key, key.String(), limit, t, cost, 0, key.Listed)
+	d, held, ok := s.acquireOn(&key, key.String(), limit, t, cost, 0, key.IsListed())
 	if !ok {
-		over := leaseOverflowKey(key.Rule, limit)
+		over := leaseOverflowKey(key.Rule(), limit)
 		d, _, _ = s.acquireOn(&over, over.String(), limit, t, cost, held, true)
 	}
 	return d, nil

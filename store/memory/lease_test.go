@@ -44,8 +44,7 @@ func (s *Store) leaseCounts() (plain, reserved int) {
 func TestLeaseFloodLiftsNoLimit(t *testing.T) {
 	const maxKeys = 64
 	s := newTest(t, Options{MaxKeys: maxKeys, Shards: 1})
-	vip := store.NewKey("r", "vip")
-	vip.Listed = true
+	vip := store.NewKey("r", "vip").Listed()
 	limit := store.Concurrency{Max: 2, TTL: 10 * time.Second}
 	acquire := func(key store.Key, now time.Time) store.LeaseDecision {
 		t.Helper()

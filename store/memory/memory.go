@@ -31,7 +31,7 @@ const (
 // default.
 type Options struct {
 	// MaxKeys is the most keys the store holds, split evenly over the
-	// shards, not counting the Listed keys (store.Key.Listed), the overflow counters
+	// shards, not counting the Listed keys (store.Key.IsListed), the overflow counters
 	// and the guests (see the package documentation). Zero or less means
 	// DefaultMaxKeys (1,000,000).
 	MaxKeys int
@@ -223,7 +223,7 @@ func (s *Store) decideSlow(sh *shard, h uint64, key string, k *store.Key, l *lim
 	*d, err = s.decideLocked(sh, h, key, k, l, now, cost)
 	sh.mu.Unlock()
 	if err == errNoRoom {
-		*d, err = s.decideOverflow(k.Rule, *l, now, cost)
+		*d, err = s.decideOverflow(k.Rule(), *l, now, cost)
 		return err == nil, err
 	}
 	return false, err
@@ -261,7 +261,7 @@ func (s *Store) decideLocked(sh *shard, h uint64, key string, k *store.Key, l *l
 // the main room.
 func (s *Store) classOf(k *store.Key) uint32 {
 	switch {
-	case k.Listed:
+	case k.IsListed():
 		return reservedBit
 	case s.guest != nil && s.guest(*k):
 		return guestBit

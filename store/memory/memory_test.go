@@ -50,9 +50,7 @@ func (s *Store) has(k store.Key) bool {
 
 // listedKey is the raw key s, Listed: a key the store keeps room for.
 func listedKey(s string) store.Key {
-	k := store.RawKey(s)
-	k.Listed = true
-	return k
+	return store.RawKey(s).Listed()
 }
 
 func mustDecide(t testing.TB, s *Store, key store.Key, l limiter.Limit, now time.Time) limiter.Decision {
@@ -202,7 +200,7 @@ func TestReservedKeysAlwaysHaveRoom(t *testing.T) {
 }
 
 func TestOverflowKeyIsNoOtherKey(t *testing.T) {
-	overflowKey := func(key store.Key, l limiter.Limit) string { return string(appendOverflowKey(nil, key.Rule, l)) }
+	overflowKey := func(key store.Key, l limiter.Limit) string { return string(appendOverflowKey(nil, key.Rule(), l)) }
 	l := limiter.MustNew(limiter.GCRA, 10, time.Minute, 5)
 	keys := map[store.Key]string{}
 	for _, k := range []store.Key{

@@ -14,8 +14,8 @@ import (
 // distinct store keys distinct (a grouped key always has something after
 // its tag, an ungrouped one never).
 func redisKey(prefix string, key store.Key) string {
-	if key.Group != "" {
-		return prefix + "{" + escape(key.Group) + "}" + escape(key.Ungrouped())
+	if group := key.Group(); group != "" {
+		return prefix + "{" + escape(group) + "}" + escape(key.Ungrouped())
 	}
 	return prefix + "{" + escape(key.String()) + "}"
 }

@@ -151,7 +151,7 @@ func oneGroup(reqs []store.Request) bool {
 		return true
 	}
 	for _, r := range reqs {
-		if r.Key.Group == "" || r.Key.Group != reqs[0].Key.Group {
+		if g := r.Key.Group(); g == "" || g != reqs[0].Key.Group() {
 			return false
 		}
 	}
