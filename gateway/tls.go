@@ -234,7 +234,8 @@ func (s *certSource) reread() {
 }
 
 // watch re-reads the files, after certWatchDebounce, on any change in
-// their directories, until ctx ends. Watching the directories sees a file
+// their directories, until ctx ends, and once as it begins: the listeners
+// serve before the watch is set up, and a change in between has no event. Watching the directories sees a file
 // replaced by a rename (certbot's renewal moves links) and Kubernetes's
 // swap of a secret's "..data" link, which leaves the files' own names
 // untouched.
@@ -251,6 +252,7 @@ func (s *certSource) watch(ctx context.Context) {
 			return
 		}
 	}
+	s.reread() // a change since the files were read, before the watch began
 	var fire <-chan time.Time
 	for {
 		select {
