@@ -254,7 +254,8 @@ func unauthorizedDetail(v *Verdict) string {
 // report finishes the Report and hands it to Options.OnDecision.
 func (e *Engine) report(v *Verdict, start time.Time) {
 	v.Status = v.Report.Status
-	v.Report.Latency = e.opts.Clock.Now().Sub(start) - v.Report.Held
+	v.Report.At = e.opts.Clock.Now()
+	v.Report.Latency = v.Report.At.Sub(start) - v.Report.Held
 	if e.opts.OnDecision != nil {
 		e.opts.OnDecision(&v.req, &v.Report)
 	}

@@ -79,6 +79,10 @@ type Report struct {
 	Rules []RuleResult
 	// Latency is the time spent deciding.
 	Latency time.Duration
+	// At is when the decision was made, on the Engine's Clock: the time
+	// an Options.OnDecision that needs one reads, rather than the clock
+	// again.
+	At time.Time
 	// Err is the store's error, if it failed.
 	Err error
 	// Throttled is true when Settings.Throttle decided the request (it

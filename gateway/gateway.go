@@ -320,23 +320,23 @@ func keptHeaders(c *policy.Compiled) []string {
 // observe feeds one request's report to metrics, the live state and logs.
 func (g *Gateway) observe(_ *decision.Request, rep *decision.Report) {
 	g.metrics.observe(rep)
-	g.observeLive(rep)
+	g.live.Load().Observe(rep.At, rep)
 	switch {
-	case rep.Status == http.StatusTooManyRequests && g.logGate.allow(logSubject{kind: "limited", client: rep.Client}):
+	case rep.Status == http.StatusTooManyRequests && g.logGate.allowAt(rep.At, logSubject{kind: "limited", client: rep.Client}):
 		g.log.Info("client limited", "client", rep.Client, "counted", rep.Counted, "rules", limitedRules(rep),
 			"retry_after_s", rep.RetryAfter.Seconds())
-	case rep.Status == http.StatusUnauthorized && g.logGate.allow(logSubject{kind: "unauthenticated"}):
+	case rep.Status == http.StatusUnauthorized && g.logGate.allowAt(rep.At, logSubject{kind: "unauthenticated"}):
 		g.log.Info("unknown callers rejected", "client", rep.Client)
-	case rep.Status == http.StatusForbidden && g.logGate.allow(logSubject{kind: "blocked", client: rep.Blocked}):
+	case rep.Status == http.StatusForbidden && g.logGate.allowAt(rep.At, logSubject{kind: "blocked", client: rep.Blocked}):
 		g.log.Info("caller blocked", "client", rep.Client, "blocked", rep.Blocked)
-	case rep.Err != nil && !errors.Is(rep.Err, context.Canceled) && g.logGate.allow(logSubject{kind: "store"}):
+	case rep.Err != nil && !errors.Is(rep.Err, context.Canceled) && g.logGate.allowAt(rep.At, logSubject{kind: "store"}):
 		g.log.Error("store failed", "err", rep.Err.Error())
 	}
-	if rep.UnknownKey && g.logGate.allow(logSubject{kind: "unknown key"}) {
+	if rep.UnknownKey && g.logGate.allowAt(rep.At, logSubject{kind: "unknown key"}) {
 		g.log.Warn("unknown access key; counted as anonymous", "client", rep.Client, "header", g.config().Compiled.KeyHeader())
 	}
 	for _, r := range rep.Rules {
-		if r.Outcome == decision.ShadowLimited && g.logGate.allow(logSubject{kind: "shadow", client: rep.Client, rule: r.Rule}) {
+		if r.Outcome == decision.ShadowLimited && g.logGate.allowAt(rep.At, logSubject{kind: "shadow", client: rep.Client, rule: r.Rule}) {
 			g.log.Info("client over shadow limit", "client", rep.Client, "rule", r.Rule)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/config"
-	"github.com/sluice-rl/sluice/decision"
 	"github.com/sluice-rl/sluice/live"
 	"github.com/sluice-rl/sluice/policy"
 )
@@ -39,11 +38,6 @@ func (g *Gateway) reloadLive(cfg *config.File, pol *policy.Compiled) {
 		g.live.Store(l)
 	}
 	l.SetPolicy(pol)
-}
-
-// observeLive feeds one request's report to the live state.
-func (g *Gateway) observeLive(rep *decision.Report) {
-	g.live.Load().Observe(g.opts.Clock.Now(), rep)
 }
 
 // sampleLive tells the live state, at now, what protect's throttle holds

@@ -29,8 +29,10 @@ func newLogGate(c clock.Clock, interval time.Duration) *logGate {
 }
 
 // allow reports whether subject may log now, and if so starts its interval.
-func (g *logGate) allow(subject logSubject) bool {
-	now := g.clock.Now()
+func (g *logGate) allow(subject logSubject) bool { return g.allowAt(g.clock.Now(), subject) }
+
+// allowAt is allow at now, a time read of the gateway's clock already.
+func (g *logGate) allowAt(now time.Time, subject logSubject) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if t, ok := g.last[subject]; ok && now.Sub(t) < g.interval && now.Sub(t) >= 0 {

@@ -71,5 +71,5 @@ func (f *Front) requestID(ctx *fasthttp.RequestCtx) {
 
 // answerID returns the request's id to its caller on whatever answers it.
 func answerID(ctx *fasthttp.RequestCtx) {
-	ctx.Response.Header.SetBytesV(RequestIDHeader, ctx.Request.Header.Peek(RequestIDHeader))
+	ctx.Response.Header.SetCanonical(canonicalName(RequestIDHeader), ctx.Request.Header.Peek(RequestIDHeader))
 }

@@ -111,9 +111,7 @@ func (f *Front) refuse(ctx *fasthttp.RequestCtx, v *decision.Verdict, hasBody bo
 		ctx.SetConnectionClose()
 	} else {
 		ctx.SetStatusCode(v.Status)
-		for _, h := range v.Header {
-			ctx.Response.Header.SetBytesV(h.Name, h.Value)
-		}
+		setFields(&ctx.Response.Header, v.Header)
 		ctx.Response.SetBody(v.Body)
 	}
 	if hasBody {
@@ -145,9 +143,7 @@ func (f *Front) pass(ctx *fasthttp.RequestCtx, snap *Snapshot, rt *Route, v *dec
 	}
 	var set [2]fastproxy.Field
 	fwd := f.forwarding(ctx, snap, rt, v, peer, set[:0])
-	for _, h := range v.Header {
-		ctx.Response.Header.SetBytesV(h.Name, h.Value)
-	}
+	setFields(&ctx.Response.Header, v.Header)
 	start := f.clock.Now()
 	var firstByte time.Duration
 	out, err := rt.Proxy.Serve(ctx, &fwd, body, func(broke error) { // the one call back, once the answer has gone
