@@ -48,7 +48,8 @@ type Options struct {
 	Config *config.File
 	// Logger receives JSON logs. Default: JSON on stderr.
 	Logger *slog.Logger
-	// Clock is read once per request, and keeps the time of the store the
+	// Clock times each request (its decision, and for a request sent on
+	// the upstream's answer), and keeps the time of the store the
 	// gateway opens (the memory store's sweep, the Redis failover's probes
 	// and cached rejections). Default clock.Real{}.
 	Clock clock.Clock
