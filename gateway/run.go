@@ -16,8 +16,11 @@ import (
 )
 
 // parkAfter is how long a plain keep-alive connection waits for its next
-// request in its own goroutine before it is parked (fastproxy.Parking).
-var parkAfter = time.Second
+// request in its own goroutine before it is parked (fastproxy.Parking):
+// long beside the gap between the requests of a busy connection, short
+// enough that a burst of connections left idle holds its goroutines and
+// buffers (64 KiB each) for no longer than a quarter of a second.
+var parkAfter = 250 * time.Millisecond
 
 // errDraining cancels the requests still running when the drain timeout
 // ends; they are answered 503.

@@ -41,13 +41,15 @@ type Parking struct {
 
 // A burst of at least reclaimAfter connections parked is followed, once
 // reclaimQuiet has passed without another, by a garbage collection that
-// gives their buffers back to the system: a connection's read buffer and
-// request context go back to fasthttp's pools when it is parked, and Go
-// frees pooled memory only at its next collections, which an idle server
+// gives their buffers and stacks back to the system: a connection's read
+// buffer and request context go back to fasthttp's pools when it is
+// parked, its worker goroutine ends WorkerIdle later (sweeps every
+// WorkerIdle: up to twice that), and Go frees pooled memory and the stacks
+// of ended goroutines only at its next collections, which an idle server
 // may not run for minutes. At most once per reclaimEvery.
 const (
 	reclaimAfter = 1024
-	reclaimQuiet = 200 * time.Millisecond
+	reclaimQuiet = 100*time.Millisecond + 2*WorkerIdle
 	reclaimEvery = 10 * time.Second
 )
 
@@ -90,7 +92,10 @@ func NewParking(srv *fasthttp.Server, after, idle, wait time.Duration) *Parking 
 		return nil
 	}
 	k := &Parking{after: after, idle: idle, wait: wait}
-	p, err := idlepark.New(idlepark.Options{Idle: idle - after, Wake: func(c net.Conn) {
+	p, err := idlepark.New(idlepark.Options{Idle: idle - after, Wake: func(c net.Conn, release func()) {
+		if release != nil { // its CapConnections slot, held while it was parked
+			c = &cappedConn{Conn: c, release: release}
+		}
 		sc := k.conn(c)
 		if srv.ConnState != nil {
 			srv.ConnState(sc, fasthttp.StateNew)
@@ -184,16 +189,34 @@ func (c *stallConn) parks(n int, err error) bool {
 }
 
 // Close closes the connection, or parks it when its wait for the next
-// request was given up (errParked). A connection the parker cannot take
-// is closed.
+// request was given up (errParked): its socket alone, its CapConnections
+// slot still held (given back when the parker closes it, or by the
+// connection it wakes as). A connection the parker cannot take is closed.
 func (c *stallConn) Close() error {
 	if c.parking.CompareAndSwap(true, false) {
-		if pc, ok := c.Conn.(idlepark.Conn); ok {
-			if err := c.Conn.SetReadDeadline(time.Time{}); err == nil && c.park.p.Park(pc) == nil {
+		if raw, release, ok := parkable(c.Conn); ok {
+			if c.park.p.Park(raw, release) == nil {
 				c.park.parkedOne()
-				return nil
 			}
+			return nil // the parker's now: closed on its error
 		}
 	}
 	return c.Conn.Close()
+}
+
+// parkable is the socket under c and what gives back its CapConnections
+// slot (nil: none), which c then no longer gives back; false if c has no
+// descriptor or was closed already.
+func parkable(c net.Conn) (idlepark.Conn, func(), bool) {
+	cc, capped := c.(*cappedConn)
+	if capped {
+		c = cc.Conn
+	}
+	pc, ok := c.(idlepark.Conn)
+	if !ok || !capped {
+		return pc, nil, ok
+	}
+	var release func()
+	cc.once.Do(func() { release = cc.release })
+	return pc, release, release != nil
 }

@@ -44,7 +44,7 @@ func listen(t *testing.T) net.Listener {
 func TestWakeOnBytes(t *testing.T) {
 	ln := listen(t)
 	woken := make(chan net.Conn, 16)
-	p, err := New(Options{Wake: func(c net.Conn) { woken <- c }})
+	p, err := New(Options{Wake: func(c net.Conn, _ func()) { woken <- c }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestWakeOnBytes(t *testing.T) {
 	var clients []net.Conn
 	for range n {
 		s, c := pair(t, ln)
-		if err := p.Park(s); err != nil {
+		if err := p.Park(s, nil); err != nil {
 			t.Fatal(err)
 		}
 		clients = append(clients, c)
@@ -94,13 +94,13 @@ func TestWakeOnBytes(t *testing.T) {
 func TestWakeOnClose(t *testing.T) {
 	ln := listen(t)
 	woken := make(chan net.Conn, 1)
-	p, err := New(Options{Wake: func(c net.Conn) { woken <- c }})
+	p, err := New(Options{Wake: func(c net.Conn, _ func()) { woken <- c }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	s, c := pair(t, ln)
-	if err := p.Park(s); err != nil {
+	if err := p.Park(s, nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
@@ -118,14 +118,14 @@ func TestWakeOnClose(t *testing.T) {
 // the oldest first; one that woke before is not.
 func TestIdleExpiry(t *testing.T) {
 	ln := listen(t)
-	p, err := New(Options{Idle: 100 * time.Millisecond, Wake: func(c net.Conn) {}})
+	p, err := New(Options{Idle: 100 * time.Millisecond, Wake: func(c net.Conn, _ func()) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	s, c := pair(t, ln)
 	start := time.Now()
-	if err := p.Park(s); err != nil {
+	if err := p.Park(s, nil); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -143,14 +143,14 @@ func TestIdleExpiry(t *testing.T) {
 // TestCloseClosesParked: Close closes what is parked and refuses more.
 func TestCloseClosesParked(t *testing.T) {
 	ln := listen(t)
-	p, err := New(Options{Wake: func(c net.Conn) {}})
+	p, err := New(Options{Wake: func(c net.Conn, _ func()) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var clients []net.Conn
 	for range 3 {
 		s, c := pair(t, ln)
-		if err := p.Park(s); err != nil {
+		if err := p.Park(s, nil); err != nil {
 			t.Fatal(err)
 		}
 		clients = append(clients, c)
@@ -165,7 +165,7 @@ func TestCloseClosesParked(t *testing.T) {
 		}
 	}
 	s, _ := pair(t, ln)
-	if err := p.Park(s); err != ErrClosed {
+	if err := p.Park(s, nil); err != ErrClosed {
 		t.Errorf("Park after Close: %v, want ErrClosed", err)
 	}
 	_ = p.Close() // twice is fine
@@ -175,7 +175,7 @@ func TestCloseClosesParked(t *testing.T) {
 // goroutine.
 func TestNoGoroutinePerConnection(t *testing.T) {
 	ln := listen(t)
-	p, err := New(Options{Wake: func(c net.Conn) {}})
+	p, err := New(Options{Wake: func(c net.Conn, _ func()) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestNoGoroutinePerConnection(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 1000 {
 		s, _ := pair(t, ln)
-		if err := p.Park(s); err != nil {
+		if err := p.Park(s, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
