@@ -26,7 +26,8 @@ var errParked = errors.New("fastproxy: idle connection parked")
 // started, a request context taken from the pool).
 type Parking struct {
 	p     *idlepark.Parker
-	after time.Duration  // how long a connection waits idle before it is parked
+	first time.Duration  // how long a connection waits idle after its first answer before it is parked
+	after time.Duration  // and after a later one
 	idle  time.Duration  // the server's IdleTimeout
 	wait  time.Duration  // stallConn's write wait
 	woken sync.WaitGroup // the goroutines serving woken connections
@@ -83,20 +84,28 @@ func (k *Parking) reclaim() {
 }
 
 // NewParking starts parking srv's plain connections (StallWrites) once
-// they have waited after for their next request, nil where it cannot (not
-// Linux) or with an idle timeout, idle, too short to park within; wait is
-// StallWrites' write wait. A woken connection is served by srv again, and
-// is new to its ConnState.
-func NewParking(srv *fasthttp.Server, after, idle, wait time.Duration) *Parking {
-	if idle <= after {
+// they have waited first for their second request, after for a later one,
+// nil where it cannot (not Linux) or with an idle timeout, idle, too short
+// to park within; wait is StallWrites' write wait. A woken connection is
+// served by srv again, and is new to its ConnState; its waits are later
+// ones.
+//
+// A short first keeps a burst of connections with one request each (new
+// callers that then stay idle) from holding a goroutine each at once: Go
+// keeps a goroutine's descriptor (about 400 bytes) for ever, and its
+// poller's state of a socket and the heap's bookkeeping grow with the
+// most connections served at once, not with those open.
+func NewParking(srv *fasthttp.Server, first, after, idle, wait time.Duration) *Parking {
+	if idle <= max(first, after) {
 		return nil
 	}
-	k := &Parking{after: after, idle: idle, wait: wait}
+	k := &Parking{first: first, after: after, idle: idle, wait: wait}
 	p, err := idlepark.New(idlepark.Options{Idle: idle - after, Wake: func(c net.Conn, release func()) {
 		if release != nil { // its CapConnections slot, held while it was parked
 			c = &cappedConn{Conn: c, release: release}
 		}
 		sc := k.conn(c)
+		sc.waited = true
 		if srv.ConnState != nil {
 			srv.ConnState(sc, fasthttp.StateNew)
 		}
@@ -156,6 +165,9 @@ func (k *Parking) WaitWoken() {
 // (active).
 func (c *stallConn) idleWait(on bool) {
 	c.idle, c.shortened = on, false
+	if on {
+		c.firstWait, c.waited = !c.waited, true
+	}
 }
 
 // SetReadDeadline shortens the server's wait for the next request to the
@@ -167,9 +179,13 @@ func (c *stallConn) SetReadDeadline(t time.Time) error {
 		// The server's wait ends at its now plus the idle timeout: the
 		// parker's after from that now is read off it, without a clock
 		// read per request.
-		soon := t.Add(c.park.after - c.park.idle)
+		after := c.park.after
+		if c.firstWait {
+			after = c.park.first
+		}
+		soon := t.Add(after - c.park.idle)
 		if t.IsZero() {
-			soon = time.Now().Add(c.park.after)
+			soon = time.Now().Add(after)
 		}
 		if t.IsZero() || soon.Before(t) {
 			t, c.shortened = soon, true

@@ -6,8 +6,9 @@
 // served again; when it has been parked for Options.Idle, it is closed.
 //
 // A server parks a connection that has been idle for a while (the gateway:
-// a quarter of a second without a request), so that a busy keep-alive
-// connection never pays for parking and waking, and ten thousand idle ones
+// 10 ms without a request after its first answer, 250 ms after a later
+// one), so that a busy keep-alive connection seldom pays for parking and
+// waking, and ten thousand idle ones
 // cost about what they cost nginx. Only on Linux: elsewhere New returns ErrUnsupported and
 // connections wait in their goroutines as before.
 package idlepark

@@ -191,3 +191,68 @@ func TestNoGoroutinePerConnection(t *testing.T) {
 		t.Errorf("%d goroutines after parking 1000 connections, %d before", after, before)
 	}
 }
+
+// TestParkKeepsTheSocketAlone: Park closes the net.Conn it is given but not
+// its socket (the client's bytes reach the new net.Conn Wake gets), and
+// calls closed once it closes the socket itself, never on a wake.
+func TestParkKeepsTheSocketAlone(t *testing.T) {
+	ln := listen(t)
+	woken := make(chan net.Conn, 1)
+	var wokenClosed func()
+	p, err := New(Options{Idle: 200 * time.Millisecond, Wake: func(c net.Conn, closed func()) {
+		wokenClosed = closed
+		woken <- c
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s, c := pair(t, ln)
+	released := make(chan string, 2)
+	if err := p.Park(s, func() { released <- "first" }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the parked net.Conn still reads")
+	}
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	var w net.Conn
+	select {
+	case w = <-woken:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not woken")
+	}
+	defer w.Close()
+	b := make([]byte, 1)
+	_ = w.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := io.ReadFull(w, b); err != nil || b[0] != 'x' {
+		t.Fatalf("woken read %q %v, want x", b, err)
+	}
+	select {
+	case r := <-released:
+		t.Fatalf("closed (%s) called on a wake", r)
+	default:
+	}
+	wokenClosed() // the caller's now
+	if r := <-released; r != "first" {
+		t.Fatalf("Wake's closed is %s's", r)
+	}
+	// Parked again and left to expire: closed is called, the client sees EOF.
+	if err := p.Park(w.(Conn), func() { released <- "second" }); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(b); err != io.EOF {
+		t.Fatalf("client read %v, want EOF once it expired", err)
+	}
+	select {
+	case r := <-released:
+		if r != "second" {
+			t.Fatalf("closed of %s called", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("closed not called on expiry")
+	}
+}
