@@ -3,7 +3,8 @@
 // set, and costs its socket and under a hundred bytes of Go structures
 // (its net.Conn is closed, a duplicate of its descriptor kept). When bytes
 // arrive on it, it is handed back (Options.Wake) over a new net.Conn to be
-// served again; when it has been parked for Options.Idle, it is closed.
+// served again; when it has been parked for Options.Idle, or its caller
+// closed it with nothing sent before, it is closed.
 //
 // A server parks a connection that has been idle for a while (the gateway:
 // 10 ms without a request after its first answer, 250 ms after a later
@@ -32,7 +33,8 @@ type Options struct {
 	// before it is closed: the server's idle timeout less the time it was
 	// idle before it was parked. 0: for ever.
 	Idle time.Duration
-	// Wake serves a connection again once bytes (or its end) arrived: c
+	// Wake serves a connection again once bytes arrived (or an error, or
+	// its end after bytes; an end alone closes it): c
 	// is a new net.Conn over the parked socket, closed what Park was given
 	// with it (the caller's to call once it closes c). It is called on the
 	// Parker's goroutine and must not block: start a goroutine for the

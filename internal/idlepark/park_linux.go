@@ -69,14 +69,15 @@ func New(opts Options) (*Parker, error) {
 	return p, nil
 }
 
-// Park takes c until bytes arrive on it (then Wake gets it), Idle passes
-// (then it is closed) or the Parker closes (closed too). c must have no
+// Park takes c until bytes arrive on it (then Wake gets it), its caller
+// closes it having sent nothing (then it is closed), Idle passes (closed
+// too) or the Parker closes (closed too). c must have no
 // bytes buffered above its socket and nobody reading or writing it. Park
 // keeps a duplicate of c's descriptor and closes c, so that its net.Conn,
 // its addresses and its entry in Go's poller are garbage while it is
 // parked; Wake gets a new net.Conn over the same socket. closed (nil:
-// none) is called once the parker closes the socket (expired, the Parker
-// closed, or an error here), never when it is woken: Wake gets it. c is
+// none) is called once the parker closes the socket (ended, expired, the
+// Parker closed, or an error here), never when it is woken: Wake gets it. c is
 // the Parker's even on an error (closed then, and closed called).
 func (p *Parker) Park(c Conn, closed func()) error {
 	fd, err := dupFD(c)
@@ -127,6 +128,15 @@ func dupFD(c Conn) (int, error) {
 		return -1, fmt.Errorf("idlepark: dup: %w", derr)
 	}
 	return fd, nil
+}
+
+// unread is how many bytes wait to be read on fd (-1 if unknown).
+func unread(fd int32) int {
+	n, err := unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // conn makes a net.Conn of a woken socket, taking its descriptor.
@@ -204,6 +214,14 @@ func (p *Parker) loop() {
 				continue
 			}
 			p.unwatch(pc)
+			if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 && unread(pc.fd) == 0 {
+				// Its end and nothing before it: closed here, as the
+				// server would once it read the end, without a
+				// net.Conn and a goroutine for each of a crowd of
+				// callers leaving at once.
+				pc.shut()
+				continue
+			}
 			woken = append(woken, pc)
 		}
 		now := time.Now().UnixNano()

@@ -89,9 +89,11 @@ func TestWakeOnBytes(t *testing.T) {
 	}
 }
 
-// TestWakeOnClose: a connection its client closes is handed back (to read
-// its end), not left parked.
-func TestWakeOnClose(t *testing.T) {
+// TestEndClosesOrWakes: a connection its client closes having sent
+// nothing is closed without a wake (closed called); one whose client sent
+// a request before closing is handed back, the request then the end to
+// read.
+func TestEndClosesOrWakes(t *testing.T) {
 	ln := listen(t)
 	woken := make(chan net.Conn, 1)
 	p, err := New(Options{Wake: func(c net.Conn, _ func()) { woken <- c }})
@@ -100,17 +102,41 @@ func TestWakeOnClose(t *testing.T) {
 	}
 	defer p.Close()
 	s, c := pair(t, ln)
-	if err := p.Park(s, nil); err != nil {
+	ended := make(chan struct{})
+	if err := p.Park(s, func() { close(ended) }); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
 	select {
-	case s := <-woken:
-		if _, err := s.Read(make([]byte, 1)); err != io.EOF {
-			t.Errorf("read %v, want EOF", err)
+	case <-ended:
+	case w := <-woken:
+		w.Close()
+		t.Fatal("woken by its end alone")
+	case <-time.After(5 * time.Second):
+		t.Fatal("not closed after the client's close")
+	}
+	if got := p.Parked(); got != 0 {
+		t.Errorf("Parked() = %d, want 0", got)
+	}
+
+	s, c = pair(t, ln)
+	if err := p.Park(s, func() { t.Error("closed called for a woken connection") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	select {
+	case w := <-woken:
+		defer w.Close()
+		_ = w.SetReadDeadline(time.Now().Add(time.Second))
+		b, err := io.ReadAll(w)
+		if string(b) != "x" || err != nil {
+			t.Errorf("read %q %v, want x and its end", b, err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("not woken by the client's close")
+		t.Fatal("not woken by bytes before the client's close")
 	}
 }
 
