@@ -25,6 +25,9 @@
 #   transport HTTP/1.1 transports (fasthttp variants, gnet, nbio; module
 #            bench/transport) beside nginx: 429, proxying, idle connections'
 #            memory (bench/transport.sh), about 6 minutes
+#   idle     the idle rows of transport alone: 10,000 keep-alive connections
+#            to each of nginx, sluice serve and the transports, KB each and
+#            the ratio to nginx's (bench/transport.sh), about 2 minutes
 #
 # Environment: ROUNDS (core: rounds of every benchmark, default 9),
 # BENCHTIME (go test -benchtime per benchmark and round, default 250ms).
@@ -34,7 +37,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 name=bench
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh" # median, and $tmp: a scratch directory removed on exit
-targets=(core gateway redis protect rls check client transport) # add a target: a run_NAME function and its name here
+targets=(core gateway redis protect rls check client transport idle) # add a target: a run_NAME function and its name here
 
 usage() {
 	local IFS='|'
@@ -103,6 +106,7 @@ run_rls() { bash "$here/rls.sh"; }
 run_check() { bash "$here/check.sh"; }
 run_client() { bash "$here/client.sh"; }
 run_transport() { bash "$here/transport.sh"; }
+run_idle() { TRANSPORT_ROUNDS=0 bash "$here/transport.sh"; }
 
 main() {
 	(($# > 0)) || set -- "${targets[@]}"

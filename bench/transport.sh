@@ -14,7 +14,9 @@
 #
 # then idle connections: for each server, fresh, the resident memory
 # growth of IDLE_CONNS keep-alive connections after one request each, and
-# how much of it came back 10 s after they closed (bench/transport/idleconns).
+# how much of it came back 10 s after they closed (bench/transport/idleconns),
+# and each server's KB per connection over nginx's (1 worker), in the same
+# run (TRANSPORT_ROUNDS=0, or bench/run.sh idle: these rows alone).
 #
 #   bash bench/transport.sh
 #
@@ -203,7 +205,14 @@ for t in "${idle[@]}"; do
 	curl -s -o /dev/null -H 'X-API-Key: key-a' "http://127.0.0.1:${ports[idle_$t]}/"
 	sleep 1
 	printf '%-18s ' "$t"
-	"$tmp/idleconns" -addr "127.0.0.1:${ports[idle_$t]}" -pid "$pid" -n "$idle_conns" -settle "${IDLE_SETTLE:-10}s" || echo "failed"
+	if "$tmp/idleconns" -addr "127.0.0.1:${ports[idle_$t]}" -pid "$pid" -n "$idle_conns" -settle "${IDLE_SETTLE:-10}s" >"$tmp/idle_$t.out"; then
+		per=$(sed -n 's/.*kb_per_conn=\([0-9.]*\).*/\1/p' "$tmp/idle_$t.out")
+		[[ $t == nginx_w1 ]] && idle_base=$per
+		printf '%s ratio_to_nginx_w1=%s\n' "$(cat "$tmp/idle_$t.out")" \
+			"$(awk -v a="$per" -v b="${idle_base:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
+	else
+		echo "failed"
+	fi
 	kill "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 done

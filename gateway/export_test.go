@@ -2,9 +2,10 @@ package gateway
 
 import "time"
 
-// SetParkAfter makes idle connections park after d until the test ends.
+// SetParkAfter makes idle connections park after d (after their first
+// answer too) until the test ends.
 func SetParkAfter(d time.Duration) (restore func()) {
-	old := parkAfter
-	parkAfter = d
-	return func() { parkAfter = old }
+	oldFirst, old := parkFirst, parkAfter
+	parkFirst, parkAfter = d, d
+	return func() { parkFirst, parkAfter = oldFirst, old }
 }

@@ -153,7 +153,7 @@ func New(opts Options) (*Gateway, error) {
 	g.front = g.newFront()
 	g.metrics.registry.MustRegister(throttleCollector{g}, liveCollector{g}, steeringCollector{g}, tlsCollector{g},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sluice_parked_connections",
-			Help: "Callers' idle keep-alive connections parked without a goroutine or buffers (a second without a request; plain connections, on Linux)."},
+			Help: "Callers' idle keep-alive connections parked without a goroutine or buffers (10 ms without a request after the first answer, 250 ms after a later one; plain connections, on Linux)."},
 			func() float64 { return float64(g.park.Load().Parked()) }))
 	g.steer = g.newSteering(opts.Config)
 	sctx, cancel := context.WithTimeout(context.Background(), steerStartWait)

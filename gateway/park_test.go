@@ -173,3 +173,50 @@ func TestParkedConnectionsShutdown(t *testing.T) {
 		}
 	}
 }
+
+// TestParkedConnectionHoldsItsSlot: a parked connection (its socket alone)
+// keeps its place under max_connections, woken or not, and gives it back
+// once it closes.
+func TestParkedConnectionHoldsItsSlot(t *testing.T) {
+	defer gateway.SetParkAfter(50 * time.Millisecond)()
+	h, k := parkedOne(t, "idle_timeout: 30s, max_connections: 1")
+	other := dialKeepAlive(t, h.url) // waits in the listen backlog
+	if _, err := io.WriteString(other.c, getOne); err != nil {
+		t.Fatal(err)
+	}
+	_ = other.c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := other.br.ReadByte(); err == nil {
+		t.Fatal("a second connection was served under max_connections 1 while the first was parked")
+	}
+	if got := k.send(t, getOne, 1); got[0] != http.StatusOK { // woken, in its slot still
+		t.Fatalf("the parked connection woken: %v", got)
+	}
+	eventually(t, "parked again", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	k.c.Close()
+	_ = other.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(other.br, nil)
+	if err != nil {
+		t.Fatalf("the waiting connection not served once the parked one closed: %v", err)
+	}
+	resp.Body.Close()
+}
+
+// TestFirstWaitParksSooner: a connection is parked soon after its first
+// answer (parkFirst), a woken one only after parkAfter.
+func TestFirstWaitParksSooner(t *testing.T) {
+	h := startGateway(t, parkConfig) // parkFirst 10ms, parkAfter 250ms
+	k := dialKeepAlive(t, h.url)
+	k.send(t, getOne, 1)
+	start := time.Now()
+	eventually(t, "parked after its first answer", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	if d := time.Since(start); d >= 250*time.Millisecond {
+		t.Errorf("parked %v after its first answer, want well within parkAfter (250ms)", d)
+	}
+	k.send(t, getOne, 1)
+	woke := time.Now()
+	time.Sleep(100 * time.Millisecond)
+	if got := metric(h.metrics(), "sluice_parked_connections"); got != 0 && time.Since(woke) < 250*time.Millisecond {
+		t.Fatalf("woken connection parked again within 100ms of its answer")
+	}
+	eventually(t, "parked after parkAfter", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+}

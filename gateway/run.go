@@ -15,9 +15,18 @@ import (
 	"github.com/sluice-rl/sluice/internal/shutdown"
 )
 
-// parkAfter is how long a plain keep-alive connection waits for its next
-// request in its own goroutine before it is parked (fastproxy.Parking).
-var parkAfter = time.Second
+// parkFirst and parkAfter are how long a plain keep-alive connection waits
+// for its next request in its own goroutine before it is parked
+// (fastproxy.Parking): after its first answer and after a later one. A
+// busy connection's next request arrives well within either; parkAfter is
+// long beside the gap between the requests of a connection in use, and a
+// connection that sent one request (a burst of new callers that then stay
+// idle) holds its goroutine and its buffers (64 KiB) for no more than
+// parkFirst.
+var (
+	parkFirst = 10 * time.Millisecond
+	parkAfter = 250 * time.Millisecond
+)
 
 // errDraining cancels the requests still running when the drain timeout
 // ends; they are answered 503.
@@ -40,7 +49,7 @@ func (g *Gateway) Run(ctx context.Context, ln, admin net.Listener) error {
 	defer front.Start()()
 	srv := front.NewServer(fastproxy.Timeouts{ReadHeader: g.server.ReadHeaderTimeout, Idle: g.server.IdleTimeout},
 		fastLogger{g.log})
-	park := fastproxy.NewParking(srv, parkAfter, g.server.IdleTimeout, g.server.IdleTimeout)
+	park := fastproxy.NewParking(srv, parkFirst, parkAfter, g.server.IdleTimeout, g.server.IdleTimeout)
 	g.park.Store(park)
 	adm := g.httpServer(g.AdminHandler())
 	errc := make(chan error, 2)

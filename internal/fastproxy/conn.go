@@ -168,6 +168,8 @@ type stallConn struct {
 	idle      bool      // the server waits for the next request
 	shortened bool      // and its wait was cut to the parker's after
 	idleUntil time.Time // the idle timeout's deadline (zero: none)
+	waited    bool      // it has waited for a next request before (or was woken)
+	firstWait bool      // the wait now is its first
 	parking   atomic.Bool
 }
 

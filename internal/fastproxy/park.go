@@ -26,7 +26,8 @@ var errParked = errors.New("fastproxy: idle connection parked")
 // started, a request context taken from the pool).
 type Parking struct {
 	p     *idlepark.Parker
-	after time.Duration  // how long a connection waits idle before it is parked
+	first time.Duration  // how long a connection waits idle after its first answer before it is parked
+	after time.Duration  // and after a later one
 	idle  time.Duration  // the server's IdleTimeout
 	wait  time.Duration  // stallConn's write wait
 	woken sync.WaitGroup // the goroutines serving woken connections
@@ -41,13 +42,15 @@ type Parking struct {
 
 // A burst of at least reclaimAfter connections parked is followed, once
 // reclaimQuiet has passed without another, by a garbage collection that
-// gives their buffers back to the system: a connection's read buffer and
-// request context go back to fasthttp's pools when it is parked, and Go
-// frees pooled memory only at its next collections, which an idle server
+// gives their buffers and stacks back to the system: a connection's read
+// buffer and request context go back to fasthttp's pools when it is
+// parked, its worker goroutine ends WorkerIdle later (sweeps every
+// WorkerIdle: up to twice that), and Go frees pooled memory and the stacks
+// of ended goroutines only at its next collections, which an idle server
 // may not run for minutes. At most once per reclaimEvery.
 const (
 	reclaimAfter = 1024
-	reclaimQuiet = 200 * time.Millisecond
+	reclaimQuiet = 100*time.Millisecond + 2*WorkerIdle
 	reclaimEvery = 10 * time.Second
 )
 
@@ -81,17 +84,28 @@ func (k *Parking) reclaim() {
 }
 
 // NewParking starts parking srv's plain connections (StallWrites) once
-// they have waited after for their next request, nil where it cannot (not
-// Linux) or with an idle timeout, idle, too short to park within; wait is
-// StallWrites' write wait. A woken connection is served by srv again, and
-// is new to its ConnState.
-func NewParking(srv *fasthttp.Server, after, idle, wait time.Duration) *Parking {
-	if idle <= after {
+// they have waited first for their second request, after for a later one,
+// nil where it cannot (not Linux) or with an idle timeout, idle, too short
+// to park within; wait is StallWrites' write wait. A woken connection is
+// served by srv again, and is new to its ConnState; its waits are later
+// ones.
+//
+// A short first keeps a burst of connections with one request each (new
+// callers that then stay idle) from holding a goroutine each at once: Go
+// keeps a goroutine's descriptor (about 400 bytes) for ever, and its
+// poller's state of a socket and the heap's bookkeeping grow with the
+// most connections served at once, not with those open.
+func NewParking(srv *fasthttp.Server, first, after, idle, wait time.Duration) *Parking {
+	if idle <= max(first, after) {
 		return nil
 	}
-	k := &Parking{after: after, idle: idle, wait: wait}
-	p, err := idlepark.New(idlepark.Options{Idle: idle - after, Wake: func(c net.Conn) {
+	k := &Parking{first: first, after: after, idle: idle, wait: wait}
+	p, err := idlepark.New(idlepark.Options{Idle: idle - after, Wake: func(c net.Conn, release func()) {
+		if release != nil { // its CapConnections slot, held while it was parked
+			c = &cappedConn{Conn: c, release: release}
+		}
 		sc := k.conn(c)
+		sc.waited = true
 		if srv.ConnState != nil {
 			srv.ConnState(sc, fasthttp.StateNew)
 		}
@@ -151,6 +165,9 @@ func (k *Parking) WaitWoken() {
 // (active).
 func (c *stallConn) idleWait(on bool) {
 	c.idle, c.shortened = on, false
+	if on {
+		c.firstWait, c.waited = !c.waited, true
+	}
 }
 
 // SetReadDeadline shortens the server's wait for the next request to the
@@ -162,9 +179,13 @@ func (c *stallConn) SetReadDeadline(t time.Time) error {
 		// The server's wait ends at its now plus the idle timeout: the
 		// parker's after from that now is read off it, without a clock
 		// read per request.
-		soon := t.Add(c.park.after - c.park.idle)
+		after := c.park.after
+		if c.firstWait {
+			after = c.park.first
+		}
+		soon := t.Add(after - c.park.idle)
 		if t.IsZero() {
-			soon = time.Now().Add(c.park.after)
+			soon = time.Now().Add(after)
 		}
 		if t.IsZero() || soon.Before(t) {
 			t, c.shortened = soon, true
@@ -184,16 +205,34 @@ func (c *stallConn) parks(n int, err error) bool {
 }
 
 // Close closes the connection, or parks it when its wait for the next
-// request was given up (errParked). A connection the parker cannot take
-// is closed.
+// request was given up (errParked): its socket alone, its CapConnections
+// slot still held (given back when the parker closes it, or by the
+// connection it wakes as). A connection the parker cannot take is closed.
 func (c *stallConn) Close() error {
 	if c.parking.CompareAndSwap(true, false) {
-		if pc, ok := c.Conn.(idlepark.Conn); ok {
-			if err := c.Conn.SetReadDeadline(time.Time{}); err == nil && c.park.p.Park(pc) == nil {
+		if raw, release, ok := parkable(c.Conn); ok {
+			if c.park.p.Park(raw, release) == nil {
 				c.park.parkedOne()
-				return nil
 			}
+			return nil // the parker's now: closed on its error
 		}
 	}
 	return c.Conn.Close()
+}
+
+// parkable is the socket under c and what gives back its CapConnections
+// slot (nil: none), which c then no longer gives back; false if c has no
+// descriptor or was closed already.
+func parkable(c net.Conn) (idlepark.Conn, func(), bool) {
+	cc, capped := c.(*cappedConn)
+	if capped {
+		c = cc.Conn
+	}
+	pc, ok := c.(idlepark.Conn)
+	if !ok || !capped {
+		return pc, nil, ok
+	}
+	var release func()
+	cc.once.Do(func() { release = cc.release })
+	return pc, release, release != nil
 }

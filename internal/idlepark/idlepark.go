@@ -1,13 +1,16 @@
 // Package idlepark keeps idle keep-alive connections without a goroutine
 // or a buffer each: a parked connection is a file descriptor in an epoll
-// set, and costs its socket and a few hundred bytes of Go structures. When
-// bytes arrive on it, it is handed back (Options.Wake) to be served again;
-// when it has been parked for Options.Idle, it is closed.
+// set, and costs its socket and under a hundred bytes of Go structures
+// (its net.Conn is closed, a duplicate of its descriptor kept). When bytes
+// arrive on it, it is handed back (Options.Wake) over a new net.Conn to be
+// served again; when it has been parked for Options.Idle, or its caller
+// closed it with nothing sent before, it is closed.
 //
 // A server parks a connection that has been idle for a while (the gateway:
-// a second without a request), so that a busy keep-alive connection never
-// pays for parking and waking, and ten thousand idle ones cost about what
-// they cost nginx. Only on Linux: elsewhere New returns ErrUnsupported and
+// 10 ms without a request after its first answer, 250 ms after a later
+// one), so that a busy keep-alive connection seldom pays for parking and
+// waking, and ten thousand idle ones
+// cost about what they cost nginx. Only on Linux: elsewhere New returns ErrUnsupported and
 // connections wait in their goroutines as before.
 package idlepark
 
@@ -30,10 +33,13 @@ type Options struct {
 	// before it is closed: the server's idle timeout less the time it was
 	// idle before it was parked. 0: for ever.
 	Idle time.Duration
-	// Wake serves a connection again once bytes (or its end) arrived. It
-	// is called on the Parker's goroutine and must not block: start a
-	// goroutine for the connection.
-	Wake func(net.Conn)
+	// Wake serves a connection again once bytes arrived (or an error, or
+	// its end after bytes; an end alone closes it): c
+	// is a new net.Conn over the parked socket, closed what Park was given
+	// with it (the caller's to call once it closes c). It is called on the
+	// Parker's goroutine and must not block: start a goroutine for the
+	// connection.
+	Wake func(c net.Conn, closed func())
 }
 
 // Conn is what a Parker can park: a connection with a file descriptor.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -25,12 +26,22 @@ type Parker struct {
 	done   chan struct{}
 }
 
-// parked is one parked connection.
+// parked is one parked connection: its socket's descriptor alone (a
+// duplicate of its net.Conn's, closed), what to call once it is closed,
+// and its place in the list.
 type parked struct {
-	conn       net.Conn
 	fd         int32
-	until      time.Time // closed then if nothing arrived; zero: never
+	until      int64  // closed then (UnixNano) if nothing arrived; 0: never
+	closed     func() // Park's; nil: none
 	prev, next *parked
+}
+
+// shut closes pc's socket for good. p.mu need not be held.
+func (pc *parked) shut() {
+	_ = unix.Close(int(pc.fd))
+	if pc.closed != nil {
+		pc.closed()
+	}
 }
 
 // New starts a Parker.
@@ -58,40 +69,81 @@ func New(opts Options) (*Parker, error) {
 	return p, nil
 }
 
-// Park takes c until bytes arrive on it (then Wake gets it), Idle passes
-// (then it is closed) or the Parker closes (closed too). c must have no
-// bytes buffered above its socket and nobody reading or writing it. On an
-// error c is the caller's again.
-func (p *Parker) Park(c Conn) error {
-	rc, err := c.SyscallConn()
+// Park takes c until bytes arrive on it (then Wake gets it), its caller
+// closes it having sent nothing (then it is closed), Idle passes (closed
+// too) or the Parker closes (closed too). c must have no
+// bytes buffered above its socket and nobody reading or writing it. Park
+// keeps a duplicate of c's descriptor and closes c, so that its net.Conn,
+// its addresses and its entry in Go's poller are garbage while it is
+// parked; Wake gets a new net.Conn over the same socket. closed (nil:
+// none) is called once the parker closes the socket (ended, expired, the
+// Parker closed, or an error here), never when it is woken: Wake gets it. c is
+// the Parker's even on an error (closed then, and closed called).
+func (p *Parker) Park(c Conn, closed func()) error {
+	fd, err := dupFD(c)
+	_ = c.Close() // the duplicate keeps the socket open
 	if err != nil {
+		if closed != nil {
+			closed()
+		}
 		return err
 	}
-	var fd int32 = -1
-	if err := rc.Control(func(f uintptr) { fd = int32(f) }); err != nil {
-		return err
-	}
-	pc := &parked{conn: c, fd: fd}
+	pc := &parked{fd: int32(fd), closed: closed}
 	if p.opts.Idle > 0 {
-		pc.until = time.Now().Add(p.opts.Idle)
+		pc.until = time.Now().Add(p.opts.Idle).UnixNano()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
+		pc.shut()
 		return ErrClosed
 	}
 	// One-shot: once it fires the descriptor stays in the set but fires no
 	// more, until it is taken out (wake) or re-armed.
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: fd}
-	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, int(fd), &ev); err != nil {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT, Fd: pc.fd}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		pc.shut()
 		return fmt.Errorf("idlepark: epoll_ctl add: %w", err)
 	}
-	p.byFD[fd] = pc
+	p.byFD[pc.fd] = pc
 	p.append(pc)
 	if p.oldest == pc {
 		p.poke() // the loop may wait longer than this one's expiry
 	}
 	return nil
+}
+
+// dupFD duplicates c's descriptor (close-on-exec; non-blocking as c's is:
+// they share the open file).
+func dupFD(c Conn) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd, derr := -1, error(nil)
+	if err := rc.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, fmt.Errorf("idlepark: dup: %w", derr)
+	}
+	return fd, nil
+}
+
+// unread is how many bytes wait to be read on fd (-1 if unknown).
+func unread(fd int32) int {
+	n, err := unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// conn makes a net.Conn of a woken socket, taking its descriptor.
+func conn(fd int32) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), "")
+	defer f.Close() // FileConn has its own duplicate
+	return net.FileConn(f)
 }
 
 // Parked is the number of connections parked now.
@@ -113,7 +165,7 @@ func (p *Parker) Close() error {
 	p.closed = true
 	for pc := p.oldest; pc != nil; pc = p.oldest {
 		p.unwatch(pc)
-		_ = pc.conn.Close()
+		pc.shut()
 	}
 	p.poke()
 	p.mu.Unlock()
@@ -131,7 +183,7 @@ func (p *Parker) poke() {
 func (p *Parker) loop() {
 	defer close(p.done)
 	events := make([]unix.EpollEvent, 128)
-	var woken []net.Conn
+	var woken []*parked
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -139,8 +191,8 @@ func (p *Parker) loop() {
 			return
 		}
 		wait := -1 // no expiry to wait for: until an event
-		if p.oldest != nil && !p.oldest.until.IsZero() {
-			wait = int(min(time.Until(p.oldest.until).Milliseconds()+1, 60_000))
+		if p.oldest != nil && p.oldest.until != 0 {
+			wait = int(min((p.oldest.until-time.Now().UnixNano())/1e6+1, 60_000))
 			wait = max(wait, 0)
 		}
 		p.mu.Unlock()
@@ -162,21 +214,37 @@ func (p *Parker) loop() {
 				continue
 			}
 			p.unwatch(pc)
-			woken = append(woken, pc.conn)
+			if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 && unread(pc.fd) == 0 {
+				// Its end and nothing before it: closed here, as the
+				// server would once it read the end, without a
+				// net.Conn and a goroutine for each of a crowd of
+				// callers leaving at once.
+				pc.shut()
+				continue
+			}
+			woken = append(woken, pc)
 		}
-		now := time.Now()
-		for pc := p.oldest; pc != nil && !pc.until.IsZero() && !now.Before(pc.until); pc = p.oldest {
+		now := time.Now().UnixNano()
+		for pc := p.oldest; pc != nil && pc.until != 0 && now >= pc.until; pc = p.oldest {
 			p.unwatch(pc)
-			_ = pc.conn.Close()
+			pc.shut()
 		}
 		closed := p.closed
 		p.mu.Unlock()
-		for _, c := range woken {
+		for i, pc := range woken {
+			woken[i] = nil
 			if closed {
-				_ = c.Close()
+				pc.shut()
 				continue
 			}
-			p.opts.Wake(c)
+			c, err := conn(pc.fd)
+			if err != nil { // out of descriptors: as if it expired
+				if pc.closed != nil {
+					pc.closed()
+				}
+				continue
+			}
+			p.opts.Wake(c, pc.closed)
 		}
 	}
 }

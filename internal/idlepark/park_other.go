@@ -8,8 +8,8 @@ type Parker struct{}
 // New returns ErrUnsupported: there is no epoll.
 func New(Options) (*Parker, error) { return nil, ErrUnsupported }
 
-// Park returns ErrUnsupported.
-func (p *Parker) Park(Conn) error { return ErrUnsupported }
+// Park returns ErrUnsupported, c left open.
+func (p *Parker) Park(Conn, func()) error { return ErrUnsupported }
 
 // Parked is 0.
 func (p *Parker) Parked() int { return 0 }

@@ -44,7 +44,7 @@ func listen(t *testing.T) net.Listener {
 func TestWakeOnBytes(t *testing.T) {
 	ln := listen(t)
 	woken := make(chan net.Conn, 16)
-	p, err := New(Options{Wake: func(c net.Conn) { woken <- c }})
+	p, err := New(Options{Wake: func(c net.Conn, _ func()) { woken <- c }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestWakeOnBytes(t *testing.T) {
 	var clients []net.Conn
 	for range n {
 		s, c := pair(t, ln)
-		if err := p.Park(s); err != nil {
+		if err := p.Park(s, nil); err != nil {
 			t.Fatal(err)
 		}
 		clients = append(clients, c)
@@ -89,28 +89,54 @@ func TestWakeOnBytes(t *testing.T) {
 	}
 }
 
-// TestWakeOnClose: a connection its client closes is handed back (to read
-// its end), not left parked.
-func TestWakeOnClose(t *testing.T) {
+// TestEndClosesOrWakes: a connection its client closes having sent
+// nothing is closed without a wake (closed called); one whose client sent
+// a request before closing is handed back, the request then the end to
+// read.
+func TestEndClosesOrWakes(t *testing.T) {
 	ln := listen(t)
 	woken := make(chan net.Conn, 1)
-	p, err := New(Options{Wake: func(c net.Conn) { woken <- c }})
+	p, err := New(Options{Wake: func(c net.Conn, _ func()) { woken <- c }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	s, c := pair(t, ln)
-	if err := p.Park(s); err != nil {
+	ended := make(chan struct{})
+	if err := p.Park(s, func() { close(ended) }); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
 	select {
-	case s := <-woken:
-		if _, err := s.Read(make([]byte, 1)); err != io.EOF {
-			t.Errorf("read %v, want EOF", err)
+	case <-ended:
+	case w := <-woken:
+		w.Close()
+		t.Fatal("woken by its end alone")
+	case <-time.After(5 * time.Second):
+		t.Fatal("not closed after the client's close")
+	}
+	if got := p.Parked(); got != 0 {
+		t.Errorf("Parked() = %d, want 0", got)
+	}
+
+	s, c = pair(t, ln)
+	if err := p.Park(s, func() { t.Error("closed called for a woken connection") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	select {
+	case w := <-woken:
+		defer w.Close()
+		_ = w.SetReadDeadline(time.Now().Add(time.Second))
+		b, err := io.ReadAll(w)
+		if string(b) != "x" || err != nil {
+			t.Errorf("read %q %v, want x and its end", b, err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("not woken by the client's close")
+		t.Fatal("not woken by bytes before the client's close")
 	}
 }
 
@@ -118,14 +144,14 @@ func TestWakeOnClose(t *testing.T) {
 // the oldest first; one that woke before is not.
 func TestIdleExpiry(t *testing.T) {
 	ln := listen(t)
-	p, err := New(Options{Idle: 100 * time.Millisecond, Wake: func(c net.Conn) {}})
+	p, err := New(Options{Idle: 100 * time.Millisecond, Wake: func(c net.Conn, _ func()) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	s, c := pair(t, ln)
 	start := time.Now()
-	if err := p.Park(s); err != nil {
+	if err := p.Park(s, nil); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -143,14 +169,14 @@ func TestIdleExpiry(t *testing.T) {
 // TestCloseClosesParked: Close closes what is parked and refuses more.
 func TestCloseClosesParked(t *testing.T) {
 	ln := listen(t)
-	p, err := New(Options{Wake: func(c net.Conn) {}})
+	p, err := New(Options{Wake: func(c net.Conn, _ func()) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var clients []net.Conn
 	for range 3 {
 		s, c := pair(t, ln)
-		if err := p.Park(s); err != nil {
+		if err := p.Park(s, nil); err != nil {
 			t.Fatal(err)
 		}
 		clients = append(clients, c)
@@ -165,7 +191,7 @@ func TestCloseClosesParked(t *testing.T) {
 		}
 	}
 	s, _ := pair(t, ln)
-	if err := p.Park(s); err != ErrClosed {
+	if err := p.Park(s, nil); err != ErrClosed {
 		t.Errorf("Park after Close: %v, want ErrClosed", err)
 	}
 	_ = p.Close() // twice is fine
@@ -175,7 +201,7 @@ func TestCloseClosesParked(t *testing.T) {
 // goroutine.
 func TestNoGoroutinePerConnection(t *testing.T) {
 	ln := listen(t)
-	p, err := New(Options{Wake: func(c net.Conn) {}})
+	p, err := New(Options{Wake: func(c net.Conn, _ func()) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,11 +209,76 @@ func TestNoGoroutinePerConnection(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 1000 {
 		s, _ := pair(t, ln)
-		if err := p.Park(s); err != nil {
+		if err := p.Park(s, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if after := runtime.NumGoroutine(); after > before+2 {
 		t.Errorf("%d goroutines after parking 1000 connections, %d before", after, before)
+	}
+}
+
+// TestParkKeepsTheSocketAlone: Park closes the net.Conn it is given but not
+// its socket (the client's bytes reach the new net.Conn Wake gets), and
+// calls closed once it closes the socket itself, never on a wake.
+func TestParkKeepsTheSocketAlone(t *testing.T) {
+	ln := listen(t)
+	woken := make(chan net.Conn, 1)
+	var wokenClosed func()
+	p, err := New(Options{Idle: 200 * time.Millisecond, Wake: func(c net.Conn, closed func()) {
+		wokenClosed = closed
+		woken <- c
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	s, c := pair(t, ln)
+	released := make(chan string, 2)
+	if err := p.Park(s, func() { released <- "first" }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the parked net.Conn still reads")
+	}
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	var w net.Conn
+	select {
+	case w = <-woken:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not woken")
+	}
+	defer w.Close()
+	b := make([]byte, 1)
+	_ = w.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := io.ReadFull(w, b); err != nil || b[0] != 'x' {
+		t.Fatalf("woken read %q %v, want x", b, err)
+	}
+	select {
+	case r := <-released:
+		t.Fatalf("closed (%s) called on a wake", r)
+	default:
+	}
+	wokenClosed() // the caller's now
+	if r := <-released; r != "first" {
+		t.Fatalf("Wake's closed is %s's", r)
+	}
+	// Parked again and left to expire: closed is called, the client sees EOF.
+	if err := p.Park(w.(Conn), func() { released <- "second" }); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(b); err != io.EOF {
+		t.Fatalf("client read %v, want EOF once it expired", err)
+	}
+	select {
+	case r := <-released:
+		if r != "second" {
+			t.Fatalf("closed of %s called", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("closed not called on expiry")
 	}
 }
