@@ -86,3 +86,75 @@ func TestDecideAllClosed(t *testing.T) {
 		t.Errorf("DecideAll after Close: %v, %v; want no results, store.ErrClosed", res, err)
 	}
 }
+
+// TestDecideAllWithDecide mixes, on two keys at one instant, goroutines
+// that ask both rules together (DecideAll) with goroutines that spend on
+// one of them alone (Decide), asking far more than the limits allow:
+// every unit each key admits is counted once, so each admits exactly its
+// limit, and ends with none left. A DecideAll whose commit does not
+// exclude the single decisions made since it decided (a copy written back
+// over them) admits more.
+func TestDecideAllWithDecide(t *testing.T) {
+	for _, alg := range limiter.Algorithms {
+		t.Run(alg.String(), func(t *testing.T) {
+			s := newTest(t, Options{Shards: 64})
+			wide := store.Request{Key: store.NewKey("wide", "c"), Limit: mustLimit(t, alg, 100, time.Minute), Cost: 1}
+			narrow := store.Request{Key: store.NewKey("narrow", "c"), Limit: mustLimit(t, alg, 50, time.Minute), Cost: 1}
+			var (
+				wg                           sync.WaitGroup
+				mu                           sync.Mutex
+				both, wideAlone, narrowAlone int
+			)
+			for g := range 12 {
+				wg.Go(func() {
+					for range 40 {
+						switch g % 3 {
+						case 0:
+							res, err := s.DecideAll(ctx, nil, []store.Request{wide, narrow}, t0)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							mu.Lock()
+							if res[0].Decision.Allowed && res[1].Decision.Allowed {
+								both++
+							}
+							mu.Unlock()
+						case 1, 2:
+							r := wide
+							if g%3 == 2 {
+								r = narrow
+							}
+							d, err := s.Decide(ctx, r.Key, r.Limit, t0, 1)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if d.Allowed {
+								mu.Lock()
+								if g%3 == 1 {
+									wideAlone++
+								} else {
+									narrowAlone++
+								}
+								mu.Unlock()
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if n := both + wideAlone; n != 100 {
+				t.Errorf("wide admitted %d (%d together, %d alone), want exactly 100", n, both, wideAlone)
+			}
+			if n := both + narrowAlone; n != 50 {
+				t.Errorf("narrow admitted %d (%d together, %d alone), want exactly 50", n, both, narrowAlone)
+			}
+			for _, r := range []store.Request{wide, narrow} {
+				if d := mustLook(t, s, r.Key, r.Limit, t0); d.Remaining != 0 {
+					t.Errorf("%s has %d left, want 0", r.Key.Rule(), d.Remaining)
+				}
+			}
+		})
+	}
+}
