@@ -9,3 +9,11 @@ func SetParkAfter(d time.Duration) (restore func()) {
 	parkFirst, parkAfter = d, d
 	return func() { parkFirst, parkAfter = oldFirst, old }
 }
+
+// SetParkWaits makes idle connections park first after their first
+// answer, later after a later one, until the test ends.
+func SetParkWaits(first, later time.Duration) (restore func()) {
+	oldFirst, old := parkFirst, parkAfter
+	parkFirst, parkAfter = first, later
+	return func() { parkFirst, parkAfter = oldFirst, old }
+}
