@@ -90,9 +90,13 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 
 // bound returns ctx bounded by Options.Timeout and what releases it. A
 // deadline of the caller's that comes first (Envoy's filter sends one,
-// 20ms by default) bounds it already: then ctx is used as it is, which
-// spares a context and a timer per call.
+// 20ms by default) bounds it already, as does a store whose own bound is
+// shorter (storeBounded): then ctx is used as it is, which spares a
+// context and a timer per call.
 func (s *Server) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.storeBounded {
+		return ctx, func() {}
+	}
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= s.opts.Timeout {
 		return ctx, func() {}
 	}

@@ -91,3 +91,43 @@ func TestHungRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestHungRedisWithinStoreBound: the store behind `sluice serve` bounds
+// its decisions itself (store.Bounded: the Redis store's timeout, here
+// 100ms, after a lazy store's 500ms try to connect), so the server sets
+// no timeout of its own when its Timeout is longer; a call on a frozen
+// Redis still ends within the store's bound, answered by on_failure.
+// With a Timeout shorter than the store's bound, the server's own holds.
+func TestHungRedisWithinStoreBound(t *testing.T) {
+	srv := redistest.StartServer(t)
+	clk := clock.NewFake(epoch)
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		bounded bool          // the server relies on the store's bound
+		within  time.Duration // the call's answer comes by then
+	}{
+		{"store's bound", 5 * time.Second, true, 600 * time.Millisecond},
+		{"server's shorter Timeout", 30 * time.Millisecond, false, 80 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openRedis(t, []string{srv.Addr}, redistest.KeyPrefix(t), store.FailClosed)
+			h := startWith(t, rulesFrom(t, hourRules), st, clk, Options{Timeout: tc.timeout, OnStoreError: store.FailClosed})
+			if h.srv.storeBounded != tc.bounded {
+				t.Fatalf("storeBounded %v, want %v", h.srv.storeBounded, tc.bounded)
+			}
+			h.ask(request("rl", desc("foo=warm"))) // connected before the freeze
+			srv.Pause()
+			defer srv.Resume()
+			start := time.Now()
+			resp := h.ask(request("rl", desc("foo=x")))
+			took := time.Since(start)
+			if got := brief(resp); got != "OVER_LIMIT OVER_LIMIT/0/1s" || headerMap(resp)["Retry-After"] != "1" {
+				t.Errorf("got %q, Retry-After %q, want OVER_LIMIT for 1s", got, headerMap(resp)["Retry-After"])
+			}
+			if took > tc.within {
+				t.Errorf("answered after %v, want within %v", took, tc.within)
+			}
+		})
+	}
+}

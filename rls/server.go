@@ -55,7 +55,10 @@ type Options struct {
 	Clock clock.Clock
 	// Timeout bounds each call's decision, on top of the deadline Envoy
 	// sends: past it the store's answer is an error, answered as above,
-	// so a hung store never holds Envoy. Default 1s.
+	// so a hung store never holds Envoy. Default 1s. A store that bounds
+	// its own decisions more tightly (store.Bounded: the Redis store's
+	// timeout, 50ms by default) answers its error by then itself, and
+	// the server then sets no timeout of its own.
 	Timeout time.Duration
 	// MaxDescriptors is the most descriptors one request may carry;
 	// beyond, the call fails with InvalidArgument. Default 1000.
@@ -100,6 +103,9 @@ type Server struct {
 	policyStats *domainStats
 	grpc        *grpc.Server
 	health      *health.Server
+	// storeBounded: the store ends each DecideEach within a bound shorter
+	// than Options.Timeout (store.Bounded), so bound adds none.
+	storeBounded bool
 }
 
 var _ pb.RateLimitServiceServer = (*Server)(nil)
@@ -179,6 +185,10 @@ func NewServer(opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{opts: opts, metrics: newMetrics(opts.Registerer), health: health.NewServer()}
+	if b, ok := opts.Store.(store.Bounded); ok {
+		d, ok := b.DecideBound()
+		s.storeBounded = ok && d < opts.Timeout
+	}
 	s.policyStats = s.metrics.domain(opts.PolicyDomain)
 	s.SetRules(opts.Rules)
 	s.grpc = grpc.NewServer(append(connectionOptions(opts, s.metrics),

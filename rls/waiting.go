@@ -42,10 +42,13 @@ type waitingCalls struct {
 	armed          bool
 }
 
-// waitingCall is one call on the waitingCalls list.
+// waitingCall is one call on the waitingCalls list, and the call's
+// context: the one tap makes, which reset ends, with the call itself as
+// the value of waitingKey (one allocation fewer per call than a
+// context.WithValue on top).
 type waitingCall struct {
-	ctx        context.Context    // the call's
-	reset      context.CancelFunc // ends ctx: gRPC then ends the call
+	context.Context
+	reset      context.CancelFunc // ends the context: gRPC then ends the call
 	due        time.Time          // when its message is late
 	prev, next *waitingCall       // on the list, while listed
 	listed     bool
@@ -53,6 +56,14 @@ type waitingCall struct {
 
 // waitingKey is the context key of a call's *waitingCall.
 type waitingKey struct{}
+
+// Value is the call for waitingKey, else its context's value.
+func (c *waitingCall) Value(key any) any {
+	if key == (waitingKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
 
 // newWaitingCalls returns an empty list whose calls wait at most timeout
 // for their message, at most max of them at once.
@@ -68,7 +79,7 @@ func newWaitingCalls(timeout time.Duration, max int, timedOut, evicted prometheu
 // longest waiting leaves it, reset, if the list was full.
 func (w *waitingCalls) tap(ctx context.Context, _ *tap.Info) (context.Context, error) {
 	ctx, reset := context.WithCancel(ctx)
-	c := &waitingCall{ctx: ctx, reset: reset, due: time.Now().Add(w.timeout)}
+	c := &waitingCall{Context: ctx, reset: reset, due: time.Now().Add(w.timeout)}
 	w.mu.Lock()
 	if w.n >= w.max {
 		w.cut(w.oldest, w.evicted)
@@ -79,7 +90,7 @@ func (w *waitingCalls) tap(ctx context.Context, _ *tap.Info) (context.Context, e
 		w.sweep.Reset(w.timeout)
 	}
 	w.mu.Unlock()
-	return context.WithValue(ctx, waitingKey{}, c), nil
+	return c, nil
 }
 
 // expire resets the calls whose message is late, and sets the timer for
@@ -102,7 +113,7 @@ func (w *waitingCalls) expire() {
 // gRPC's: its transport sees it on the call's own goroutine.
 func (w *waitingCalls) cut(c *waitingCall, n prometheus.Counter) {
 	w.unlink(c)
-	if c.ctx.Err() == nil {
+	if c.Err() == nil {
 		c.reset()
 		n.Inc()
 	}

@@ -472,3 +472,25 @@ func (s *Store) rememberCompanions(reqs []store.Request, out []store.Result, now
 		s.denied.attach(r.Key, now, others)
 	}
 }
+
+var _ store.Bounded = (*Store)(nil)
+
+// DecideBound is the shared store's bound, with the fallback's after it
+// under store.FailLocal; false unless they have one (store.Bounded).
+// Circuit and remembered denials answer without waiting.
+func (s *Store) DecideBound() (time.Duration, bool) {
+	b, ok := s.opts.Shared.(store.Bounded)
+	if !ok {
+		return 0, false
+	}
+	d, ok := b.DecideBound()
+	if !ok || s.opts.OnFailure != store.FailLocal {
+		return d, ok
+	}
+	f, ok := s.opts.Fallback.(store.Bounded)
+	if !ok {
+		return 0, false
+	}
+	fd, ok := f.DecideBound()
+	return d + fd, ok
+}

@@ -342,3 +342,9 @@ func (s *Store) sweepLoop(ticker clock.Ticker, afterSweep func()) {
 		}
 	}
 }
+
+var _ store.Bounded = (*Store)(nil)
+
+// DecideBound is 0 and true: a decision never waits for anything but the
+// store's locks.
+func (s *Store) DecideBound() (time.Duration, bool) { return 0, true }

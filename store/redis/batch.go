@@ -106,3 +106,19 @@ func (s *Store) run(ctx, tctx context.Context, calls []batchCall, results []stor
 	}
 	return noScript
 }
+
+var _ store.Bounded = (*Store)(nil)
+
+// DecideBound is how long a DecideEach may take at most, whatever its
+// caller's deadline: Options.Timeout, and a lazy store's try to connect
+// (500ms) before it. With quota grants the store claims no bound: a
+// grant's decisions may take more than one call.
+func (s *Store) DecideBound() (time.Duration, bool) {
+	if s.grants != nil {
+		return 0, false
+	}
+	if s.lazy != nil {
+		return s.timeout + lazyDialTimeout, true
+	}
+	return s.timeout, true
+}

@@ -20,8 +20,10 @@ import (
 // and algorithm; a request that finds them all busy waits, and when one
 // lands the requests that waited meanwhile go together, in one call of the
 // algorithm's keys script (lua/keys.lua), which decides each on its own key
-// exactly as its own call would have. A request that finds a call free goes
-// at once: this adds no wait of its own, as coalesce.go does for one key.
+// exactly as its own call would have, all at one Redis time read once
+// (lua/keys_time.lua), as a hot key's batch is. A request that finds a
+// call free goes at once: this adds no wait of its own, as coalesce.go
+// does for one key.
 // Requests on one key still coalesce first (coalesce.go): only the first of
 // a key's requests comes here.
 
@@ -50,10 +52,11 @@ type slotQueue struct {
 var keysScripts = loadKeysScripts()
 
 // loadKeysScripts builds each algorithm's keys script from the files its
-// own script is made of (loadScripts).
+// own script is made of (loadScripts), with lua/keys_time.lua after
+// lua/lib.lua.
 func loadKeysScripts() map[*script]*script {
 	lib, common, save := mustRead("lua/lib.lua"), mustRead("lua/common.lua"), mustRead("lua/save.lua")
-	end := mustRead("lua/keys.lua")
+	clock, end := mustRead("lua/keys_time.lua"), mustRead("lua/keys.lua")
 	out := make(map[*script]*script, len(limiter.Algorithms))
 	for _, alg := range limiter.Algorithms {
 		state, write := mustRead("lua/state.lua"), ""
@@ -62,7 +65,7 @@ func loadKeysScripts() map[*script]*script {
 		}
 		named := fmt.Sprintf("local alg = %d -- %s\n", alg, alg)
 		body := mustRead("lua/" + alg.String() + ".lua")
-		out[scripts[alg]] = newScript(alg.String()+" keys", lib+"local function decide_one(KEYS, ARGV)\n"+
+		out[scripts[alg]] = newScript(alg.String()+" keys", lib+clock+"local function decide_one(KEYS, ARGV)\n"+
 			named+common+state+body+write+save+"end\n"+end)
 	}
 	return out

@@ -334,3 +334,47 @@ func TestKeysWaiterPastDeadline(t *testing.T) {
 		t.Errorf("slot group left with %d in flight and %d waiting", f, w)
 	}
 }
+
+// TestKeysOneTime: a keys call on Redis TIME reads the time once for all
+// its requests (lua/keys_time.lua), and decides them all at it: eight
+// requests on eight fresh keys of one fixed window end it at one instant.
+func TestKeysOneTime(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, false)
+	l := mustLimit(t, limiter.FixedWindow, 5, time.Minute, 0)
+	calls := make([]call, 8)
+	for i := range calls {
+		calls[i] = s.newCall(store.RawKey("onetime:"+strconv.Itoa(i)), l, 1, time.Now())
+	}
+	before := timeCalls(t, s)
+	got := decideKeysNow(s, calls)
+	if n := timeCalls(t, s) - before; n != 1 {
+		t.Errorf("one keys call of %d requests read TIME %d times, want 1", len(calls), n)
+	}
+	for i, o := range got {
+		if o.err != nil || !o.d.Allowed || o.d.Reset != got[0].d.Reset {
+			t.Errorf("request %d: %+v (%v), want allowed with the first's Reset %v", i, o.d, o.err, got[0].d.Reset)
+		}
+	}
+}
+
+// timeCalls is how many TIME commands the store's server has run, scripts'
+// included (INFO commandstats).
+func timeCalls(t *testing.T, s *Store) int {
+	t.Helper()
+	info, err := s.client.Do(context.Background(), s.client.B().Info().Section("commandstats").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_time:calls="); ok {
+			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	return 0
+}

@@ -1,6 +1,7 @@
 -- keys.lua: ends the script that decides requests on several keys of one
 -- hash slot in one call (keys.go), each exactly as its own call of the
--- algorithm's script would: the script is lib.lua, then a function
+-- algorithm's script would, all at one Redis time (keys_time.lua): the
+-- script is lib.lua, keys_time.lua, then a function
 -- decide_one(KEYS, ARGV) made of what that script is (common.lua,
 -- state.lua, the algorithm, save.lua: it reads KEYS[1] and ARGV[1],
 -- writes the key and returns the reply), then this file. A key named
@@ -13,9 +14,12 @@
 -- error its decision raised (the others are decided all the same, as
 -- their own calls would have been).
 
-local out = {}
+-- decide_one reads only KEYS[1] and ARGV[1]: one pair of tables serves
+-- every request.
+local out, keys, argv = {}, {}, {}
 for i = 1, #KEYS do
-  local ok, r = pcall(decide_one, { KEYS[i] }, { ARGV[i] })
+  keys[1], argv[1] = KEYS[i], ARGV[i]
+  local ok, r = pcall(decide_one, keys, argv)
   if ok then
     out[i] = r
   else
