@@ -60,7 +60,7 @@ func BenchmarkDecideHotKeyClock(b *testing.B) {
 func BenchmarkDecideHotKeyParallel(b *testing.B) {
 	s := benchStore(b, 1)
 	b.ReportAllocs()
-	hot := store.RawKey("hot") // made once: a call in the arguments copies the limit twice
+	hot := store.RawKey("hot") // made once, as a caller keeps its keys
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := s.Decide(ctx, hot, fast, t0, 1); err != nil {
@@ -76,7 +76,7 @@ func BenchmarkDecideHotKeyParallel(b *testing.B) {
 func BenchmarkDecideHotKeyClockParallel(b *testing.B) {
 	s := benchStore(b, 1)
 	b.ReportAllocs()
-	hot := store.RawKey("hot") // made once: a call in the arguments copies the limit twice
+	hot := store.RawKey("hot") // made once, as a caller keeps its keys
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := s.Decide(ctx, hot, fast, time.Now(), 1); err != nil {
