@@ -203,7 +203,7 @@ func (s *Store) commit(p []pending, reqs []store.Request, t int64, now time.Time
 			}
 		}
 		var err error
-		*d, err = s.decideLocked(sh, q.h, q.key, &r.Key, &r.Limit, now, r.Cost)
+		*d, err = s.decideLocked(sh, q.h, &r.Key, &r.Limit, now, r.Cost)
 		if err == errNoRoom {
 			q.full, full = true, true
 			continue

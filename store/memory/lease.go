@@ -91,19 +91,20 @@ func (s *Store) Acquire(_ context.Context, key store.Key, limit store.Concurrenc
 		return limit.Decide(0, cost), nil
 	}
 	t := limiter.UnixMicro(now)
-	d, held, ok := s.acquireOn(&key, key.String(), limit, t, cost, 0, key.IsListed())
+	d, held, ok := s.acquireOn(&key, limit, t, cost, 0, key.IsListed())
 	if !ok {
 		over := leaseOverflowKey(key.Rule(), limit)
-		d, _, _ = s.acquireOn(&over, over.String(), limit, t, cost, held, true)
+		d, _, _ = s.acquireOn(&over, limit, t, cost, held, true)
 	}
 	return d, nil
 }
 
-// acquireOn decides on key at t (µs), counting also others, slots the
-// caller holds on another key (its InFlight includes them). It reports false, having decided nothing,
-// when the key would need room and there is none; held is then the key's
-// own slots in flight. key is lk's encoding.
-func (s *Store) acquireOn(lk *store.Key, key string, limit store.Concurrency, t, cost, others int64, reserved bool) (d store.LeaseDecision, held int64, ok bool) {
+// acquireOn decides on lk at t (µs), counting also others, slots the
+// caller holds on another key (its InFlight includes them). It reports
+// false, having decided nothing, when the key would need room and there
+// is none; held is then the key's own slots in flight.
+func (s *Store) acquireOn(lk *store.Key, limit store.Concurrency, t, cost, others int64, reserved bool) (d store.LeaseDecision, held int64, ok bool) {
+	key := lk.String()
 	sh := s.leaseShard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

@@ -218,13 +218,13 @@ func (s *Store) decide(k store.Key, l *limiter.Limit, now time.Time, cost int64,
 			return false, nil
 		}
 	}
-	return s.decideSlow(sh, h, key, &k, l, now, cost, d)
+	return s.decideSlow(sh, h, &k, l, now, cost, d)
 }
 
-// decideSlow is decide past the common case, sh (the shard of key, whose
-// hash is h; k's encoding) locked: it unlocks it.
-func (s *Store) decideSlow(sh *shard, h uint64, key string, k *store.Key, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) (shared bool, err error) {
-	*d, err = s.decideLocked(sh, h, key, k, l, now, cost)
+// decideSlow is decide past the common case, sh (the shard of k, whose
+// encoding's hash is h) locked: it unlocks it.
+func (s *Store) decideSlow(sh *shard, h uint64, k *store.Key, l *limiter.Limit, now time.Time, cost int64, d *limiter.Decision) (shared bool, err error) {
+	*d, err = s.decideLocked(sh, h, k, l, now, cost)
 	sh.mu.Unlock()
 	if err == errNoRoom {
 		*d, err = s.decideOverflow(k.Rule(), *l, now, cost)
@@ -233,10 +233,11 @@ func (s *Store) decideSlow(sh *shard, h uint64, key string, k *store.Key, l *lim
 	return false, err
 }
 
-// decideLocked is Decide with sh, the shard of key (whose hash is h),
-// locked: for a closed store, a key the shard does not hold, a sliding_log
-// or a state written under another limit. key is k's encoding.
-func (s *Store) decideLocked(sh *shard, h uint64, key string, k *store.Key, l *limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+// decideLocked is Decide with sh, the shard of k (whose encoding's hash
+// is h), locked: for a closed store, a key the shard does not hold, a
+// sliding_log or a state written under another limit.
+func (s *Store) decideLocked(sh *shard, h uint64, k *store.Key, l *limiter.Limit, now time.Time, cost int64) (limiter.Decision, error) {
+	key := k.String()
 	if sh.closed {
 		return limiter.Decision{}, store.ErrClosed
 	}
