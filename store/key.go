@@ -53,12 +53,12 @@ func RawKey(s string) Key { return Key{enc: s} }
 // build makes a key and its encoding in one allocation: the group and
 // the rule as parts, then parts, then rest (already encoded).
 func build(group, rule string, parts []string, rest string) Key {
-	n := partLen(rule) + len(rest)
+	n := partLen(len(rule)) + len(rest)
 	if group != "" {
-		n += 1 + partLen(group)
+		n += 1 + partLen(len(group))
 	}
 	for _, p := range parts {
-		n += partLen(p)
+		n += partLen(len(p))
 	}
 	b := make([]byte, 0, n)
 	k := Key{group: uint32(len(group)), rule: uint32(len(rule)), flags: keyStructured}
@@ -93,7 +93,7 @@ func (k Key) groupEnd() int {
 	if k.flags&keyGrouped == 0 {
 		return 0
 	}
-	return 1 + partLen32(k.group)
+	return 1 + partLen(int(k.group))
 }
 
 // Group returns the caller k counts, as Parts encoded it, or "" for a key
@@ -111,7 +111,7 @@ func (k Key) Rule() string {
 	if k.flags&keyStructured == 0 {
 		return ""
 	}
-	end := k.groupEnd() + partLen32(k.rule)
+	end := k.groupEnd() + partLen(int(k.rule))
 	return k.enc[end-int(k.rule) : end]
 }
 
@@ -121,7 +121,7 @@ func (k Key) Rest() string {
 	if k.flags&keyStructured == 0 {
 		return k.enc
 	}
-	return k.enc[k.groupEnd()+partLen32(k.rule):]
+	return k.enc[k.groupEnd()+partLen(int(k.rule)):]
 }
 
 // Parts encodes parts as a Key encodes them, each as its length, a colon
@@ -200,16 +200,10 @@ func ParseWire(s string) (k Key, ok bool) {
 	return k, true
 }
 
-func partLen(s string) int {
-	n := len(s) + 2
-	for l := len(s); l >= 10; l /= 10 {
-		n++
-	}
-	return n
-}
-
-func partLen32(n uint32) int {
-	l := int(n) + 2
+// partLen is the length of a part of n bytes as appendPart writes it:
+// its length in decimal, a colon and the bytes.
+func partLen(n int) int {
+	l := n + 2
 	for ; n >= 10; n /= 10 {
 		l++
 	}
