@@ -9,9 +9,9 @@
 // A server parks a connection that has been idle for a while (the gateway:
 // 10 ms without a request after its first answer, 250 ms after a later
 // one), so that a busy keep-alive connection seldom pays for parking and
-// waking, and ten thousand idle ones
-// cost about what they cost nginx. Only on Linux: elsewhere New returns ErrUnsupported and
-// connections wait in their goroutines as before.
+// waking, and ten thousand idle ones cost about what they cost nginx.
+// Only on Linux: elsewhere New returns ErrUnsupported and connections
+// wait in their goroutines as before.
 package idlepark
 
 import (
@@ -34,11 +34,10 @@ type Options struct {
 	// idle before it was parked. 0: for ever.
 	Idle time.Duration
 	// Wake serves a connection again once bytes arrived (or an error, or
-	// its end after bytes; an end alone closes it): c
-	// is a new net.Conn over the parked socket, closed what Park was given
-	// with it (the caller's to call once it closes c). It is called on the
-	// Parker's goroutine and must not block: start a goroutine for the
-	// connection.
+	// its end after bytes; an end alone closes it): c is a new net.Conn
+	// over the parked socket, and closed what Park was given with it, now
+	// the caller's to call once it closes c. It is called on the Parker's
+	// goroutine and must not block: start a goroutine for the connection.
 	Wake func(c net.Conn, closed func())
 }
 
