@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-rl/sluice/demo"
 	"github.com/sluice-rl/sluice/gateway"
 	"github.com/sluice-rl/sluice/internal/buildinfo"
+	"github.com/sluice-rl/sluice/internal/fdtable"
 )
 
 const usage = `usage: sluice <command> [flags]
@@ -241,6 +242,13 @@ const gcPercent = 400
 func serveConfig(cfg *config.File, log *slog.Logger) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
+	}
+	// Before any connection: a table grown under a crowd of them costs
+	// threads for good (package fdtable). Room for every caller's
+	// connection, an upstream one for each in flight, and the rest
+	// (listeners, Redis, files).
+	if _, err := fdtable.Reserve(2*cfg.Server.MaxConnections + 1024); err != nil {
+		log.Warn("descriptor table not grown ahead", "err", err.Error())
 	}
 	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log})
 	if err != nil {
