@@ -247,7 +247,7 @@ func serveConfig(cfg *config.File, log *slog.Logger) error {
 	// threads for good (package fdtable). Room for every caller's
 	// connection, an upstream one for each in flight, and the rest
 	// (listeners, Redis, files).
-	if _, err := fdtable.Reserve(2*cfg.Server.MaxConnections + 1024); err != nil {
+	if err := fdtable.Reserve(2*cfg.Server.MaxConnections + 1024); err != nil {
 		log.Warn("descriptor table not grown ahead", "err", err.Error())
 	}
 	g, err := gateway.New(gateway.Options{Config: cfg, Logger: log})
