@@ -8,9 +8,10 @@
 // Go's scheduler sees those threads stuck in system calls and starts new
 // ones to run the other goroutines, which block on the next descriptor in
 // turn: a crowd of connections arriving at once, growing the table from
-// 64 to 16,384 entries, left sluice with about 100 to 230 threads for
-// good (some 50 KB of stacks each, the larger part of an idle keep-alive
-// connection's measured memory) where it needs ten. nginx does not pay it:
+// 64 to 16,384 entries, left sluice with 60 to 230 threads for good
+// where it needs ten: about 48 KB of stacks each, 2.4 to 7.9 MB where 0.7
+// MB do, 0.2 to 0.7 KB more for each of 10,000 idle keep-alive connections
+// that cost 0.34 KB without them (bench/run.sh idle). nginx does not pay it:
 // its workers are single-threaded, and a table of one thread grows at once.
 //
 // Reserve grows the table once, at start-up, before there is a crowd. The
