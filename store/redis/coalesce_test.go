@@ -99,32 +99,44 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-// waiting returns how many requests wait on key's call in flight, or -1
+// waiting returns how many requests wait on key's calls in flight, or -1
 // when nothing is in flight.
 func (s *Store) waiting(key string) int {
+	n, _ := s.keyState(key)
+	return n
+}
+
+// keyState returns how many requests wait on key's calls in flight and
+// how many calls are in flight, or -1, 0 when nothing is.
+func (s *Store) keyState(key string) (waiting, flying int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, ok := s.flights[key]
 	if !ok {
-		return -1
+		return -1, 0
 	}
-	return len(f.waiting)
+	return len(f.waiting), f.flying
 }
 
-// holdKey pauses Redis and starts a decision on key that stays in flight
-// until resume is called; done receives its outcome.
+// holdKey pauses Redis and starts keyFlights decisions on key, which stay
+// in flight until resume is called; done receives their outcomes.
 func holdKey(t *testing.T, srv *redistest.Server, s *Store, key string, l limiter.Limit) (done chan outcome, resume func()) {
 	t.Helper()
 	srv.Pause()
 	var once sync.Once
 	resume = func() { once.Do(srv.Resume) }
 	t.Cleanup(resume)
-	done = make(chan outcome, 1)
-	go func() {
-		d, err := s.Decide(context.Background(), store.RawKey(key), l, epoch, 1)
-		done <- outcome{d, err}
-	}()
-	waitFor(t, "the first call to be in flight", func() bool { return s.waiting(redisKey(s.prefix, store.RawKey(key))) == 0 })
+	done = make(chan outcome, keyFlights)
+	for range keyFlights {
+		go func() {
+			d, err := s.Decide(context.Background(), store.RawKey(key), l, epoch, 1)
+			done <- outcome{d, err}
+		}()
+	}
+	waitFor(t, "the first calls to be in flight", func() bool {
+		w, f := s.keyState(redisKey(s.prefix, store.RawKey(key)))
+		return w == 0 && f == keyFlights
+	})
 	return done, resume
 }
 
@@ -143,24 +155,33 @@ func queue(ctx context.Context, t *testing.T, s *Store, key string, l limiter.Li
 	return out
 }
 
-// TestCoalescing holds a call on a key in flight (Redis paused) while ten
-// more requests on the key arrive: they must go together in one script
-// call once Redis answers, and be decided exactly as one after another.
+// TestCoalescing holds keyFlights calls on a key in flight (Redis paused)
+// while ten more requests on the key arrive: they must wait, go together in
+// one script call once Redis answers, and be decided exactly as one after
+// another; the key is free once all have landed.
 func TestCoalescing(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
-	l := mustLimit(t, limiter.FixedWindow, 5, time.Minute, 0)
+	l := mustLimit(t, limiter.FixedWindow, 8, time.Minute, 0)
 	before := redistest.ScriptCalls(t, srv.Addr)
 	first, resume := holdKey(t, srv, s, "hot", l)
 
 	results := queue(context.Background(), t, s, "hot", l, 10)
+	if _, f := s.keyState(redisKey(s.prefix, store.RawKey("hot"))); f != keyFlights {
+		t.Errorf("%d calls in flight with ten requests waiting, want %d", f, keyFlights)
+	}
 	resume()
 
-	if o := <-first; o.err != nil || !o.d.Allowed || o.d.Remaining != 4 {
-		t.Fatalf("first request: %+v, %v; want allowed with 4 remaining", o.d, o.err)
+	remaining := map[int64]bool{}
+	for range keyFlights {
+		if o := <-first; o.err != nil || !o.d.Allowed {
+			t.Fatalf("a first request: %+v, %v; want allowed", o.d, o.err)
+		} else {
+			remaining[o.d.Remaining] = true
+		}
 	}
-	allowed, remaining := 0, map[int64]bool{}
+	allowed := 0
 	for range 10 {
 		o := <-results
 		if o.err != nil {
@@ -171,11 +192,11 @@ func TestCoalescing(t *testing.T) {
 			remaining[o.d.Remaining] = true
 		}
 	}
-	if allowed != 4 || len(remaining) != 4 || !remaining[0] || !remaining[3] {
-		t.Errorf("%d of the ten waiting requests allowed, remaining %v; want 4 with remaining 3, 2, 1, 0", allowed, remaining)
+	if allowed != 8-keyFlights || len(remaining) != 8 || !remaining[0] || !remaining[7] {
+		t.Errorf("%d of the ten waiting requests allowed, remaining %v; want %d, and every remaining from 7 to 0 once", allowed, remaining, 8-keyFlights)
 	}
-	if calls := redistest.ScriptCalls(t, srv.Addr) - before; calls != 2 {
-		t.Errorf("11 requests took %d script calls, want 2 (one, then one batch)", calls)
+	if calls := redistest.ScriptCalls(t, srv.Addr) - before; calls != keyFlights+1 {
+		t.Errorf("%d requests took %d script calls, want %d (the held ones, then one batch)", keyFlights+10, calls, keyFlights+1)
 	}
 	if n := s.waiting(redisKey(s.prefix, store.RawKey("hot"))); n != -1 {
 		t.Errorf("key still marked in flight (%d waiting) after every request was answered", n)
@@ -200,11 +221,13 @@ func TestCoalescingCallerGone(t *testing.T) {
 		}
 	}
 	resume()
-	if o := <-first; o.err != nil || o.d.Remaining != 9 {
-		t.Fatalf("first request: %+v, %v", o.d, o.err)
+	for range keyFlights {
+		if o := <-first; o.err != nil {
+			t.Fatalf("a first request: %+v, %v", o.d, o.err)
+		}
 	}
-	if d := decide(t, s, store.RawKey("gone"), l, epoch, 1); d.Remaining != 8 {
-		t.Errorf("after one request and three that left: %+v, want remaining 8", d)
+	if d := decide(t, s, store.RawKey("gone"), l, epoch, 1); d.Remaining != 9-keyFlights {
+		t.Errorf("after %d requests and three that left: %+v, want remaining %d", keyFlights, d, 9-keyFlights)
 	}
 }
 
@@ -231,7 +254,9 @@ func TestCoalescingClose(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	<-first
+	for range keyFlights {
+		<-first
+	}
 	for range 3 {
 		if err := (<-waiting).err; !errors.Is(err, store.ErrClosed) {
 			t.Errorf("request waiting at Close: error %v, want store.ErrClosed", err)
@@ -250,7 +275,7 @@ func TestCoalescingOtherLimit(t *testing.T) {
 	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
 	rk := redisKey(s.prefix, store.RawKey("other"))
 	s.mu.Lock()
-	s.flights[rk] = &flight{call: s.newCall(store.RawKey("other"), l, 1, epoch)}
+	s.flights[rk] = &flight{call: s.newCall(store.RawKey("other"), l, 1, epoch), flying: keyFlights}
 	s.mu.Unlock()
 	d := decide(t, s, store.RawKey("other"), mustLimit(t, limiter.GCRA, 20, time.Minute, 0), epoch, 1)
 	if !d.Allowed || d.Limit != 20 || d.Remaining != 19 {
@@ -288,7 +313,9 @@ func TestCoalescingWaiterDeadline(t *testing.T) {
 		}
 	}
 	resume()
-	<-first
+	for range keyFlights {
+		<-first
+	}
 }
 
 // TestCoalescingWaiterPastDeadline puts a waiter whose deadline has passed
@@ -304,7 +331,7 @@ func TestCoalescingWaiterPastDeadline(t *testing.T) {
 	late := &waiter{ctx: context.Background(), c: call{cost: 1}, by: time.Now().Add(-time.Millisecond), done: make(chan outcome, 1)}
 	due := &waiter{ctx: context.Background(), c: call{cost: 1}, by: time.Now().Add(time.Minute), done: make(chan outcome, 1)}
 	s.mu.Lock()
-	s.flights[c.key] = &flight{call: c, waiting: []*waiter{late, due}}
+	s.flights[c.key] = &flight{call: c, flying: 1, waiting: []*waiter{late, due}}
 	s.mu.Unlock()
 	_, batch := s.next(c.key, false)
 	if len(batch) != 1 || batch[0] != due {
@@ -351,5 +378,29 @@ func TestCoalescingOneCallerDeadline(t *testing.T) {
 		if o := <-batch[i+1].done; o.err != nil || !o.d.Allowed || o.d.Remaining != want {
 			t.Errorf("waiter %d, its caller still there: %+v (%v), want allowed with %d left (not another caller's deadline)", i+1, o.d, o.err, want)
 		}
+	}
+}
+
+// TestCoalescingLastLands ends two calls in flight on a key with nothing
+// waiting: the first to land must leave the key in flight, the second
+// free it, so that a request arriving between them cannot go as a third.
+func TestCoalescingLastLands(t *testing.T) {
+	t.Parallel()
+	srv := redistest.StartServer(t)
+	s := open(t, []string{srv.Addr}, true)
+	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
+	c := s.newCall(store.RawKey("last"), l, 1, epoch)
+	s.mu.Lock()
+	s.flights[c.key] = &flight{call: c, flying: 2}
+	s.mu.Unlock()
+	if _, batch := s.next(c.key, false); batch != nil {
+		t.Fatalf("first call landing with nothing waiting: batch %v", batch)
+	}
+	if w, f := s.keyState(c.key); w != 0 || f != 1 {
+		t.Fatalf("after the first of two calls landed: %d waiting, %d in flight; want 0 waiting, 1 in flight", w, f)
+	}
+	s.next(c.key, false)
+	if w, _ := s.keyState(c.key); w != -1 {
+		t.Errorf("after both calls landed the key is still in flight (%d waiting)", w)
 	}
 }

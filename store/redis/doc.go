@@ -60,12 +60,12 @@
 //
 // # A hot key
 //
-// While a decision on a key is in flight, the store's next decisions on
-// that key (same limit) wait for it and then go together in one call of
-// the algorithm's batch script, which decides them one after another at
+// While two decisions on a key are in flight, the store's next decisions
+// on that key (same limit) wait for them and then go together in one call
+// of the algorithm's batch script, which decides them one after another at
 // one Redis time, exactly as separate calls would: one flooding caller
-// costs Redis one script call per round trip instead of one per request.
-// Nothing waits when nothing is in flight. A waiting request whose context
+// costs Redis two script calls per round trip instead of one per request.
+// Nothing waits while fewer are in flight. A waiting request whose context
 // ends leaves at once and is left out of the batch if it has not gone yet.
 //
 // # Several rules, one call

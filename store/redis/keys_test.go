@@ -102,9 +102,11 @@ func (s *Store) slotState(g slotGroup) (flying, waiting int) {
 }
 
 // TestKeysBatching holds slotFlights calls on a standalone Redis in flight
-// (Redis paused) while requests on ten other keys arrive, and a second on
-// one of them: the ten must go together in one script call once Redis
-// answers, the second after them on its key, each decided exactly.
+// (Redis paused) while requests on ten other keys arrive, then keyFlights
+// more on one of them: the ten and the key's second (its calls in flight
+// are not all taken) must go together in one script call once Redis
+// answers, the key named twice in it, and its last after them on its key,
+// each decided exactly.
 func TestKeysBatching(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
@@ -127,14 +129,22 @@ func TestKeysBatching(t *testing.T) {
 		go ask("k" + strconv.Itoa(i))
 	}
 	waitFor(t, "ten requests to wait", func() bool { _, w := s.slotState(g); return w == 10 })
+	k0 := redisKey(s.prefix, store.RawKey("k0"))
+	for range keyFlights - 1 {
+		go ask("k0")
+	}
+	waitFor(t, "k0's second request in the slot group", func() bool { _, w := s.slotState(g); return w == 10+keyFlights-1 })
 	go ask("k0")
-	waitFor(t, "k0's second request", func() bool { return s.waiting(redisKey(s.prefix, store.RawKey("k0"))) == 1 })
+	waitFor(t, "k0's last request on its key", func() bool { return s.waiting(k0) == 1 })
 	srv.Resume()
 	got := map[string]int{}
-	for range slotFlights + 11 {
+	for range slotFlights + 10 + keyFlights {
 		got[<-out]++
 	}
-	want := map[string]int{"k0 true 4 <nil>": 1, "k0 true 3 <nil>": 1}
+	want := map[string]int{}
+	for i := range keyFlights + 1 {
+		want["k0 true "+strconv.Itoa(4-i)+" <nil>"] = 1
+	}
 	for i := range slotFlights {
 		want["held"+strconv.Itoa(i)+" true 4 <nil>"] = 1
 	}
@@ -145,7 +155,7 @@ func TestKeysBatching(t *testing.T) {
 		t.Errorf("decisions %v\nwant %v", got, want)
 	}
 	if calls := redistest.ScriptCalls(t, srv.Addr) - before; calls != slotFlights+2 {
-		t.Errorf("%d requests took %d script calls, want %d (the held ones, the ten together, k0's second)", slotFlights+11, calls, slotFlights+2)
+		t.Errorf("%d requests took %d script calls, want %d (the held ones, the ten together, k0's last)", slotFlights+10+keyFlights, calls, slotFlights+2)
 	}
 	if f, w := s.slotState(g); f != 0 || w != 0 {
 		t.Errorf("slot group left with %d in flight and %d waiting", f, w)
