@@ -134,6 +134,26 @@ func TestParkedConnectionIdleTimeout(t *testing.T) {
 	}
 }
 
+// TestFirstWaitParkedIdleTimeout: a connection parked soon after its first
+// answer (parkFirst, shorter than parkAfter) is still closed only once the
+// whole idle timeout has passed since that answer, not parkAfter less
+// parkFirst early.
+func TestFirstWaitParkedIdleTimeout(t *testing.T) {
+	defer gateway.SetParkWaits(10*time.Millisecond, 300*time.Millisecond)()
+	h := startGateway(t, strings.Replace(parkConfig, "idle_timeout: 30s", "idle_timeout: 600ms", 1))
+	k := dialKeepAlive(t, h.url)
+	start := time.Now() // before the answer: the server's idle timeout runs from a moment after
+	k.send(t, getOne, 1)
+	eventually(t, "parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	_ = k.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := k.br.ReadByte(); err != io.EOF {
+		t.Fatalf("read %v, want EOF once the idle timeout passed", err)
+	}
+	if d := time.Since(start); d < 600*time.Millisecond {
+		t.Errorf("closed %v after its first answer, before the idle timeout (600ms)", d)
+	}
+}
+
 // TestParkedConnectionSlowHeader: a request whose header comes slowly after
 // the connection was parked is still bound by the header timeout.
 func TestParkedConnectionSlowHeader(t *testing.T) {

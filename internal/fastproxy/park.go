@@ -100,7 +100,7 @@ func NewParking(srv *fasthttp.Server, first, after, idle, wait time.Duration) *P
 		return nil
 	}
 	k := &Parking{first: first, after: after, idle: idle, wait: wait}
-	p, err := idlepark.New(idlepark.Options{Idle: idle - after, Wake: func(c net.Conn, release func()) {
+	p, err := idlepark.New(idlepark.Options{Wake: func(c net.Conn, release func()) {
 		if release != nil { // its CapConnections slot, held while it was parked
 			c = &cappedConn{Conn: c, release: release}
 		}
@@ -179,10 +179,7 @@ func (c *stallConn) SetReadDeadline(t time.Time) error {
 		// The server's wait ends at its now plus the idle timeout: the
 		// parker's after from that now is read off it, without a clock
 		// read per request.
-		after := c.park.after
-		if c.firstWait {
-			after = c.park.first
-		}
+		after := c.parkedAfter()
 		soon := t.Add(after - c.park.idle)
 		if t.IsZero() {
 			soon = time.Now().Add(after)
@@ -192,6 +189,16 @@ func (c *stallConn) SetReadDeadline(t time.Time) error {
 		}
 	}
 	return c.Conn.SetReadDeadline(t)
+}
+
+// parkedAfter is how long the server waited for the connection's next
+// request before it gave up to park it: the parker keeps it for the rest
+// of the idle timeout.
+func (c *stallConn) parkedAfter() time.Duration {
+	if c.firstWait {
+		return c.park.first
+	}
+	return c.park.after
 }
 
 // parks reports whether a read that ended with err, having read nothing,
@@ -211,7 +218,7 @@ func (c *stallConn) parks(n int, err error) bool {
 func (c *stallConn) Close() error {
 	if c.parking.CompareAndSwap(true, false) {
 		if raw, release, ok := parkable(c.Conn); ok {
-			if c.park.p.Park(raw, release) == nil {
+			if c.park.p.Park(raw, c.park.idle-c.parkedAfter(), release) == nil {
 				c.park.parkedOne()
 			}
 			return nil // the parker's now: closed on its error

@@ -3,8 +3,8 @@
 // set, and costs its socket and under a hundred bytes of Go structures
 // (its net.Conn is closed, a duplicate of its descriptor kept). When bytes
 // arrive on it, it is handed back (Options.Wake) over a new net.Conn to be
-// served again; when it has been parked for Options.Idle, or its caller
-// closed it with nothing sent before, it is closed.
+// served again; when it has been parked for the idle time Park was given,
+// or its caller closed it with nothing sent before, it is closed.
 //
 // A server parks a connection that has been idle for a while (the gateway:
 // 10 ms without a request after its first answer, 250 ms after a later
@@ -18,7 +18,6 @@ import (
 	"errors"
 	"net"
 	"syscall"
-	"time"
 )
 
 // ErrUnsupported is New's error where there is no epoll.
@@ -29,10 +28,6 @@ var ErrClosed = errors.New("idlepark: closed")
 
 // Options configure a Parker.
 type Options struct {
-	// Idle is how long a connection stays parked without a byte arriving
-	// before it is closed: the server's idle timeout less the time it was
-	// idle before it was parked. 0: for ever.
-	Idle time.Duration
 	// Wake serves a connection again once bytes arrived (or an error, or
 	// its end after bytes; an end alone closes it): c is a new net.Conn
 	// over the parked socket, and closed what Park was given with it, now

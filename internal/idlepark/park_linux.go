@@ -20,10 +20,16 @@ type Parker struct {
 
 	mu     sync.Mutex
 	byFD   map[int32]*parked
-	oldest *parked // the list of parked connections, oldest first: they expire in this order
-	newest *parked
+	queues []*queue // one for each idle time parked with: a few at most
 	closed bool
 	done   chan struct{}
+}
+
+// queue lists the connections parked with one idle time, oldest first:
+// they expire in this order.
+type queue struct {
+	idle           time.Duration
+	oldest, newest *parked
 }
 
 // parked is one parked connection: its socket's descriptor alone (a
@@ -33,6 +39,7 @@ type parked struct {
 	fd         int32
 	until      int64  // closed then (UnixNano) if nothing arrived; 0: never
 	closed     func() // Park's; nil: none
+	q          *queue // the list it is in
 	prev, next *parked
 }
 
@@ -70,8 +77,11 @@ func New(opts Options) (*Parker, error) {
 }
 
 // Park takes c until bytes arrive on it (then Wake gets it), its caller
-// closes it having sent nothing (then it is closed), Idle passes (closed
-// too) or the Parker closes (closed too). c must have no
+// closes it having sent nothing (then it is closed), idle passes (closed
+// too; 0: never) or the Parker closes (closed too). idle is the server's
+// idle timeout less the time c was idle before it was parked; a server
+// parks with a few idle times, not one per connection (each has its own
+// list). c must have no
 // bytes buffered above its socket and nobody reading or writing it. Park
 // keeps a duplicate of c's descriptor and closes c, so that its net.Conn,
 // its addresses and its entry in Go's poller are garbage while it is
@@ -79,7 +89,7 @@ func New(opts Options) (*Parker, error) {
 // none) is called once the parker closes the socket (ended, expired, the
 // Parker closed, or an error here), never when it is woken: Wake gets it. c is
 // the Parker's even on an error (closed then, and closed called).
-func (p *Parker) Park(c Conn, closed func()) error {
+func (p *Parker) Park(c Conn, idle time.Duration, closed func()) error {
 	fd, err := dupFD(c)
 	_ = c.Close() // the duplicate keeps the socket open
 	if err != nil {
@@ -89,8 +99,8 @@ func (p *Parker) Park(c Conn, closed func()) error {
 		return err
 	}
 	pc := &parked{fd: int32(fd), closed: closed}
-	if p.opts.Idle > 0 {
-		pc.until = time.Now().Add(p.opts.Idle).UnixNano()
+	if idle > 0 {
+		pc.until = time.Now().Add(idle).UnixNano()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -106,8 +116,8 @@ func (p *Parker) Park(c Conn, closed func()) error {
 		return fmt.Errorf("idlepark: epoll_ctl add: %w", err)
 	}
 	p.byFD[pc.fd] = pc
-	p.append(pc)
-	if p.oldest == pc {
+	p.append(pc, max(idle, 0))
+	if pc.q.oldest == pc {
 		p.poke() // the loop may wait longer than this one's expiry
 	}
 	return nil
@@ -163,9 +173,11 @@ func (p *Parker) Close() error {
 		return nil
 	}
 	p.closed = true
-	for pc := p.oldest; pc != nil; pc = p.oldest {
-		p.unwatch(pc)
-		pc.shut()
+	for _, q := range p.queues {
+		for pc := q.oldest; pc != nil; pc = q.oldest {
+			p.unwatch(pc)
+			pc.shut()
+		}
 	}
 	p.poke()
 	p.mu.Unlock()
@@ -191,8 +203,8 @@ func (p *Parker) loop() {
 			return
 		}
 		wait := -1 // no expiry to wait for: until an event
-		if p.oldest != nil && p.oldest.until != 0 {
-			wait = int(min((p.oldest.until-time.Now().UnixNano())/1e6+1, 60_000))
+		if until := p.nextExpiry(); until != 0 {
+			wait = int(min((until-time.Now().UnixNano())/1e6+1, 60_000))
 			wait = max(wait, 0)
 		}
 		p.mu.Unlock()
@@ -225,9 +237,11 @@ func (p *Parker) loop() {
 			woken = append(woken, pc)
 		}
 		now := time.Now().UnixNano()
-		for pc := p.oldest; pc != nil && pc.until != 0 && now >= pc.until; pc = p.oldest {
-			p.unwatch(pc)
-			pc.shut()
+		for _, q := range p.queues {
+			for pc := q.oldest; pc != nil && pc.until != 0 && now >= pc.until; pc = q.oldest {
+				p.unwatch(pc)
+				pc.shut()
+			}
 		}
 		closed := p.closed
 		p.mu.Unlock()
@@ -249,30 +263,55 @@ func (p *Parker) loop() {
 	}
 }
 
-// unwatch takes pc out of the set, the map and the list. p.mu is held.
+// nextExpiry is when the first parked connection expires (UnixNano), 0:
+// none does. p.mu is held.
+func (p *Parker) nextExpiry() int64 {
+	var until int64
+	for _, q := range p.queues {
+		if pc := q.oldest; pc != nil && pc.until != 0 && (until == 0 || pc.until < until) {
+			until = pc.until
+		}
+	}
+	return until
+}
+
+// unwatch takes pc out of the set, the map and its list. p.mu is held.
 func (p *Parker) unwatch(pc *parked) {
 	_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(pc.fd), nil)
 	delete(p.byFD, pc.fd)
+	q := pc.q
 	if pc.prev != nil {
 		pc.prev.next = pc.next
 	} else {
-		p.oldest = pc.next
+		q.oldest = pc.next
 	}
 	if pc.next != nil {
 		pc.next.prev = pc.prev
 	} else {
-		p.newest = pc.prev
+		q.newest = pc.prev
 	}
-	pc.prev, pc.next = nil, nil
+	pc.prev, pc.next, pc.q = nil, nil, nil
 }
 
-// append puts pc at the list's end. p.mu is held.
-func (p *Parker) append(pc *parked) {
-	pc.prev = p.newest
-	if p.newest != nil {
-		p.newest.next = pc
-	} else {
-		p.oldest = pc
+// append puts pc at the end of idle's list: parked later with the same
+// idle time, it expires later. p.mu is held.
+func (p *Parker) append(pc *parked, idle time.Duration) {
+	var q *queue
+	for _, each := range p.queues {
+		if each.idle == idle {
+			q = each
+			break
+		}
 	}
-	p.newest = pc
+	if q == nil {
+		q = &queue{idle: idle}
+		p.queues = append(p.queues, q)
+	}
+	pc.q, pc.prev = q, q.newest
+	if q.newest != nil {
+		q.newest.next = pc
+	} else {
+		q.oldest = pc
+	}
+	q.newest = pc
 }

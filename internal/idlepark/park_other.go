@@ -2,6 +2,8 @@
 
 package idlepark
 
+import "time"
+
 // Parker is not available here: New returns ErrUnsupported.
 type Parker struct{}
 
@@ -9,7 +11,7 @@ type Parker struct{}
 func New(Options) (*Parker, error) { return nil, ErrUnsupported }
 
 // Park returns ErrUnsupported, c left open.
-func (p *Parker) Park(Conn, func()) error { return ErrUnsupported }
+func (p *Parker) Park(Conn, time.Duration, func()) error { return ErrUnsupported }
 
 // Parked is 0.
 func (p *Parker) Parked() int { return 0 }

@@ -53,7 +53,7 @@ func TestWakeOnBytes(t *testing.T) {
 	var clients []net.Conn
 	for range n {
 		s, c := pair(t, ln)
-		if err := p.Park(s, nil); err != nil {
+		if err := p.Park(s, 0, nil); err != nil {
 			t.Fatal(err)
 		}
 		clients = append(clients, c)
@@ -103,7 +103,7 @@ func TestEndClosesOrWakes(t *testing.T) {
 	defer p.Close()
 	s, c := pair(t, ln)
 	ended := make(chan struct{})
-	if err := p.Park(s, func() { close(ended) }); err != nil {
+	if err := p.Park(s, 0, func() { close(ended) }); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
@@ -120,7 +120,7 @@ func TestEndClosesOrWakes(t *testing.T) {
 	}
 
 	s, c = pair(t, ln)
-	if err := p.Park(s, func() { t.Error("closed called for a woken connection") }); err != nil {
+	if err := p.Park(s, 0, func() { t.Error("closed called for a woken connection") }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Write([]byte("x")); err != nil {
@@ -140,18 +140,22 @@ func TestEndClosesOrWakes(t *testing.T) {
 	}
 }
 
-// TestIdleExpiry: a connection parked for Idle without a byte is closed,
-// the oldest first; one that woke before is not.
+// TestIdleExpiry: a connection parked for its idle time without a byte is
+// closed, the one parked later with a shorter idle time first.
 func TestIdleExpiry(t *testing.T) {
 	ln := listen(t)
-	p, err := New(Options{Idle: 100 * time.Millisecond, Wake: func(c net.Conn, _ func()) {}})
+	p, err := New(Options{Wake: func(c net.Conn, _ func()) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	s, c := pair(t, ln)
+	long, lc := pair(t, ln)
 	start := time.Now()
-	if err := p.Park(s, nil); err != nil {
+	if err := p.Park(long, time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Park(s, 100*time.Millisecond, nil); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -159,7 +163,19 @@ func TestIdleExpiry(t *testing.T) {
 		t.Fatalf("client read %v, want EOF once the parked connection expired", err)
 	}
 	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Errorf("closed after %v, before Idle", d)
+		t.Errorf("closed after %v, before its idle time (100ms)", d)
+	}
+	// Parked before it with a longer idle time, the other is not closed
+	// with it, nor does it hold it back.
+	if d, got := time.Since(start), p.Parked(); d < time.Second && got != 1 {
+		t.Errorf("Parked() = %d %v after the 1s connection was parked, want it still parked", got, d)
+	}
+	_ = lc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := lc.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("client read %v, want EOF once the 1s connection expired", err)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("closed after %v, before its idle time (1s)", d)
 	}
 	if got := p.Parked(); got != 0 {
 		t.Errorf("Parked() = %d, want 0", got)
@@ -176,7 +192,7 @@ func TestCloseClosesParked(t *testing.T) {
 	var clients []net.Conn
 	for range 3 {
 		s, c := pair(t, ln)
-		if err := p.Park(s, nil); err != nil {
+		if err := p.Park(s, 0, nil); err != nil {
 			t.Fatal(err)
 		}
 		clients = append(clients, c)
@@ -191,7 +207,7 @@ func TestCloseClosesParked(t *testing.T) {
 		}
 	}
 	s, _ := pair(t, ln)
-	if err := p.Park(s, nil); err != ErrClosed {
+	if err := p.Park(s, 0, nil); err != ErrClosed {
 		t.Errorf("Park after Close: %v, want ErrClosed", err)
 	}
 	_ = p.Close() // twice is fine
@@ -209,7 +225,7 @@ func TestNoGoroutinePerConnection(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 1000 {
 		s, _ := pair(t, ln)
-		if err := p.Park(s, nil); err != nil {
+		if err := p.Park(s, 0, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -225,7 +241,7 @@ func TestParkKeepsTheSocketAlone(t *testing.T) {
 	ln := listen(t)
 	woken := make(chan net.Conn, 1)
 	var wokenClosed func()
-	p, err := New(Options{Idle: 200 * time.Millisecond, Wake: func(c net.Conn, closed func()) {
+	p, err := New(Options{Wake: func(c net.Conn, closed func()) {
 		wokenClosed = closed
 		woken <- c
 	}})
@@ -235,7 +251,7 @@ func TestParkKeepsTheSocketAlone(t *testing.T) {
 	defer p.Close()
 	s, c := pair(t, ln)
 	released := make(chan string, 2)
-	if err := p.Park(s, func() { released <- "first" }); err != nil {
+	if err := p.Park(s, 200*time.Millisecond, func() { released <- "first" }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Read(make([]byte, 1)); err == nil {
@@ -266,7 +282,7 @@ func TestParkKeepsTheSocketAlone(t *testing.T) {
 		t.Fatalf("Wake's closed is %s's", r)
 	}
 	// Parked again and left to expire: closed is called, the client sees EOF.
-	if err := p.Park(w.(Conn), func() { released <- "second" }); err != nil {
+	if err := p.Park(w.(Conn), 200*time.Millisecond, func() { released <- "second" }); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
