@@ -81,8 +81,8 @@ func New(opts Options) (*Parker, error) {
 // too; 0: never) or the Parker closes (closed too). idle is the server's
 // idle timeout less the time c was idle before it was parked; a server
 // parks with a few idle times, not one per connection (each has its own
-// list). c must have no
-// bytes buffered above its socket and nobody reading or writing it. Park
+// list). c must have no bytes buffered above its socket and nobody
+// reading or writing it. Park
 // keeps a duplicate of c's descriptor and closes c, so that its net.Conn,
 // its addresses and its entry in Go's poller are garbage while it is
 // parked; Wake gets a new net.Conn over the same socket. closed (nil:
