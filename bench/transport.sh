@@ -16,7 +16,9 @@
 # growth of IDLE_CONNS keep-alive connections after one request each, and
 # how much of it came back 10 s after they closed (bench/transport/idleconns),
 # and each server's KB per connection over nginx's (1 worker), in the same
-# run (TRANSPORT_ROUNDS=0, or bench/run.sh idle: these rows alone).
+# run (TRANSPORT_ROUNDS=0, or bench/run.sh idle: these rows alone); then
+# the same over TLS (TLS 1.3, a self-signed ECDSA P-256 certificate made
+# here): nginx_tls_w1 and sluice_tls_rej, the latter over the former.
 #
 #   bash bench/transport.sh
 #
@@ -104,12 +106,14 @@ nginx_run nginx auto <<NGINX
         location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; } }
 NGINX
 
-# sluice_start NAME ALGORITHM RATE starts sluice serve as target NAME.
+# sluice_start NAME ALGORITHM RATE [LINE] starts sluice serve as target
+# NAME, LINE (such as a tls block) added to its configuration.
 sluice_start() {
 	free_port
 	ports[$1]=$port
 	free_port
 	sluice_yaml "$tmp/$1.yaml" "${ports[$1]}" "$port" "$up_port" "{type: memory}" "$2" "$3"
+	[[ -z ${4:-} ]] || echo "$4" >>"$tmp/$1.yaml"
 	"$tmp/sluice" serve --config "$tmp/$1.yaml" 2>"$tmp/$1.log" &
 	pid=$!
 	pids+=("$pid")
@@ -181,7 +185,16 @@ fi
 # not bind), measured one after the other, each stopped after its row.
 echo "== idle keep-alive connections ($idle_conns, one request each; RSS growth; given back ${IDLE_SETTLE:-10} s after closing)"
 declare -A idle_pid
-idle=(nginx_w1 nginx_w2 sluice_rej fasthttp fasthttp_gw fasthttp_reduce gnet nbio)
+idle=(nginx_w1 nginx_w2 sluice_rej fasthttp fasthttp_gw fasthttp_reduce gnet nbio nginx_tls_w1 sluice_tls_rej)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=localhost \
+	-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout "$tmp/server.key" -out "$tmp/server.crt" 2>/dev/null
+free_port
+ports[idle_nginx_tls_w1]=$port
+nginx_run idle_nginx_tls 1 <<NGINX
+    server { listen 127.0.0.1:$port ssl; ssl_certificate $tmp/server.crt; ssl_certificate_key $tmp/server.key;
+        location / { default_type text/plain; return 429 "too many requests\n"; } }
+NGINX
+idle_pid[nginx_tls_w1]=$pid
 for w in 1 2; do
 	free_port
 	ports[idle_nginx_w$w]=$port
@@ -192,6 +205,8 @@ NGINX
 done
 sluice_start idle_sluice_rej fixed_window 1/d
 idle_pid[sluice_rej]=$pid
+sluice_start idle_sluice_tls_rej fixed_window 1/d "tls: {cert: $tmp/server.crt, key: $tmp/server.key}"
+idle_pid[sluice_tls_rej]=$pid
 for s in fasthttp fasthttp_gw fasthttp_reduce gnet nbio; do
 	transport_start "idle_$s" "${s//_/-}"
 	idle_pid[$s]=$pid
@@ -202,13 +217,17 @@ for t in "${idle[@]}"; do
 		echo "$t: did not start"
 		continue
 	fi
-	curl -s -o /dev/null -H 'X-API-Key: key-a' "http://127.0.0.1:${ports[idle_$t]}/"
+	idle_scheme=http tls=
+	[[ $t == *tls* ]] && idle_scheme=https tls=-tls
+	curl -k -s -o /dev/null -H 'X-API-Key: key-a' "$idle_scheme://127.0.0.1:${ports[idle_$t]}/"
 	sleep 1
 	printf '%-18s ' "$t"
-	if "$tmp/idleconns" -addr "127.0.0.1:${ports[idle_$t]}" -pid "$pid" -n "$idle_conns" -settle "${IDLE_SETTLE:-10}s" >"$tmp/idle_$t.out"; then
+	if "$tmp/idleconns" -addr "127.0.0.1:${ports[idle_$t]}" -pid "$pid" -n "$idle_conns" -settle "${IDLE_SETTLE:-10}s" $tls >"$tmp/idle_$t.out"; then
 		per=$(sed -n 's/.*kb_per_conn=\([0-9.]*\).*/\1/p' "$tmp/idle_$t.out")
-		[[ $t == nginx_w1 ]] && idle_base=$per
-		printf '%s ratio_to_nginx_w1=%s\n' "$(cat "$tmp/idle_$t.out")" \
+		base=nginx_w1
+		[[ $t == *tls* ]] && base=nginx_tls_w1 # the TLS rows against nginx on TLS
+		[[ $t == "$base" ]] && idle_base=$per
+		printf '%s ratio_to_%s=%s\n' "$(cat "$tmp/idle_$t.out")" "$base" \
 			"$(awk -v a="$per" -v b="${idle_base:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
 	else
 		echo "failed"

@@ -2,7 +2,9 @@
 // server: it reads the resident memory (VmRSS) of the server's process and
 // its children, opens -n connections and sends one request on each
 // (reading the whole answer), waits, reads it again, closes them all,
-// waits -settle and reads it a third time. It prints one line:
+// waits -settle and reads it a third time; with -tls the connections are
+// TLS (the server's certificate is not checked: a bench on loopback, with
+// a certificate made for it). It prints one line:
 //
 //	idle: conns=N before_kb=.. open_kb=.. closed_kb=.. kb_per_conn=.. given_back_pct=..
 //
@@ -11,6 +13,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -29,14 +32,20 @@ func main() {
 	n := flag.Int("n", 10000, "connections")
 	wait := flag.Duration("wait", 2*time.Second, "wait after the last answer before reading RSS")
 	settle := flag.Duration("settle", 10*time.Second, "wait after closing before reading RSS")
+	useTLS := flag.Bool("tls", false, "connect over TLS")
 	flag.Parse()
-	if err := run(*addr, *pid, *n, *wait, *settle); err != nil {
+	dial := func() (net.Conn, error) { return net.Dial("tcp", *addr) }
+	if *useTLS {
+		cfg := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}} // loopback, the bench's own certificate
+		dial = func() (net.Conn, error) { return tls.Dial("tcp", *addr, cfg) }
+	}
+	if err := run(dial, *pid, *n, *wait, *settle); err != nil {
 		fmt.Fprintln(os.Stderr, "idleconns:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr string, pid, n int, wait, settle time.Duration) error {
+func run(dial func() (net.Conn, error), pid, n int, wait, settle time.Duration) error {
 	before, err := rss(pid)
 	if err != nil {
 		return err
@@ -50,7 +59,7 @@ func run(addr string, pid, n int, wait, settle time.Duration) error {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				c, err := oneRequest(addr)
+				c, err := oneRequest(dial)
 				if err != nil {
 					errs <- err
 					continue
@@ -87,10 +96,10 @@ func run(addr string, pid, n int, wait, settle time.Duration) error {
 	return nil
 }
 
-// oneRequest opens a connection to addr, sends GET / and reads the answer
-// whole, leaving the connection open.
-func oneRequest(addr string) (net.Conn, error) {
-	c, err := net.Dial("tcp", addr)
+// oneRequest opens a connection with dial, sends GET / and reads the
+// answer whole, leaving the connection open.
+func oneRequest(dial func() (net.Conn, error)) (net.Conn, error) {
+	c, err := dial()
 	if err != nil {
 		return nil, err
 	}
