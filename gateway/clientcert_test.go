@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-rl/sluice/gateway"
 	"github.com/sluice-rl/sluice/internal/testcert"
 )
 
@@ -354,5 +355,27 @@ func TestClientCertCurl(t *testing.T) {
 	}
 	if who := p.up.lastSeen(t).Header.Get("X-Sluice-Client"); who != "partner-cn" {
 		t.Errorf("X-Sluice-Client %q after openssl s_client -cert, want partner-cn", who)
+	}
+}
+
+// TestClientCertParked: a TLS connection parked between its requests keeps
+// the client its certificate named: woken, its next requests are that
+// client's, counted under its limit.
+func TestClientCertParked(t *testing.T) {
+	defer gateway.SetParkWaits(10*time.Millisecond, 50*time.Millisecond)()
+	p := startPartners(t, "")
+	c := p.client(t, p.certs["partner-dns"])
+	for i, want := range []int{200, 200, 429} {
+		status, _, err := send(t, c, p.url+"/claims/1", "")
+		if err != nil || status != want {
+			t.Fatalf("request %d: %d, %v; want %d", i, status, err, want)
+		}
+		if who := p.up.lastSeen(t).Header.Get("X-Sluice-Client"); i < 2 && who != "partner-dns" {
+			t.Errorf("request %d: the upstream got X-Sluice-Client %q, want partner-dns", i, who)
+		}
+		eventually(t, "parked", func() bool { return metric(p.metrics(), "sluice_parked_connections") == 1 })
+	}
+	if n := len(accessLines(t, p.harness)); n != 3 {
+		t.Errorf("%d access log lines, want 3", n)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/sluice-rl/sluice/internal/shutdown"
 )
 
-// parkFirst and parkAfter are how long a plain keep-alive connection waits
+// parkFirst and parkAfter are how long a keep-alive connection waits
 // for its next request in its own goroutine before it is parked
 // (fastproxy.Parking): after its first answer and after a later one. A
 // busy connection's next request arrives well within either; parkAfter is
@@ -145,7 +145,7 @@ func (g *Gateway) callerListener(ln net.Listener, park *fastproxy.Parking) net.L
 	if g.tls.callers == nil {
 		return fastproxy.StallWrites(capped, g.server.IdleTimeout, park, nil)
 	}
-	return fastproxy.StallWrites(g.listenTLS(capped, callersListener), g.server.IdleTimeout, nil, verifiedPeerOf)
+	return fastproxy.StallWrites(g.listenTLS(capped, callersListener), g.server.IdleTimeout, park, verifiedPeerOf)
 }
 
 // fastLogger sends fasthttp's own messages (a connection that broke off

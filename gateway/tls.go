@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-rl/sluice/config"
+	"github.com/sluice-rl/sluice/internal/fastproxy"
 )
 
 // TLS on the gateway's listeners (the tls block for the callers', admin.tls
@@ -452,7 +453,7 @@ func (l *tlsListener) handshake(c net.Conn) {
 	defer func() { <-l.slots }()
 	defer l.end(c)
 	_ = c.SetDeadline(time.Now().Add(l.timeout))
-	tc := tls.Server(c, l.conf)
+	tc := fastproxy.TLSServer(c, l.conf) // its socket can be parked (fastproxy.StallWrites)
 	if err := tc.Handshake(); err != nil {
 		l.refused(c, err)
 		_ = c.Close()

@@ -11,10 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-rl/sluice/gateway"
 	"github.com/sluice-rl/sluice/internal/testcert"
 )
 
@@ -516,4 +518,34 @@ func TestTLSShutdownEndsHandshakes(t *testing.T) {
 	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
 		t.Errorf("the pending connection: %v, want EOF (closed by the shutdown)", err)
 	}
+}
+
+// TestTLSConnectionParked: an idle TLS keep-alive connection is parked
+// (its socket alone, its TLS state kept) and served again, still TLS, when
+// its next request comes, again and again; the idle timeout still closes
+// it, counted from its last answer.
+func TestTLSConnectionParked(t *testing.T) {
+	defer gateway.SetParkWaits(10*time.Millisecond, 50*time.Millisecond)()
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "server: {idle_timeout: 700ms}\n", pair.Pool())
+	c := dialTLS(t, h, pair.Pool())
+	k := &keepAlive{c: c, br: bufio.NewReader(c)}
+	for i := range 3 {
+		if got := k.send(t, "GET /claims/"+strconv.Itoa(i)+" HTTP/1.1\r\nHost: x\r\n\r\n", 1); got[0] != 200 {
+			t.Fatalf("request %d on the TLS connection: %d, want 200", i, got[0])
+		}
+		if got := h.up.lastSeen(t); got.Path != "/claims/"+strconv.Itoa(i) || got.Header.Get("X-Forwarded-Proto") != "https" {
+			t.Errorf("request %d at the upstream: %s, X-Forwarded-Proto %q; want it, https", i, got.Path, got.Header.Get("X-Forwarded-Proto"))
+		}
+		eventually(t, "parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	}
+	answered := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := k.br.ReadByte(); err == nil {
+		t.Fatal("read a byte from an idle parked TLS connection, want it closed at the idle timeout")
+	}
+	if d := time.Since(answered); d < 600*time.Millisecond {
+		t.Errorf("closed %v after its last answer, before the idle timeout (700ms)", d)
+	}
+	eventually(t, "none parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 0 })
 }

@@ -81,9 +81,10 @@ func (c *cappedConn) SyscallConn() (syscall.RawConn, error) {
 // whose answers it never reads) would otherwise hold its connection, the
 // proxy's goroutines and an upstream connection for ever. net/http's own
 // WriteTimeout would bound the whole answer, cutting long downloads.
-// With park (NewParking; nil: none), a plain connection waiting long for
-// its next request is parked. A *tls.Conn from ln is never parked; peer,
-// if set, reads what its handshake verified once (PeerOf).
+// With park (NewParking; nil: none), a connection waiting long for its
+// next request is parked: a plain one, and a *tls.Conn made by TLSServer
+// (its socket parked, its TLS state kept for it); peer, if set, reads what
+// a TLS handshake verified once (PeerOf).
 //
 // The server (NewServer) watches these connections' header blocks: it
 // must be the one that serves them.
@@ -104,13 +105,16 @@ func (l *stallListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	if tc, ok := c.(*tls.Conn); ok {
-		sc := &stallConn{Conn: c, wd: Deadline{Wait: l.wait}} // never parked: TLS keeps its own buffers
-		sc.head.Begin()
-		t := &tlsStallConn{stallConn: sc, tls: tc}
+		var peer any
 		if l.peer != nil {
-			t.peer = l.peer(tc)
+			peer = l.peer(tc)
 		}
-		return t, nil
+		if _, swappable := tc.NetConn().(*swapConn); swappable && l.park != nil {
+			return l.park.tlsConn(tc, peer), nil
+		}
+		sc := &stallConn{Conn: c, wd: Deadline{Wait: l.wait}} // never parked: its socket cannot be handed over
+		sc.head.Begin()
+		return &tlsStallConn{stallConn: sc, tls: tc, peer: peer}, nil
 	}
 	if l.park != nil {
 		return l.park.conn(c), nil
@@ -129,6 +133,18 @@ type tlsStallConn struct {
 	tls  *tls.Conn
 	peer any // what StallWrites' peer read of the handshake
 }
+
+// TLSServer is tls.Server over c, with c kept where a parked connection
+// can hand over its socket (StallWrites parks it).
+func TLSServer(c net.Conn, conf *tls.Config) *tls.Conn {
+	return tls.Server(&swapConn{Conn: c}, conf)
+}
+
+// swapConn is the socket under a TLS connection made by TLSServer: a
+// parked connection's net.Conn is closed and the TLS connection goes on
+// over the new one it is woken with. Only the goroutine serving the
+// connection, or the parker while it is parked, touches Conn.
+type swapConn struct{ net.Conn }
 
 // Handshake is done before the connection is handed on.
 func (c *tlsStallConn) Handshake() error { return c.tls.Handshake() }
@@ -163,8 +179,10 @@ type stallConn struct {
 
 	// Parking (park.go): park is nil for a connection never parked. idle,
 	// shortened and idleUntil are the server goroutine's; parking is set
-	// by Read for Close, which a drain may call from elsewhere.
+	// by Read for Close, which a drain may call from elsewhere. tlsc is
+	// the TLS connection this one is (nil: a plain one).
 	park      *Parking
+	tlsc      *tlsStallConn
 	idle      bool      // the server waits for the next request
 	shortened bool      // and its wait was cut to the parker's after
 	idleUntil time.Time // the idle timeout's deadline (zero: none)

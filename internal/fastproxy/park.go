@@ -1,6 +1,7 @@
 package fastproxy
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"runtime"
@@ -18,10 +19,11 @@ import (
 var errParked = errors.New("fastproxy: idle connection parked")
 
 // Parking is the parker of one server's callers (NewParking): it takes
-// plain callers' connections idle for its after and serves them again when
+// callers' connections idle for its after and serves them again when
 // bytes arrive. Then a connection holds no goroutine, no buffer and no
 // request context until bytes arrive, and costs about what an idle
-// connection costs nginx (internal/idlepark). A busy connection never
+// connection costs nginx (internal/idlepark); a TLS one (TLSServer) keeps
+// its *tls.Conn, with the session's state and crypto/tls's own buffers. A busy connection never
 // waits that long, so it never pays for parking and waking (a goroutine
 // started, a request context taken from the pool).
 type Parking struct {
@@ -83,7 +85,7 @@ func (k *Parking) reclaim() {
 	debug.FreeOSMemory()
 }
 
-// NewParking starts parking srv's plain connections (StallWrites) once
+// NewParking starts parking srv's connections (StallWrites) once
 // they have waited first for their second request, after for a later one,
 // nil where it cannot (not Linux) or with an idle timeout, idle, too short
 // to park within; wait is StallWrites' write wait. A woken connection is
@@ -100,19 +102,28 @@ func NewParking(srv *fasthttp.Server, first, after, idle, wait time.Duration) *P
 		return nil
 	}
 	k := &Parking{first: first, after: after, idle: idle, wait: wait}
-	p, err := idlepark.New(idlepark.Options{Wake: func(c net.Conn, release func()) {
+	p, err := idlepark.New(idlepark.Options{Wake: func(c net.Conn, release func(), state any) {
 		if release != nil { // its CapConnections slot, held while it was parked
 			c = &cappedConn{Conn: c, release: release}
 		}
-		sc := k.conn(c)
-		sc.waited = true
+		var served net.Conn
+		if t, ok := state.(*tlsStallConn); ok { // its TLS connection goes on over the new socket
+			t.tls.NetConn().(*swapConn).Conn = c
+			t = k.tlsConn(t.tls, t.peer)
+			t.waited = true
+			served = t
+		} else {
+			sc := k.conn(c)
+			sc.waited = true
+			served = sc
+		}
 		if srv.ConnState != nil {
-			srv.ConnState(sc, fasthttp.StateNew)
+			srv.ConnState(served, fasthttp.StateNew)
 		}
 		k.woken.Add(1)
 		go func() {
 			defer k.woken.Done()
-			_ = srv.ServeConn(sc) // closes sc, or parks it again
+			_ = srv.ServeConn(served) // closes it, or parks it again
 		}()
 	}})
 	if err != nil {
@@ -127,6 +138,14 @@ func (k *Parking) conn(c net.Conn) *stallConn {
 	sc := &stallConn{Conn: c, wd: Deadline{Wait: k.wait}, park: k}
 	sc.head.Begin()
 	return sc
+}
+
+// tlsConn wraps a TLS connection made by TLSServer as the server sees a
+// TLS caller's connection, peer what StallWrites' peer read of it.
+func (k *Parking) tlsConn(tc *tls.Conn, peer any) *tlsStallConn {
+	t := &tlsStallConn{stallConn: k.conn(tc), tls: tc, peer: peer}
+	t.tlsc = t
+	return t
 }
 
 // Parked is the number of connections parked now (0 for a nil Parking).
@@ -217,8 +236,17 @@ func (c *stallConn) parks(n int, err error) bool {
 // connection it wakes as). A connection the parker cannot take is closed.
 func (c *stallConn) Close() error {
 	if c.parking.CompareAndSwap(true, false) {
-		if raw, release, ok := parkable(c.Conn); ok {
-			if c.park.p.Park(raw, c.park.idle-c.parkedAfter(), release) == nil {
+		sock, state := c.Conn, any(nil)
+		if c.tlsc != nil { // the socket under it; its TLS state waits with it
+			sock, state = c.tlsc.tls.NetConn().(*swapConn).Conn, c.tlsc
+		}
+		if raw, release, ok := parkable(sock); ok {
+			if c.tlsc != nil {
+				// Park closes it; Wake, maybe before Park returns, puts
+				// the new one in its place.
+				c.tlsc.tls.NetConn().(*swapConn).Conn = nil
+			}
+			if c.park.p.Park(raw, c.park.idle-c.parkedAfter(), release, state) == nil {
 				c.park.parkedOne()
 			}
 			return nil // the parker's now: closed on its error

@@ -31,9 +31,10 @@ type Options struct {
 	// Wake serves a connection again once bytes arrived (or an error, or
 	// its end after bytes; an end alone closes it): c is a new net.Conn
 	// over the parked socket, and closed what Park was given with it, now
-	// the caller's to call once it closes c. It is called on the Parker's
+	// the caller's to call once it closes c; state is Park's too (such as
+	// the TLS connection over the socket). It is called on the Parker's
 	// goroutine and must not block: start a goroutine for the connection.
-	Wake func(c net.Conn, closed func())
+	Wake func(c net.Conn, closed func(), state any)
 }
 
 // Conn is what a Parker can park: a connection with a file descriptor.

@@ -39,6 +39,7 @@ type parked struct {
 	fd         int32
 	until      int64  // closed then (UnixNano) if nothing arrived; 0: never
 	closed     func() // Park's; nil: none
+	state      any    // Park's, for Wake
 	q          *queue // the list it is in
 	prev, next *parked
 }
@@ -81,7 +82,8 @@ func New(opts Options) (*Parker, error) {
 // too; 0: never) or the Parker closes (closed too). idle is the server's
 // idle timeout less the time c was idle before it was parked; a server
 // parks with a few idle times, not one per connection (each has its own
-// list). c must have no bytes buffered above its socket and nobody
+// list). state is handed to Wake with the connection, and let go when it
+// is closed. c must have no bytes buffered above its socket and nobody
 // reading or writing it. Park
 // keeps a duplicate of c's descriptor and closes c, so that its net.Conn,
 // its addresses and its entry in Go's poller are garbage while it is
@@ -89,7 +91,7 @@ func New(opts Options) (*Parker, error) {
 // none) is called once the parker closes the socket (ended, expired, the
 // Parker closed, or an error here), never when it is woken: Wake gets it. c is
 // the Parker's even on an error (closed then, and closed called).
-func (p *Parker) Park(c Conn, idle time.Duration, closed func()) error {
+func (p *Parker) Park(c Conn, idle time.Duration, closed func(), state any) error {
 	fd, err := dupFD(c)
 	_ = c.Close() // the duplicate keeps the socket open
 	if err != nil {
@@ -98,7 +100,7 @@ func (p *Parker) Park(c Conn, idle time.Duration, closed func()) error {
 		}
 		return err
 	}
-	pc := &parked{fd: int32(fd), closed: closed}
+	pc := &parked{fd: int32(fd), closed: closed, state: state}
 	if idle > 0 {
 		pc.until = time.Now().Add(idle).UnixNano()
 	}
@@ -258,7 +260,7 @@ func (p *Parker) loop() {
 				}
 				continue
 			}
-			p.opts.Wake(c, pc.closed)
+			p.opts.Wake(c, pc.closed, pc.state)
 		}
 	}
 }

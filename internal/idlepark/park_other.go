@@ -11,7 +11,7 @@ type Parker struct{}
 func New(Options) (*Parker, error) { return nil, ErrUnsupported }
 
 // Park returns ErrUnsupported, c left open.
-func (p *Parker) Park(Conn, time.Duration, func()) error { return ErrUnsupported }
+func (p *Parker) Park(Conn, time.Duration, func(), any) error { return ErrUnsupported }
 
 // Parked is 0.
 func (p *Parker) Parked() int { return 0 }

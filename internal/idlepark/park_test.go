@@ -44,7 +44,7 @@ func listen(t *testing.T) net.Listener {
 func TestWakeOnBytes(t *testing.T) {
 	ln := listen(t)
 	woken := make(chan net.Conn, 16)
-	p, err := New(Options{Wake: func(c net.Conn, _ func()) { woken <- c }})
+	p, err := New(Options{Wake: func(c net.Conn, _ func(), _ any) { woken <- c }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestWakeOnBytes(t *testing.T) {
 	var clients []net.Conn
 	for range n {
 		s, c := pair(t, ln)
-		if err := p.Park(s, 0, nil); err != nil {
+		if err := p.Park(s, 0, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		clients = append(clients, c)
@@ -96,14 +96,14 @@ func TestWakeOnBytes(t *testing.T) {
 func TestEndClosesOrWakes(t *testing.T) {
 	ln := listen(t)
 	woken := make(chan net.Conn, 1)
-	p, err := New(Options{Wake: func(c net.Conn, _ func()) { woken <- c }})
+	p, err := New(Options{Wake: func(c net.Conn, _ func(), _ any) { woken <- c }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	s, c := pair(t, ln)
 	ended := make(chan struct{})
-	if err := p.Park(s, 0, func() { close(ended) }); err != nil {
+	if err := p.Park(s, 0, func() { close(ended) }, nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
@@ -120,7 +120,7 @@ func TestEndClosesOrWakes(t *testing.T) {
 	}
 
 	s, c = pair(t, ln)
-	if err := p.Park(s, 0, func() { t.Error("closed called for a woken connection") }); err != nil {
+	if err := p.Park(s, 0, func() { t.Error("closed called for a woken connection") }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Write([]byte("x")); err != nil {
@@ -144,7 +144,7 @@ func TestEndClosesOrWakes(t *testing.T) {
 // closed, the one parked later with a shorter idle time first.
 func TestIdleExpiry(t *testing.T) {
 	ln := listen(t)
-	p, err := New(Options{Wake: func(c net.Conn, _ func()) {}})
+	p, err := New(Options{Wake: func(c net.Conn, _ func(), _ any) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,10 +152,10 @@ func TestIdleExpiry(t *testing.T) {
 	s, c := pair(t, ln)
 	long, lc := pair(t, ln)
 	start := time.Now()
-	if err := p.Park(long, time.Second, nil); err != nil {
+	if err := p.Park(long, time.Second, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Park(s, 100*time.Millisecond, nil); err != nil {
+	if err := p.Park(s, 100*time.Millisecond, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -185,14 +185,14 @@ func TestIdleExpiry(t *testing.T) {
 // TestCloseClosesParked: Close closes what is parked and refuses more.
 func TestCloseClosesParked(t *testing.T) {
 	ln := listen(t)
-	p, err := New(Options{Wake: func(c net.Conn, _ func()) {}})
+	p, err := New(Options{Wake: func(c net.Conn, _ func(), _ any) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var clients []net.Conn
 	for range 3 {
 		s, c := pair(t, ln)
-		if err := p.Park(s, 0, nil); err != nil {
+		if err := p.Park(s, 0, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		clients = append(clients, c)
@@ -207,7 +207,7 @@ func TestCloseClosesParked(t *testing.T) {
 		}
 	}
 	s, _ := pair(t, ln)
-	if err := p.Park(s, 0, nil); err != ErrClosed {
+	if err := p.Park(s, 0, nil, nil); err != ErrClosed {
 		t.Errorf("Park after Close: %v, want ErrClosed", err)
 	}
 	_ = p.Close() // twice is fine
@@ -217,7 +217,7 @@ func TestCloseClosesParked(t *testing.T) {
 // goroutine.
 func TestNoGoroutinePerConnection(t *testing.T) {
 	ln := listen(t)
-	p, err := New(Options{Wake: func(c net.Conn, _ func()) {}})
+	p, err := New(Options{Wake: func(c net.Conn, _ func(), _ any) {}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestNoGoroutinePerConnection(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 1000 {
 		s, _ := pair(t, ln)
-		if err := p.Park(s, 0, nil); err != nil {
+		if err := p.Park(s, 0, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -236,13 +236,15 @@ func TestNoGoroutinePerConnection(t *testing.T) {
 
 // TestParkKeepsTheSocketAlone: Park closes the net.Conn it is given but not
 // its socket (the client's bytes reach the new net.Conn Wake gets), and
-// calls closed once it closes the socket itself, never on a wake.
+// calls closed once it closes the socket itself, never on a wake; Wake
+// gets the state Park was given.
 func TestParkKeepsTheSocketAlone(t *testing.T) {
 	ln := listen(t)
 	woken := make(chan net.Conn, 1)
 	var wokenClosed func()
-	p, err := New(Options{Wake: func(c net.Conn, closed func()) {
-		wokenClosed = closed
+	var wokenState any
+	p, err := New(Options{Wake: func(c net.Conn, closed func(), state any) {
+		wokenClosed, wokenState = closed, state
 		woken <- c
 	}})
 	if err != nil {
@@ -251,7 +253,7 @@ func TestParkKeepsTheSocketAlone(t *testing.T) {
 	defer p.Close()
 	s, c := pair(t, ln)
 	released := make(chan string, 2)
-	if err := p.Park(s, 200*time.Millisecond, func() { released <- "first" }); err != nil {
+	if err := p.Park(s, 200*time.Millisecond, func() { released <- "first" }, "its state"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Read(make([]byte, 1)); err == nil {
@@ -267,6 +269,9 @@ func TestParkKeepsTheSocketAlone(t *testing.T) {
 		t.Fatal("not woken")
 	}
 	defer w.Close()
+	if wokenState != "its state" {
+		t.Errorf("Wake got state %v, want Park's", wokenState)
+	}
 	b := make([]byte, 1)
 	_ = w.SetReadDeadline(time.Now().Add(time.Second))
 	if _, err := io.ReadFull(w, b); err != nil || b[0] != 'x' {
@@ -282,7 +287,7 @@ func TestParkKeepsTheSocketAlone(t *testing.T) {
 		t.Fatalf("Wake's closed is %s's", r)
 	}
 	// Parked again and left to expire: closed is called, the client sees EOF.
-	if err := p.Park(w.(Conn), 200*time.Millisecond, func() { released <- "second" }); err != nil {
+	if err := p.Park(w.(Conn), 200*time.Millisecond, func() { released <- "second" }, nil); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
