@@ -549,3 +549,35 @@ func TestTLSConnectionParked(t *testing.T) {
 	}
 	eventually(t, "none parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 0 })
 }
+
+// TestTLSParkedPartialRecord: a parked TLS connection woken by the start
+// of a record that never completes (no request ever reaches the server)
+// is closed within the header timeout, as a plain one woken by part of a
+// request line is: trickling such bytes does not keep it open.
+func TestTLSParkedPartialRecord(t *testing.T) {
+	defer gateway.SetParkWaits(10*time.Millisecond, 50*time.Millisecond)()
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "server: {idle_timeout: 30s, read_header_timeout: 400ms}\n", pair.Pool())
+	raw, err := net.Dial("tcp", strings.TrimPrefix(h.url, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	c := tls.Client(raw, &tls.Config{RootCAs: pair.Pool(), ServerName: "127.0.0.1"})
+	k := &keepAlive{c: c, br: bufio.NewReader(c)}
+	if got := k.send(t, getOne, 1); got[0] != 200 {
+		t.Fatalf("first request: %d, want 200", got[0])
+	}
+	eventually(t, "parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	if _, err := raw.Write([]byte{23, 3, 3}); err != nil { // an application data record's header, cut short
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	_ = raw.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.Copy(io.Discard, raw); err != nil {
+		t.Fatalf("reading the connection to its end: %v, want it closed by the server", err)
+	}
+	if d := time.Since(sent); d > 3*time.Second {
+		t.Errorf("closed %v after the cut record, want within the header timeout (400ms)", d)
+	}
+}
