@@ -143,7 +143,9 @@ func TLSServer(c net.Conn, conf *tls.Config) *tls.Conn {
 // swapConn is the socket under a TLS connection made by TLSServer: a
 // parked connection's net.Conn is closed and the TLS connection goes on
 // over the new one it is woken with. Only the goroutine serving the
-// connection, or the parker while it is parked, touches Conn.
+// connection, or the parker while it is parked, touches Conn: once the
+// connection is handed over, closing it again touches nothing
+// (stallConn.life).
 type swapConn struct{ net.Conn }
 
 // Handshake is done before the connection is handed on.
@@ -178,17 +180,17 @@ type stallConn struct {
 	answering atomic.Bool
 
 	// Parking (park.go): park is nil for a connection never parked. idle,
-	// shortened and idleUntil are the server goroutine's; parking is set
-	// by Read for Close, which a drain may call from elsewhere. tlsc is
-	// the TLS connection this one is (nil: a plain one).
+	// shortened and idleUntil are the server goroutine's; life is set by
+	// Read and Close, which a drain may call from elsewhere, and more than
+	// once. tlsc is the TLS connection this one is (nil: a plain one).
 	park      *Parking
 	tlsc      *tlsStallConn
-	idle      bool      // the server waits for the next request
-	shortened bool      // and its wait was cut to the parker's after
-	idleUntil time.Time // the idle timeout's deadline (zero: none)
-	waited    bool      // it has waited for a next request before (or was woken)
-	firstWait bool      // the wait now is its first
-	parking   atomic.Bool
+	idle      bool         // the server waits for the next request
+	shortened bool         // and its wait was cut to the parker's after
+	idleUntil time.Time    // the idle timeout's deadline (zero: none)
+	waited    bool         // it has waited for a next request before (or was woken)
+	firstWait bool         // the wait now is its first
+	life      atomic.Int32 // connOpen, connParking, connParked or connClosed
 }
 
 func (c *stallConn) Read(p []byte) (int, error) {
@@ -202,8 +204,7 @@ func (c *stallConn) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	n, err := c.Conn.Read(p)
-	if c.park != nil && c.parks(n, err) {
-		c.parking.Store(true)
+	if c.park != nil && c.parks(n, err) && c.life.CompareAndSwap(connOpen, connParking) { // not while a drain closes it
 		return 0, errParked
 	}
 	c.head.See(p[:n])

@@ -230,29 +230,60 @@ func (c *stallConn) parks(n int, err error) bool {
 	return c.idleUntil.IsZero() || time.Now().Before(c.idleUntil)
 }
 
+// The life of a connection that may be parked (stallConn.life): Read gives
+// up its wait to park it (parking), and the Close that follows hands it to
+// the parker (parked), after which closing it again, from the server or a
+// drain, must touch nothing: its socket is the parker's, or the connection
+// it woke as. Closed otherwise.
+const (
+	connOpen int32 = iota
+	connParking
+	connParked
+	connClosed
+)
+
 // Close closes the connection, or parks it when its wait for the next
 // request was given up (errParked): its socket alone, its CapConnections
 // slot still held (given back when the parker closes it, or by the
 // connection it wakes as). A connection the parker cannot take is closed.
+// Once parked, Close does nothing.
 func (c *stallConn) Close() error {
-	if c.parking.CompareAndSwap(true, false) {
-		sock, state := c.Conn, any(nil)
-		if c.tlsc != nil { // the socket under it; its TLS state waits with it
-			sock, state = c.tlsc.tls.NetConn().(*swapConn).Conn, c.tlsc
-		}
-		if raw, release, ok := parkable(sock); ok {
-			if c.tlsc != nil {
-				// Park closes it; Wake, maybe before Park returns, puts
-				// the new one in its place.
-				c.tlsc.tls.NetConn().(*swapConn).Conn = nil
+	for {
+		switch st := c.life.Load(); st {
+		case connParking:
+			if c.life.CompareAndSwap(connParking, connParked) {
+				return c.handOver()
 			}
-			if c.park.p.Park(raw, c.park.idle-c.parkedAfter(), release, state) == nil {
-				c.park.parkedOne()
+		case connParked:
+			return nil
+		default:
+			if c.life.CompareAndSwap(st, connClosed) {
+				return c.Conn.Close()
 			}
-			return nil // the parker's now: closed on its error
 		}
 	}
-	return c.Conn.Close()
+}
+
+// handOver parks the connection, or closes it if the parker cannot take
+// it.
+func (c *stallConn) handOver() error {
+	sock, state := c.Conn, any(nil)
+	if c.tlsc != nil { // the socket under it; its TLS state waits with it
+		sock, state = c.tlsc.tls.NetConn().(*swapConn).Conn, c.tlsc
+	}
+	raw, release, ok := parkable(sock)
+	if !ok {
+		return c.Conn.Close()
+	}
+	if c.tlsc != nil {
+		// Park closes it; Wake, maybe before Park returns, puts the new
+		// one in its place.
+		c.tlsc.tls.NetConn().(*swapConn).Conn = nil
+	}
+	if c.park.p.Park(raw, c.park.idle-c.parkedAfter(), release, state) == nil {
+		c.park.parkedOne()
+	}
+	return nil // the parker's now: closed on its error
 }
 
 // parkable is the socket under c and what gives back its CapConnections
