@@ -530,16 +530,17 @@ func TestTLSConnectionParked(t *testing.T) {
 	h := tlsHarness(t, pair, "server: {idle_timeout: 700ms}\n", pair.Pool())
 	c := dialTLS(t, h, pair.Pool())
 	k := &keepAlive{c: c, br: bufio.NewReader(c)}
+	var answered time.Time // the last answer's: the server's idle timeout runs from a moment before
 	for i := range 3 {
 		if got := k.send(t, "GET /claims/"+strconv.Itoa(i)+" HTTP/1.1\r\nHost: x\r\n\r\n", 1); got[0] != 200 {
 			t.Fatalf("request %d on the TLS connection: %d, want 200", i, got[0])
 		}
+		answered = time.Now()
 		if got := h.up.lastSeen(t); got.Path != "/claims/"+strconv.Itoa(i) || got.Header.Get("X-Forwarded-Proto") != "https" {
 			t.Errorf("request %d at the upstream: %s, X-Forwarded-Proto %q; want it, https", i, got.Path, got.Header.Get("X-Forwarded-Proto"))
 		}
 		eventually(t, "parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
 	}
-	answered := time.Now()
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := k.br.ReadByte(); err == nil {
 		t.Fatal("read a byte from an idle parked TLS connection, want it closed at the idle timeout")
@@ -579,5 +580,34 @@ func TestTLSParkedPartialRecord(t *testing.T) {
 	}
 	if d := time.Since(sent); d > 3*time.Second {
 		t.Errorf("closed %v after the cut record, want within the header timeout (400ms)", d)
+	}
+}
+
+// TestTLSParkedCloseNotify: a parked TLS connection closed at its idle
+// timeout ends its session with close_notify (an alert record before the
+// end of the stream), as one closed in its goroutine does, so that clients
+// that insist on it (OpenSSL, Python) see a clean end, not a truncation.
+func TestTLSParkedCloseNotify(t *testing.T) {
+	defer gateway.SetParkWaits(10*time.Millisecond, 50*time.Millisecond)()
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "server: {idle_timeout: 500ms}\n", pair.Pool())
+	raw, err := net.Dial("tcp", strings.TrimPrefix(h.url, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	c := tls.Client(raw, &tls.Config{RootCAs: pair.Pool(), ServerName: "127.0.0.1"})
+	k := &keepAlive{c: c, br: bufio.NewReader(c)}
+	if got := k.send(t, getOne, 1); got[0] != 200 {
+		t.Fatalf("request: %d, want 200", got[0])
+	}
+	eventually(t, "parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	_ = raw.SetReadDeadline(time.Now().Add(10 * time.Second))
+	rest, err := io.ReadAll(raw) // under the TLS client: what the server sent after the answer
+	if err != nil {
+		t.Fatalf("reading the connection to its end: %v", err)
+	}
+	if len(rest) < 5 || rest[0] != 23 && rest[0] != 21 { // TLS 1.3 sends the alert as application data
+		t.Errorf("the server sent %d bytes before closing (% x), want a close_notify record", len(rest), rest)
 	}
 }

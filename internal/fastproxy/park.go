@@ -125,6 +125,20 @@ func NewParking(srv *fasthttp.Server, first, after, idle, wait time.Duration) *P
 			defer k.woken.Done()
 			_ = srv.ServeConn(served) // closes it, or parks it again
 		}()
+	}, Expire: func(c net.Conn, release func(), state any) {
+		// A TLS connection: its session ends with close_notify, as one
+		// the server closes in its goroutine does (crypto/tls bounds the
+		// write).
+		if release != nil {
+			c = &cappedConn{Conn: c, release: release}
+		}
+		t := state.(*tlsStallConn)
+		t.tls.NetConn().(*swapConn).Conn = c
+		k.woken.Add(1)
+		go func() {
+			defer k.woken.Done()
+			_ = t.tls.Close()
+		}()
 	}})
 	if err != nil {
 		return nil

@@ -35,6 +35,13 @@ type Options struct {
 	// the TLS connection over the socket). It is called on the Parker's
 	// goroutine and must not block: start a goroutine for the connection.
 	Wake func(c net.Conn, closed func(), state any)
+	// Expire, if set, closes a connection parked with a state when it
+	// expires or the Parker closes, as Wake would serve it (c a new
+	// net.Conn over its socket, closed and state Park's), so that it can
+	// say goodbye first (a TLS close_notify); without it, or without a
+	// state, the socket is closed at once. It must not block nor call the
+	// Parker.
+	Expire func(c net.Conn, closed func(), state any)
 }
 
 // Conn is what a Parker can park: a connection with a file descriptor.

@@ -44,6 +44,23 @@ type parked struct {
 	prev, next *parked
 }
 
+// end closes pc, expired or parked when the Parker closed: through
+// Options.Expire if it has a state and there is one, else at once.
+func (p *Parker) end(pc *parked) {
+	if pc.state == nil || p.opts.Expire == nil {
+		pc.shut()
+		return
+	}
+	c, err := conn(pc.fd)
+	if err != nil { // out of descriptors: closed at once
+		if pc.closed != nil {
+			pc.closed()
+		}
+		return
+	}
+	p.opts.Expire(c, pc.closed, pc.state)
+}
+
 // shut closes pc's socket for good. p.mu need not be held.
 func (pc *parked) shut() {
 	_ = unix.Close(int(pc.fd))
@@ -178,7 +195,7 @@ func (p *Parker) Close() error {
 	for _, q := range p.queues {
 		for pc := q.oldest; pc != nil; pc = q.oldest {
 			p.unwatch(pc)
-			pc.shut()
+			p.end(pc)
 		}
 	}
 	p.poke()
@@ -242,7 +259,7 @@ func (p *Parker) loop() {
 		for _, q := range p.queues {
 			for pc := q.oldest; pc != nil && pc.until != 0 && now >= pc.until; pc = q.oldest {
 				p.unwatch(pc)
-				pc.shut()
+				p.end(pc)
 			}
 		}
 		closed := p.closed
@@ -250,7 +267,7 @@ func (p *Parker) loop() {
 		for i, pc := range woken {
 			woken[i] = nil
 			if closed {
-				pc.shut()
+				p.end(pc)
 				continue
 			}
 			c, err := conn(pc.fd)

@@ -303,3 +303,65 @@ func TestParkKeepsTheSocketAlone(t *testing.T) {
 		t.Fatal("closed not called on expiry")
 	}
 }
+
+// TestExpireWithState: a connection parked with a state is handed to
+// Options.Expire when it expires, and when the Parker closes, over a
+// net.Conn it can still write its goodbye on; one without a state is
+// closed at once.
+func TestExpireWithState(t *testing.T) {
+	ln := listen(t)
+	type expired struct {
+		c     net.Conn
+		state any
+	}
+	ended := make(chan expired, 2)
+	p, err := New(Options{Wake: func(net.Conn, func(), any) {}, Expire: func(c net.Conn, closed func(), state any) {
+		ended <- expired{c, state}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, c := pair(t, ln)
+	if err := p.Park(s, 50*time.Millisecond, nil, "expires"); err != nil {
+		t.Fatal(err)
+	}
+	s2, c2 := pair(t, ln)
+	if err := p.Park(s2, 0, nil, "at close"); err != nil {
+		t.Fatal(err)
+	}
+	s3, c3 := pair(t, ln)
+	if err := p.Park(s3, 50*time.Millisecond, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		state  any
+		client net.Conn
+	}{{"expires", c}, {"at close", c2}} {
+		if want.state == "at close" {
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var e expired
+		select {
+		case e = <-ended:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Expire not called for the connection parked with %q", want.state)
+		}
+		if e.state != want.state {
+			t.Fatalf("Expire got state %v, want %v", e.state, want.state)
+		}
+		if _, err := io.WriteString(e.c, "bye"); err != nil {
+			t.Fatalf("writing a goodbye on the expired connection: %v", err)
+		}
+		e.c.Close()
+		b, err := io.ReadAll(want.client)
+		if err != nil || string(b) != "bye" {
+			t.Errorf("client of %q read %q, %v; want the goodbye, then EOF", want.state, b, err)
+		}
+	}
+	_ = c3.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, err := io.ReadAll(c3); err != nil || len(b) != 0 {
+		t.Errorf("the connection parked without a state: read %q, %v; want EOF at once", b, err)
+	}
+}
