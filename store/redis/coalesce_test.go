@@ -157,8 +157,9 @@ func queue(ctx context.Context, t *testing.T, s *Store, key string, l limiter.Li
 
 // TestCoalescing holds keyFlights calls on a key in flight (Redis paused)
 // while ten more requests on the key arrive: they must wait, go together in
-// one script call once Redis answers, and be decided exactly as one after
-// another; the key is free once all have landed.
+// one script call once Redis answers, and all be decided exactly as one
+// after another (8 of 12 allowed under 8/m); the key is free once all have
+// landed.
 func TestCoalescing(t *testing.T) {
 	t.Parallel()
 	srv := redistest.StartServer(t)
@@ -173,17 +174,16 @@ func TestCoalescing(t *testing.T) {
 	}
 	resume()
 
-	remaining := map[int64]bool{}
-	for range keyFlights {
-		if o := <-first; o.err != nil || !o.d.Allowed {
-			t.Fatalf("a first request: %+v, %v; want allowed", o.d, o.err)
-		} else {
-			remaining[o.d.Remaining] = true
+	// The held calls may reach Redis on connections of their own, so the
+	// batch may run between them: which requests are allowed is Redis's
+	// order, how many is not.
+	allowed, remaining := 0, map[int64]bool{}
+	for range keyFlights + 10 {
+		var o outcome
+		select {
+		case o = <-first:
+		case o = <-results:
 		}
-	}
-	allowed := 0
-	for range 10 {
-		o := <-results
 		if o.err != nil {
 			t.Fatal(o.err)
 		}
@@ -192,8 +192,8 @@ func TestCoalescing(t *testing.T) {
 			remaining[o.d.Remaining] = true
 		}
 	}
-	if allowed != 8-keyFlights || len(remaining) != 8 || !remaining[0] || !remaining[7] {
-		t.Errorf("%d of the ten waiting requests allowed, remaining %v; want %d, and every remaining from 7 to 0 once", allowed, remaining, 8-keyFlights)
+	if allowed != 8 || len(remaining) != 8 || !remaining[0] || !remaining[7] {
+		t.Errorf("%d of %d requests allowed, remaining %v; want 8, and every remaining from 7 to 0 once", allowed, keyFlights+10, remaining)
 	}
 	if calls := redistest.ScriptCalls(t, srv.Addr) - before; calls != keyFlights+1 {
 		t.Errorf("%d requests took %d script calls, want %d (the held ones, then one batch)", keyFlights+10, calls, keyFlights+1)
