@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -99,7 +100,7 @@ func New(opts Options) (*Parker, error) {
 // too; 0: never) or the Parker closes (closed too). idle is the server's
 // idle timeout less the time c was idle before it was parked; a server
 // parks with a few idle times, not one per connection (each has its own
-// list). state is handed to Wake with the connection, and let go when it
+// list while it holds connections, scanned on every Park). state is handed to Wake with the connection, and let go when it
 // is closed. c must have no bytes buffered above its socket and nobody
 // reading or writing it. Park
 // keeps a duplicate of c's descriptor and closes c, so that its net.Conn,
@@ -221,6 +222,8 @@ func (p *Parker) loop() {
 			p.mu.Unlock()
 			return
 		}
+		// Empty lists go, so that idle times parked with once do not pile up.
+		p.queues = slices.DeleteFunc(p.queues, func(q *queue) bool { return q.oldest == nil })
 		wait := -1 // no expiry to wait for: until an event
 		if until := p.nextExpiry(); until != 0 {
 			wait = int(min((until-time.Now().UnixNano())/1e6+1, 60_000))

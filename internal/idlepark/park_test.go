@@ -365,3 +365,39 @@ func TestExpireWithState(t *testing.T) {
 		t.Errorf("the connection parked without a state: read %q, %v; want EOF at once", b, err)
 	}
 }
+
+// TestIdleListsGo: connections parked with many idle times leave no
+// expiry list behind once they are gone.
+func TestIdleListsGo(t *testing.T) {
+	ln := listen(t)
+	p, err := New(Options{Wake: func(net.Conn, func(), any) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	clients := make([]net.Conn, 20)
+	for i := range clients {
+		s, c := pair(t, ln)
+		clients[i] = c
+		if err := p.Park(s, time.Duration(10+i)*time.Millisecond, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range clients {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.ReadAll(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		n, parked := len(p.queues), len(p.byFD)
+		p.mu.Unlock()
+		if parked == 0 && n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d expiry lists left with %d connections parked, want none", n, parked)
+		}
+	}
+}
