@@ -611,3 +611,50 @@ func TestTLSParkedCloseNotify(t *testing.T) {
 		t.Errorf("the server sent %d bytes before closing (% x), want a close_notify record", len(rest), rest)
 	}
 }
+
+// TestTLSParkedConnectionHoldsItsSlot: a parked TLS connection keeps its
+// place under server.max_connections (a second caller waits in the
+// backlog, not even handshaken), woken it is served in it still, and its
+// caller closing it while parked gives the place to the one waiting.
+func TestTLSParkedConnectionHoldsItsSlot(t *testing.T) {
+	defer gateway.SetParkAfter(50 * time.Millisecond)()
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, "server: {idle_timeout: 30s, max_connections: 1}\n", pair.Pool())
+	c := dialTLS(t, h, pair.Pool())
+	k := &keepAlive{c: c, br: bufio.NewReader(c)}
+	k.send(t, getOne, 1)
+	eventually(t, "parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	handshaken := make(chan *tls.Conn, 1)
+	go func() {
+		o, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", strings.TrimPrefix(h.url, "https://"), &tls.Config{RootCAs: pair.Pool()})
+		if err != nil {
+			t.Errorf("the waiting caller's handshake: %v", err)
+			o = nil
+		}
+		handshaken <- o
+	}()
+	select {
+	case <-handshaken:
+		t.Fatal("a second TLS caller was handshaken under max_connections 1 while the first was parked")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if got := k.send(t, getOne, 1); got[0] != http.StatusOK { // woken, in its slot still
+		t.Fatalf("the parked connection woken: %v", got)
+	}
+	eventually(t, "parked again", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	c.Close()
+	var o *tls.Conn
+	select {
+	case o = <-handshaken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting caller not served once the parked connection closed")
+	}
+	if o == nil {
+		return
+	}
+	defer o.Close()
+	w := &keepAlive{c: o, br: bufio.NewReader(o)}
+	if got := w.send(t, getOne, 1); got[0] != http.StatusOK {
+		t.Errorf("the waiting caller's request: %v", got)
+	}
+}
