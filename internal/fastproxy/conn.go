@@ -190,6 +190,7 @@ type stallConn struct {
 	idleUntil time.Time    // the idle timeout's deadline (zero: none)
 	waited    bool         // it has waited for a next request before (or was woken)
 	firstWait bool         // the wait now is its first
+	woken     bool         // it was parked, and woken
 	life      atomic.Int32 // connOpen, connParking, connParked or connClosed
 }
 

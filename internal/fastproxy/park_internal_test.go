@@ -21,7 +21,8 @@ import (
 // touch nothing (the socket under it is the parker's; before, a second
 // Close sent close_notify through the socket taken away and panicked).
 // Woken by its next request, it is served; closing the old wrapper again
-// then must not close the connection it woke as.
+// then must not close the connection it woke as. Its parking and its end
+// count towards the next reclaim of memory, once each.
 func TestParkedTLSClosedAgain(t *testing.T) {
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("ok") }}
 	k := NewParking(srv, 10*time.Millisecond, 10*time.Millisecond, time.Minute, time.Second)
@@ -97,5 +98,19 @@ func TestParkedTLSClosedAgain(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || string(body) != "ok" {
 		t.Errorf("answer %d %q, want 200 ok", resp.StatusCode, body)
+	}
+	// The woken connection closing counts towards giving memory back, as
+	// its parking did: twice in all, the old wrapper's closes never.
+	client.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		k.mu.Lock()
+		n := k.sinceGC
+		k.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d counted towards the next reclaim, want 2 (parked, then closed once woken)", n)
+		}
 	}
 }

@@ -42,6 +42,11 @@ type Options struct {
 	// state, the socket is closed at once. It must not block nor call the
 	// Parker.
 	Expire func(c net.Conn, closed func(), state any)
+	// Ended, if set, is called for each connection the Parker closes (its
+	// caller's end, its idle time, or the Parker's Close; through Expire
+	// too), on the Parker's goroutine or in Close: it must not block nor
+	// call the Parker.
+	Ended func()
 }
 
 // Conn is what a Parker can park: a connection with a file descriptor.

@@ -48,6 +48,7 @@ type parked struct {
 // end closes pc, expired or parked when the Parker closed: through
 // Options.Expire if it has a state and there is one, else at once.
 func (p *Parker) end(pc *parked) {
+	p.ended()
 	if pc.state == nil || p.opts.Expire == nil {
 		pc.shut()
 		return
@@ -60,6 +61,13 @@ func (p *Parker) end(pc *parked) {
 		return
 	}
 	p.opts.Expire(c, pc.closed, pc.state)
+}
+
+// ended tells Options.Ended of a connection closed.
+func (p *Parker) ended() {
+	if p.opts.Ended != nil {
+		p.opts.Ended()
+	}
 }
 
 // shut closes pc's socket for good. p.mu need not be held.
@@ -254,6 +262,7 @@ func (p *Parker) loop() {
 				// net.Conn and a goroutine for each of a crowd of
 				// callers leaving at once.
 				pc.shut()
+				p.ended()
 				continue
 			}
 			woken = append(woken, pc)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -399,5 +400,46 @@ func TestIdleListsGo(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d expiry lists left with %d connections parked, want none", n, parked)
 		}
+	}
+}
+
+// TestEndedCounted: Options.Ended hears of every connection the Parker
+// closes (its idle time, its caller's end, the Parker's Close), and not of
+// one it wakes.
+func TestEndedCounted(t *testing.T) {
+	ln := listen(t)
+	var mu sync.Mutex
+	ended := 0
+	p, err := New(Options{Wake: func(c net.Conn, _ func(), _ any) { c.Close() }, Ended: func() { mu.Lock(); ended++; mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return ended }
+	expires, _ := pair(t, ln)
+	leaves, leaver := pair(t, ln)
+	wakes, waker := pair(t, ln)
+	stays, _ := pair(t, ln)
+	for _, c := range []struct {
+		c    Conn
+		idle time.Duration
+	}{{expires, 20 * time.Millisecond}, {leaves, 0}, {wakes, 0}, {stays, 0}} {
+		if err := p.Park(c.c, c.idle, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leaver.Close()
+	if _, err := waker.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); count() < 2 || p.Parked() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Ended heard of %d, %d parked; want 2 (expired, left) and 1 parked", count(), p.Parked())
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != 3 {
+		t.Errorf("Ended heard of %d connections, want 3 (expired, left, closed with the Parker; not the woken one)", got)
 	}
 }
