@@ -551,25 +551,34 @@ func TestTLSConnectionParked(t *testing.T) {
 	eventually(t, "none parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 0 })
 }
 
+// parkedTLS serves a gateway on TLS with server (a server: line), sends
+// one request on a TLS connection and waits until it is parked; it returns
+// the socket under the connection's client side.
+func parkedTLS(t *testing.T, server string) net.Conn {
+	t.Helper()
+	pair := testcert.New(t, testcert.Options{})
+	h := tlsHarness(t, pair, server, pair.Pool())
+	raw, err := net.Dial("tcp", strings.TrimPrefix(h.url, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	c := tls.Client(raw, &tls.Config{RootCAs: pair.Pool(), ServerName: "127.0.0.1"})
+	k := &keepAlive{c: c, br: bufio.NewReader(c)}
+	if got := k.send(t, getOne, 1); got[0] != 200 {
+		t.Fatalf("request: %d, want 200", got[0])
+	}
+	eventually(t, "parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	return raw
+}
+
 // TestTLSParkedPartialRecord: a parked TLS connection woken by the start
 // of a record that never completes (no request ever reaches the server)
 // is closed within the header timeout, as a plain one woken by part of a
 // request line is: trickling such bytes does not keep it open.
 func TestTLSParkedPartialRecord(t *testing.T) {
 	defer gateway.SetParkWaits(10*time.Millisecond, 50*time.Millisecond)()
-	pair := testcert.New(t, testcert.Options{})
-	h := tlsHarness(t, pair, "server: {idle_timeout: 30s, read_header_timeout: 400ms}\n", pair.Pool())
-	raw, err := net.Dial("tcp", strings.TrimPrefix(h.url, "https://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	c := tls.Client(raw, &tls.Config{RootCAs: pair.Pool(), ServerName: "127.0.0.1"})
-	k := &keepAlive{c: c, br: bufio.NewReader(c)}
-	if got := k.send(t, getOne, 1); got[0] != 200 {
-		t.Fatalf("first request: %d, want 200", got[0])
-	}
-	eventually(t, "parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	raw := parkedTLS(t, "server: {idle_timeout: 30s, read_header_timeout: 400ms}\n")
 	if _, err := raw.Write([]byte{23, 3, 3}); err != nil { // an application data record's header, cut short
 		t.Fatal(err)
 	}
@@ -589,19 +598,7 @@ func TestTLSParkedPartialRecord(t *testing.T) {
 // that insist on it (OpenSSL, Python) see a clean end, not a truncation.
 func TestTLSParkedCloseNotify(t *testing.T) {
 	defer gateway.SetParkWaits(10*time.Millisecond, 50*time.Millisecond)()
-	pair := testcert.New(t, testcert.Options{})
-	h := tlsHarness(t, pair, "server: {idle_timeout: 500ms}\n", pair.Pool())
-	raw, err := net.Dial("tcp", strings.TrimPrefix(h.url, "https://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	c := tls.Client(raw, &tls.Config{RootCAs: pair.Pool(), ServerName: "127.0.0.1"})
-	k := &keepAlive{c: c, br: bufio.NewReader(c)}
-	if got := k.send(t, getOne, 1); got[0] != 200 {
-		t.Fatalf("request: %d, want 200", got[0])
-	}
-	eventually(t, "parked", func() bool { return metric(h.metrics(), "sluice_parked_connections") == 1 })
+	raw := parkedTLS(t, "server: {idle_timeout: 500ms}\n")
 	_ = raw.SetReadDeadline(time.Now().Add(10 * time.Second))
 	rest, err := io.ReadAll(raw) // under the TLS client: what the server sent after the answer
 	if err != nil {
