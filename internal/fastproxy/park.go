@@ -23,9 +23,10 @@ var errParked = errors.New("fastproxy: idle connection parked")
 // bytes arrive. Then a connection holds no goroutine, no buffer and no
 // request context until bytes arrive, and costs about what an idle
 // connection costs nginx (internal/idlepark); a TLS one (TLSServer) keeps
-// its *tls.Conn, with the session's state and crypto/tls's own buffers. A busy connection never
-// waits that long, so it never pays for parking and waking (a goroutine
-// started, a request context taken from the pool).
+// its *tls.Conn, with the session's state and crypto/tls's own buffers.
+// A busy connection never waits that long, so it never pays for parking
+// and waking (a goroutine started, a request context taken from the
+// pool).
 type Parking struct {
 	p     *idlepark.Parker
 	first time.Duration  // how long a connection waits idle after its first answer before it is parked
@@ -55,12 +56,10 @@ type Parking struct {
 // state, about 9 KiB, and what waking them took. At most once per
 // reclaimEvery.
 const (
+	reclaimAfter = 1024
 	reclaimQuiet = 100*time.Millisecond + 2*WorkerIdle
 	reclaimEvery = 10 * time.Second
 )
-
-// reclaimAfter is a constant but for tests.
-var reclaimAfter = 1024
 
 // parkedOne counts one more connection parked, or closed after it was
 // parked (by the parker, or once woken).
