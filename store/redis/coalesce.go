@@ -38,8 +38,8 @@ type flight struct {
 // requests wait to go together: two, so that Redis decides one batch
 // while the client writes the next and reads the answer of the one
 // before. With one, a hot key was bound by the round trip, with neither
-// Redis nor the client busy (bench/tools/redisbench -mode hot: about 14
-// decisions per script call, Redis at 0.6 of a core); with two, 1.06 times
+// Redis nor the client busy (bench/tools/redisbench -mode hot, 3 s: 26
+// decisions per script call, Redis at 0.63 of a core); with two, 1.06 times
 // the decisions of one (rounds 0.99 to 1.15, the order alternated, load
 // average 1.7 to 2.5), and a lower p99 in five rounds of six. Each call
 // is atomic in Redis, so two in flight on one key decide as one after
@@ -68,28 +68,24 @@ type outcome struct {
 	err error
 }
 
-// coalesce decides c at once if nothing is in flight on its key, else
-// waits to go with the next batch on the key.
+// coalesce decides c at once if fewer than keyFlights calls are in flight
+// on its key, else waits to go with the next batch on the key.
 func (s *Store) coalesce(ctx context.Context, c call) (limiter.Decision, error) {
 	s.mu.Lock()
 	f, busy := s.flights[c.key]
-	if !busy {
+	switch {
+	case !busy:
 		f = flights.Get().(*flight)
-		f.call, f.flying = c, 1
+		f.call = c
 		s.flights[c.key] = f
-		s.mu.Unlock()
-		d, err := s.viaSlot(ctx, c) // it may go with other keys' requests (keys.go)
-		s.land(c.key)
-		return d, err
-	}
-	if f.call.req[8:] != c.req[8:] { // another limit, or with CallerTime another time
+	case f.call.req[8:] != c.req[8:]: // another limit, or with CallerTime another time
 		s.mu.Unlock()
 		return s.decideOne(ctx, c)
 	}
 	if f.flying < keyFlights && len(f.waiting) == 0 { // none waits ahead of it
 		f.flying++
 		s.mu.Unlock()
-		d, err := s.viaSlot(ctx, c)
+		d, err := s.viaSlot(ctx, c) // it may go with other keys' requests (keys.go)
 		s.land(c.key)
 		return d, err
 	}

@@ -118,6 +118,15 @@ func (s *Store) keyState(key string) (waiting, flying int) {
 	return len(f.waiting), f.flying
 }
 
+// markFlight marks f in flight on its call's key, as the store's own, and returns
+// the key.
+func (s *Store) markFlight(f *flight) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flights[f.call.key] = f
+	return f.call.key
+}
+
 // holdKey pauses Redis and starts keyFlights decisions on key, which stay
 // in flight until resume is called; done receives their outcomes.
 func holdKey(t *testing.T, srv *redistest.Server, s *Store, key string, l limiter.Limit) (done chan outcome, resume func()) {
@@ -273,10 +282,8 @@ func TestCoalescingOtherLimit(t *testing.T) {
 	srv := redistest.StartServer(t)
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
-	rk := redisKey(s.prefix, store.RawKey("other"))
-	s.mu.Lock()
-	s.flights[rk] = &flight{call: s.newCall(store.RawKey("other"), l, 1, epoch), flying: keyFlights}
-	s.mu.Unlock()
+	c := s.newCall(store.RawKey("other"), l, 1, epoch)
+	rk := s.markFlight(&flight{call: c, flying: keyFlights})
 	d := decide(t, s, store.RawKey("other"), mustLimit(t, limiter.GCRA, 20, time.Minute, 0), epoch, 1)
 	if !d.Allowed || d.Limit != 20 || d.Remaining != 19 {
 		t.Errorf("request with another limit than the call in flight: %+v, want allowed under its own limit (20, 19 left)", d)
@@ -330,9 +337,7 @@ func TestCoalescingWaiterPastDeadline(t *testing.T) {
 	c := s.newCall(store.RawKey("past"), l, 1, epoch)
 	late := &waiter{ctx: context.Background(), c: call{cost: 1}, by: time.Now().Add(-time.Millisecond), done: make(chan outcome, 1)}
 	due := &waiter{ctx: context.Background(), c: call{cost: 1}, by: time.Now().Add(time.Minute), done: make(chan outcome, 1)}
-	s.mu.Lock()
-	s.flights[c.key] = &flight{call: c, flying: 1, waiting: []*waiter{late, due}}
-	s.mu.Unlock()
+	s.markFlight(&flight{call: c, flying: 1, waiting: []*waiter{late, due}})
 	_, batch := s.next(c.key, false)
 	if len(batch) != 1 || batch[0] != due {
 		t.Fatalf("next batch %v, want only the waiter within its deadline", batch)
@@ -390,9 +395,7 @@ func TestCoalescingLastLands(t *testing.T) {
 	s := open(t, []string{srv.Addr}, true)
 	l := mustLimit(t, limiter.GCRA, 10, time.Minute, 0)
 	c := s.newCall(store.RawKey("last"), l, 1, epoch)
-	s.mu.Lock()
-	s.flights[c.key] = &flight{call: c, flying: 2}
-	s.mu.Unlock()
+	s.markFlight(&flight{call: c, flying: 2})
 	if _, batch := s.next(c.key, false); batch != nil {
 		t.Fatalf("first call landing with nothing waiting: batch %v", batch)
 	}
