@@ -148,6 +148,9 @@ func TLSServer(c net.Conn, conf *tls.Config) *tls.Conn {
 // (stallConn.life).
 type swapConn struct{ net.Conn }
 
+// socket is the swapConn under c's TLS connection (TLSServer's).
+func (c *tlsStallConn) socket() *swapConn { return c.tls.NetConn().(*swapConn) }
+
 // Handshake is done before the connection is handed on.
 func (c *tlsStallConn) Handshake() error { return c.tls.Handshake() }
 

@@ -33,7 +33,7 @@ type Parking struct {
 	after time.Duration  // and after a later one
 	idle  time.Duration  // the server's IdleTimeout
 	wait  time.Duration  // stallConn's write wait
-	woken sync.WaitGroup // the goroutines serving woken connections
+	woken sync.WaitGroup // the goroutines serving woken connections, or ending expired TLS ones
 
 	// Giving back the memory of connections gone idle (reclaim).
 	mu          sync.Mutex
@@ -109,42 +109,28 @@ func NewParking(srv *fasthttp.Server, first, after, idle, wait time.Duration) *P
 	}
 	k := &Parking{first: first, after: after, idle: idle, wait: wait}
 	p, err := idlepark.New(idlepark.Options{Wake: func(c net.Conn, release func(), state any) {
-		if release != nil { // its CapConnections slot, held while it was parked
-			c = &cappedConn{Conn: c, release: release}
-		}
 		var served net.Conn
 		if t, ok := state.(*tlsStallConn); ok { // its TLS connection goes on over the new socket
-			t.tls.NetConn().(*swapConn).Conn = c
+			t.socket().Conn = capped(c, release)
 			t = k.tlsConn(t.tls, t.peer)
 			t.waited, t.woken = true, true
 			served = t
 		} else {
-			sc := k.conn(c)
+			sc := k.conn(capped(c, release))
 			sc.waited, sc.woken = true, true
 			served = sc
 		}
 		if srv.ConnState != nil {
 			srv.ConnState(served, fasthttp.StateNew)
 		}
-		k.woken.Add(1)
-		go func() {
-			defer k.woken.Done()
-			_ = srv.ServeConn(served) // closes it, or parks it again
-		}()
+		k.woken.Go(func() { _ = srv.ServeConn(served) }) // closes it, or parks it again
 	}, Ended: k.parkedOne, Expire: func(c net.Conn, release func(), state any) {
 		// A TLS connection: its session ends with close_notify, as one
 		// the server closes in its goroutine does (crypto/tls bounds the
 		// write).
-		if release != nil {
-			c = &cappedConn{Conn: c, release: release}
-		}
 		t := state.(*tlsStallConn)
-		t.tls.NetConn().(*swapConn).Conn = c
-		k.woken.Add(1)
-		go func() {
-			defer k.woken.Done()
-			_ = t.tls.Close()
-		}()
+		t.socket().Conn = capped(c, release)
+		k.woken.Go(func() { _ = t.tls.Close() })
 	}})
 	if err != nil {
 		return nil
@@ -158,6 +144,15 @@ func (k *Parking) conn(c net.Conn) *stallConn {
 	sc := &stallConn{Conn: c, wd: Deadline{Wait: k.wait}, park: k}
 	sc.head.Begin()
 	return sc
+}
+
+// capped is a parked connection's new net.Conn, with the CapConnections
+// slot it held while parked (release; nil: none).
+func capped(c net.Conn, release func()) net.Conn {
+	if release == nil {
+		return c
+	}
+	return &cappedConn{Conn: c, release: release}
 }
 
 // tlsConn wraps a TLS connection made by TLSServer as the server sees a
@@ -292,7 +287,7 @@ func (c *stallConn) Close() error {
 func (c *stallConn) handOver() error {
 	sock, state := c.Conn, any(nil)
 	if c.tlsc != nil { // the socket under it; its TLS state waits with it
-		sock, state = c.tlsc.tls.NetConn().(*swapConn).Conn, c.tlsc
+		sock, state = c.tlsc.socket().Conn, c.tlsc
 	}
 	raw, release, ok := parkable(sock)
 	if !ok {
@@ -301,7 +296,7 @@ func (c *stallConn) handOver() error {
 	if c.tlsc != nil {
 		// Park closes it; Wake, maybe before Park returns, puts the new
 		// one in its place.
-		c.tlsc.tls.NetConn().(*swapConn).Conn = nil
+		c.tlsc.socket().Conn = nil
 	}
 	if c.park.p.Park(raw, c.park.idle-c.parkedAfter(), release, state) == nil {
 		c.park.parkedOne()
