@@ -53,14 +53,24 @@ func (p *Parker) end(pc *parked) {
 		pc.shut()
 		return
 	}
-	c, err := conn(pc.fd)
-	if err != nil { // out of descriptors: closed at once
+	if c, ok := pc.reopen(); ok {
+		p.opts.Expire(c, pc.closed, pc.state)
+	}
+}
+
+// reopen makes a net.Conn of pc's socket, taking its descriptor; false if
+// it cannot (out of descriptors), the socket closed then and closed called.
+func (pc *parked) reopen() (net.Conn, bool) {
+	f := os.NewFile(uintptr(pc.fd), "")
+	c, err := net.FileConn(f) // its own duplicate
+	_ = f.Close()
+	if err != nil {
 		if pc.closed != nil {
 			pc.closed()
 		}
-		return
+		return nil, false
 	}
-	p.opts.Expire(c, pc.closed, pc.state)
+	return c, true
 }
 
 // ended tells Options.Ended of a connection closed.
@@ -108,15 +118,16 @@ func New(opts Options) (*Parker, error) {
 // too; 0: never) or the Parker closes (closed too). idle is the server's
 // idle timeout less the time c was idle before it was parked; a server
 // parks with a few idle times, not one per connection (each has its own
-// list while it holds connections, scanned on every Park). state is handed to Wake with the connection, and let go when it
-// is closed. c must have no bytes buffered above its socket and nobody
-// reading or writing it. Park
-// keeps a duplicate of c's descriptor and closes c, so that its net.Conn,
-// its addresses and its entry in Go's poller are garbage while it is
-// parked; Wake gets a new net.Conn over the same socket. closed (nil:
-// none) is called once the parker closes the socket (ended, expired, the
-// Parker closed, or an error here), never when it is woken: Wake gets it. c is
-// the Parker's even on an error (closed then, and closed called).
+// list while it holds connections, scanned on every Park). state is
+// handed to Wake with the connection, and let go when it is closed. c
+// must have no bytes buffered above its socket and nobody reading or
+// writing it. Park keeps a duplicate of c's descriptor and closes c, so
+// that its net.Conn, its addresses and its entry in Go's poller are
+// garbage while it is parked; Wake gets a new net.Conn over the same
+// socket. closed (nil: none) is called once the parker closes the socket
+// (ended, expired, the Parker closed, or an error here), never when it is
+// woken or handed to Expire: they get it. c is the Parker's even on an
+// error (closed then, and closed called).
 func (p *Parker) Park(c Conn, idle time.Duration, closed func(), state any) error {
 	fd, err := dupFD(c)
 	_ = c.Close() // the duplicate keeps the socket open
@@ -175,13 +186,6 @@ func unread(fd int32) int {
 		return -1
 	}
 	return n
-}
-
-// conn makes a net.Conn of a woken socket, taking its descriptor.
-func conn(fd int32) (net.Conn, error) {
-	f := os.NewFile(uintptr(fd), "")
-	defer f.Close() // FileConn has its own duplicate
-	return net.FileConn(f)
 }
 
 // Parked is the number of connections parked now.
@@ -282,11 +286,9 @@ func (p *Parker) loop() {
 				p.end(pc)
 				continue
 			}
-			c, err := conn(pc.fd)
-			if err != nil { // out of descriptors: as if it expired
-				if pc.closed != nil {
-					pc.closed()
-				}
+			c, ok := pc.reopen()
+			if !ok { // out of descriptors: as if it expired
+				p.ended()
 				continue
 			}
 			p.opts.Wake(c, pc.closed, pc.state)
